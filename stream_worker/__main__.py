@@ -1,0 +1,3 @@
+from stream_worker.cli import app
+
+app()

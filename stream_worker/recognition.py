@@ -1,0 +1,32 @@
+"""What the `plate_recognition` Triton model answers, as plain Python values.
+
+Shared by the Triton client, the worker's event builder and the `recognize` command, so that
+none of them depends on the others' wire formats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FRAME_OK = "ok"
+INVALID_IMAGE = "invalid_image"
+
+
+@dataclass(frozen=True, slots=True)
+class Plate:
+    text: str
+    confidence: float
+    box: tuple[float, float, float, float]  # x1, y1, x2, y2 in the source image's pixels
+    detection_score: float
+
+
+@dataclass(frozen=True, slots=True)
+class FrameResult:
+    status: str  # "ok" or "invalid_image: <reason>"
+    width: int  # 0 when the frame could not be decoded
+    height: int
+    plates: tuple[Plate, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == FRAME_OK

@@ -1,0 +1,111 @@
+"""Where the integration tests find their servers. One place decides, in this order:
+
+1. `KAFKA_BOOTSTRAP_SERVERS` / `TRITON_URL` set: use those servers as they are.
+2. A reachable Docker engine and `testcontainers` installed: start the Kafka and Triton images.
+3. Otherwise: start the real local servers as child processes (Tansu broker, tritonserver from
+   the nvidia-pytriton wheel) through `stream_worker.launchers`.
+
+Every integration test talks to a real broker and a real Triton server; nothing here fakes one.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MODEL_REPOSITORY = REPO_ROOT / "model_repository"
+KAFKA_IMAGE = "apache/kafka:3.9.1"
+TRITON_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3"
+
+
+def weights_dir() -> Path:
+    return Path(os.environ.get("LPR_WEIGHTS_DIR", REPO_ROOT.parent / "shared" / "weights")).resolve()
+
+
+def samples_dir() -> Path:
+    return weights_dir().parent / "samples"
+
+
+@pytest.fixture(scope="session")
+def car_jpeg() -> bytes:
+    return (samples_dir() / "car.jpg").read_bytes()
+
+
+@pytest.fixture(scope="session")
+def cat_jpeg() -> bytes:
+    return (samples_dir() / "cat.jpeg").read_bytes()
+
+
+def _docker_available() -> bool:
+    try:
+        import docker  # type: ignore[import-untyped]
+        import testcontainers  # type: ignore[import-untyped]  # noqa: F401
+
+        docker.from_env().ping()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def prepared_model_repository() -> Path:
+    """The model repository with the ONNX artifacts exported from the real checkpoints."""
+    from stream_worker.nets.prepare import prepare_models
+
+    prepare_models(weights_dir=weights_dir(), repository=MODEL_REPOSITORY)
+    return MODEL_REPOSITORY
+
+
+@pytest.fixture(scope="session")
+def triton_url(prepared_model_repository: Path) -> Iterator[str]:
+    """gRPC address (host:port) of a Triton server serving `model_repository/`."""
+    if url := os.environ.get("TRITON_URL"):
+        yield url
+        return
+    if _docker_available():
+        from testcontainers.core.container import DockerContainer  # type: ignore[import-untyped]
+        from testcontainers.core.waiting_utils import wait_for_logs  # type: ignore[import-untyped]
+
+        container = (
+            DockerContainer(TRITON_IMAGE)
+            .with_volume_mapping(str(prepared_model_repository), "/models")
+            .with_exposed_ports(8001)
+            .with_command("tritonserver --model-repository=/models")
+        )
+        with container:
+            wait_for_logs(container, "Started GRPCInferenceService", timeout=300)
+            yield f"{container.get_container_host_ip()}:{container.get_exposed_port(8001)}"
+        return
+    from stream_worker.launchers.triton import LocalTriton
+
+    with LocalTriton(repository=prepared_model_repository) as server:
+        yield server.grpc_url
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """bootstrap.servers of a Kafka-protocol broker."""
+    if servers := os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
+        yield servers
+        return
+    if _docker_available():
+        from testcontainers.kafka import KafkaContainer  # type: ignore[import-untyped]
+
+        with KafkaContainer(KAFKA_IMAGE).with_kraft() as kafka:
+            yield kafka.get_bootstrap_server()
+        return
+    from stream_worker.launchers.broker import LocalBroker
+
+    with LocalBroker() as broker:
+        yield broker.bootstrap_servers
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> str:
+    """A topic/group name no other test (or earlier run against a shared broker) uses."""
+    return f"t-{request.node.name[:40]}-{uuid.uuid4().hex[:8]}".replace("[", "-").replace("]", "")
