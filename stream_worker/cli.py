@@ -27,6 +27,36 @@ DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 # --- models prepare ---------------------------------------------------------------- (issue 2)
 # --- triton ------------------------------------------------------------------------ (issue 2)
 # --- recognize --------------------------------------------------------------------- (issue 2/4)
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker recognize ../shared/samples/car.jpg ../shared/samples/cat.jpeg\n\n"
+        "  stream-worker recognize --url triton:8001 --annotate out/ photos/*.jpg\n\n"
+        "Exit codes: 0 done (undecodable images are reported in their line's status), 2 an image "
+        "cannot be read or the --annotate folder cannot be written, 3 Triton unreachable or the "
+        "model not ready, 4 Triton rejected the request."
+    )
+)
+def recognize(
+    images: list[Path] = typer.Argument(..., help="Image files (JPEG, PNG, ...) sent as one request."),
+    url: str = typer.Option(
+        "localhost:8001", "--url", envvar="STREAM_WORKER_TRITON_URL", help="Triton gRPC address HOST:PORT."
+    ),
+    annotate: Path | None = typer.Option(
+        None, "--annotate", help="Folder for copies of the images with plate boxes and texts drawn."
+    ),
+    timeout: float = typer.Option(60.0, "--timeout", min=0.1, help="Seconds to wait for Triton's answer."),
+) -> None:
+    """Recognise the plates in IMAGES and print one JSON line per image."""
+    from stream_worker.recognize import RecognizeError, run
+
+    try:
+        run(images, url, timeout, annotate, emit=typer.echo, warn=lambda line: typer.echo(line, err=True))
+    except RecognizeError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(error.exit_code) from error
+
+
 # --- broker / produce / tail / run ------------------------------------------------- (issue 3)
 # --- demo -------------------------------------------------------------------------- (issue 4)
 # --- bench ------------------------------------------------------------------------- (issue 5)

@@ -1,0 +1,171 @@
+"""The `recognize` command: read image files, ask Triton once, print one JSON line per image.
+
+Also draws the plates onto copies of the images (`--annotate`) so people can look instead of
+read. Exit codes: 0 done (an image Triton could not decode is reported in its line's status),
+2 an image file cannot be read or the `--annotate` folder cannot be written, 3 Triton
+unreachable or not ready, 4 Triton rejected the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import orjson
+
+from stream_worker.recognition import FrameResult
+
+EXIT_OK = 0
+EXIT_UNREADABLE_IMAGE = 2
+EXIT_TRITON_UNAVAILABLE = 3
+EXIT_TRITON_ERROR = 4
+
+BOX_COLOUR = (0, 255, 0)  # BGR green: stands out on grey roads and cars
+TEXT_COLOUR = (0, 0, 0)  # black on the green label
+FONT = cv2.FONT_HERSHEY_SIMPLEX
+
+
+class RecognizeError(Exception):
+    """A failure the command reports as one message and an exit code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class ImageFile:
+    path: Path
+    data: bytes
+
+
+def read_images(paths: Sequence[Path]) -> list[ImageFile]:
+    """Read every file up front so that a bad path fails before Triton is asked anything."""
+    images = []
+    for path in paths:
+        try:
+            images.append(ImageFile(path, path.read_bytes()))
+        except OSError as error:
+            raise RecognizeError(
+                f"cannot read image file {str(path)!r}: {error.strerror or error}", EXIT_UNREADABLE_IMAGE
+            ) from error
+    return images
+
+
+def result_record(path: Path, result: FrameResult) -> dict[str, Any]:
+    """The JSON object printed for one image."""
+    return {
+        "file": str(path),
+        "status": result.status,
+        "size": {"width": result.width, "height": result.height},
+        "plates": [
+            {
+                "text": plate.text,
+                "confidence": round(plate.confidence, 4),
+                "box": dict(zip(("x1", "y1", "x2", "y2"), (round(v, 1) for v in plate.box), strict=True)),
+                "detection_score": round(plate.detection_score, 4),
+            }
+            for plate in result.plates
+        ],
+    }
+
+
+def draw_plates(image: np.ndarray, result: FrameResult) -> np.ndarray:
+    """A copy of `image` with each plate's box and `text confidence` label above it."""
+    canvas = image.copy()
+    height, width = canvas.shape[:2]
+    thickness = max(2, round(min(width, height) / 300))
+    font_scale = max(0.5, min(width, height) / 900)
+    for plate in result.plates:
+        x1, y1, x2, y2 = (round(v) for v in plate.box)
+        cv2.rectangle(canvas, (x1, y1), (x2, y2), BOX_COLOUR, thickness)
+        label = f"{plate.text} {plate.confidence:.2f}"
+        (text_w, text_h), baseline = cv2.getTextSize(label, FONT, font_scale, thickness=1)
+        label_h = text_h + baseline + 2 * thickness
+        # Above the box when there is room, else just below it.
+        top = y1 - thickness - label_h if y1 - thickness - label_h >= 0 else y2 + thickness
+        left = min(max(0, x1 - thickness), max(0, width - text_w - 2 * thickness))
+        cv2.rectangle(canvas, (left, top), (left + text_w + 2 * thickness, top + label_h), BOX_COLOUR, -1)
+        cv2.putText(
+            canvas,
+            label,
+            (left + thickness, top + thickness + text_h),
+            FONT,
+            font_scale,
+            TEXT_COLOUR,
+            1,
+            cv2.LINE_AA,
+        )
+    return canvas
+
+
+def annotated_path(source: Path, out_dir: Path, taken: set[Path]) -> Path:
+    """`<stem>.annotated.jpg` (`.png` for PNG sources), numbered when two inputs share a stem."""
+    suffix = ".png" if source.suffix.lower() == ".png" else ".jpg"
+    candidate = out_dir / f"{source.stem}.annotated{suffix}"
+    counter = 2
+    while candidate in taken:
+        candidate = out_dir / f"{source.stem}-{counter}.annotated{suffix}"
+        counter += 1
+    taken.add(candidate)
+    return candidate
+
+
+def write_annotated(image: ImageFile, result: FrameResult, target: Path) -> bool:
+    """Write the annotated copy; False when the image cannot be decoded here either."""
+    decoded = cv2.imdecode(np.frombuffer(image.data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    if decoded is None:
+        return False
+    if not cv2.imwrite(str(target), draw_plates(decoded, result)):
+        raise RecognizeError(f"cannot write annotated image {str(target)!r}", EXIT_UNREADABLE_IMAGE)
+    return True
+
+
+def run(
+    paths: Sequence[Path],
+    url: str,
+    timeout_s: float,
+    annotate_dir: Path | None,
+    emit: Callable[[str], None],
+    warn: Callable[[str], None],
+) -> None:
+    """Recognise `paths` in one Triton request, `emit` one JSON line each; raises RecognizeError."""
+    from stream_worker.triton_client import (
+        PlateRecognitionClient,
+        TritonInferenceError,
+        TritonUnavailableError,
+    )
+
+    images = read_images(paths)
+    if annotate_dir is not None:
+        try:
+            annotate_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise RecognizeError(
+                f"cannot create the --annotate folder {str(annotate_dir)!r}: {error.strerror or error}",
+                EXIT_UNREADABLE_IMAGE,
+            ) from error
+    try:
+        with PlateRecognitionClient(url, timeout_s=timeout_s) as client:
+            results = client.recognize([image.data for image in images])
+    except TritonUnavailableError as error:
+        raise RecognizeError(
+            f"cannot reach the plate_recognition model on Triton at {url} "
+            f"(set --url or STREAM_WORKER_TRITON_URL; start one with `stream-worker triton`): {error}",
+            EXIT_TRITON_UNAVAILABLE,
+        ) from error
+    except TritonInferenceError as error:
+        raise RecognizeError(str(error), EXIT_TRITON_ERROR) from error
+
+    taken: set[Path] = set()
+    for image, result in zip(images, results, strict=True):
+        emit(orjson.dumps(result_record(image.path, result)).decode())
+        if annotate_dir is None:
+            continue
+        target = annotated_path(image.path, annotate_dir, taken)
+        if not write_annotated(image, result, target):
+            warn(f"not annotated {str(image.path)!r}: the image cannot be decoded ({result.status})")

@@ -1,0 +1,192 @@
+"""gRPC client for the `plate_recognition` Triton model: JPEG bytes in, `FrameResult`s out.
+
+The worker and the `recognize` command both go through this class so that the wire format
+(tensor names, flattened per-plate outputs) and the error semantics live in one place:
+`TritonUnavailableError` means "try the whole batch again later", `TritonInferenceError` means
+the server refused this particular request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+
+import numpy as np
+from tritonclient.grpc import InferenceServerClient, InferInput, InferRequestedOutput
+from tritonclient.utils import InferenceServerException
+
+from stream_worker.recognition import FrameResult, Plate
+
+DEFAULT_MODEL_NAME = "plate_recognition"
+INPUT_NAME = "images"
+OUTPUT_NAMES = (
+    "plate_frame",
+    "plate_box",
+    "plate_text",
+    "plate_confidence",
+    "plate_detection_score",
+    "frame_status",
+    "frame_size",
+)
+
+# gRPC codes after which the same request may succeed later: the server is down, overloaded,
+# restarting or still loading the model.
+_RETRYABLE_STATUSES = frozenset(
+    {
+        "StatusCode.UNAVAILABLE",
+        "StatusCode.DEADLINE_EXCEEDED",
+        "StatusCode.NOT_FOUND",
+        "StatusCode.CANCELLED",
+    }
+)
+# Triton reports a model that is not (yet) loaded, or a crashed Python-backend stub it is
+# restarting, with these phrases; the request itself is fine, so they are retryable too.
+_RETRYABLE_MESSAGES = ("unknown model", "is not ready", "no available versions", "is not healthy")
+
+
+class TritonError(Exception):
+    """Base class for failures talking to the `plate_recognition` model."""
+
+
+class TritonUnavailableError(TritonError):
+    """Triton is unreachable, timed out or the model is not ready: retry the whole batch later."""
+
+
+class TritonInferenceError(TritonError):
+    """Triton answered this request with an error (or an answer that breaks the contract)."""
+
+
+def _translate(error: InferenceServerException, url: str) -> TritonError:
+    message = error.message() or str(error)
+    status = error.status() or ""
+    if status in _RETRYABLE_STATUSES or any(m in message for m in _RETRYABLE_MESSAGES):
+        return TritonUnavailableError(f"Triton at {url} is unavailable ({status}): {message}")
+    return TritonInferenceError(f"Triton at {url} rejected the request ({status}): {message}")
+
+
+def _decode(value: bytes | str) -> str:
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) -> list[FrameResult]:
+    """Regroup the model's flattened per-plate outputs into one `FrameResult` per input frame.
+
+    Pure so it can be tested without a server. Raises `TritonInferenceError` when the arrays do
+    not match the model contract (missing output, wrong lengths, plate of a non-existent frame).
+    """
+    missing = [name for name in OUTPUT_NAMES if outputs.get(name) is None]
+    if missing:
+        raise TritonInferenceError(f"Triton response lacks outputs {missing}")
+    statuses = outputs["frame_status"].reshape(-1)
+    sizes = outputs["frame_size"].reshape(-1, 2)
+    if len(statuses) != frame_count or len(sizes) != frame_count:
+        raise TritonInferenceError(
+            f"Triton answered {len(statuses)} statuses and {len(sizes)} sizes for {frame_count} frames"
+        )
+    plate_frames = outputs["plate_frame"].reshape(-1)
+    boxes = outputs["plate_box"].reshape(-1, 4)
+    texts = outputs["plate_text"].reshape(-1)
+    confidences = outputs["plate_confidence"].reshape(-1)
+    scores = outputs["plate_detection_score"].reshape(-1)
+    plate_count = len(plate_frames)
+    if not len(boxes) == len(texts) == len(confidences) == len(scores) == plate_count:
+        raise TritonInferenceError(
+            f"Triton's per-plate outputs disagree in length: frame {plate_count}, box {len(boxes)}, "
+            f"text {len(texts)}, confidence {len(confidences)}, detection score {len(scores)}"
+        )
+    if plate_count and (plate_frames.min() < 0 or plate_frames.max() >= frame_count):
+        raise TritonInferenceError(
+            f"Triton returned a plate for frame {int(plate_frames.max())} of a {frame_count}-frame request"
+        )
+
+    plates_by_frame: list[list[Plate]] = [[] for _ in range(frame_count)]
+    for i in range(plate_count):
+        x1, y1, x2, y2 = (float(v) for v in boxes[i])
+        plates_by_frame[int(plate_frames[i])].append(
+            Plate(
+                text=_decode(texts[i]),
+                confidence=float(confidences[i]),
+                box=(x1, y1, x2, y2),
+                detection_score=float(scores[i]),
+            )
+        )
+    return [
+        FrameResult(
+            status=_decode(statuses[i]),
+            width=int(sizes[i][0]),
+            height=int(sizes[i][1]),
+            plates=tuple(plates_by_frame[i]),
+        )
+        for i in range(frame_count)
+    ]
+
+
+class PlateRecognitionClient:
+    """Sends a batch of JPEG frames to `plate_recognition` in one gRPC request.
+
+    Thread-safe without a lock: tritonclient documents its gRPC client's unary calls (`infer`,
+    readiness and metadata) as safe to share between threads, and they share one channel.
+    """
+
+    def __init__(self, url: str, model_name: str = DEFAULT_MODEL_NAME, timeout_s: float = 30.0) -> None:
+        self.url = url
+        self.model_name = model_name
+        self.timeout_s = timeout_s
+        self._client = InferenceServerClient(url=url)
+        self._model_version: str | None = None
+
+    def recognize(self, frames: Sequence[bytes]) -> list[FrameResult]:
+        """One `FrameResult` per frame, in order. An empty batch needs no request."""
+        if not frames:
+            return []
+        batch = np.empty(len(frames), dtype=np.object_)
+        batch[:] = [bytes(frame) for frame in frames]
+        images = InferInput(INPUT_NAME, [len(frames)], "BYTES")
+        images.set_data_from_numpy(batch)
+        try:
+            result = self._client.infer(
+                self.model_name,
+                [images],
+                outputs=[InferRequestedOutput(name) for name in OUTPUT_NAMES],
+                client_timeout=self.timeout_s,
+            )
+        except InferenceServerException as error:
+            raise _translate(error, self.url) from error
+        if version := result.get_response().model_version:
+            self._model_version = version
+        return parse_outputs({name: result.as_numpy(name) for name in OUTPUT_NAMES}, len(frames))
+
+    def is_ready(self) -> bool:
+        """True when the server answers and the model is loaded; never raises."""
+        try:
+            return bool(
+                self._client.is_server_ready(client_timeout=self.timeout_s)
+                and self._client.is_model_ready(self.model_name, client_timeout=self.timeout_s)
+            )
+        except InferenceServerException:
+            return False
+
+    @property
+    def model_version(self) -> str:
+        """The model version that serves requests, for events; asked once, then kept current."""
+        if self._model_version is None:
+            try:
+                metadata = self._client.get_model_metadata(self.model_name, client_timeout=self.timeout_s)
+            except InferenceServerException as error:
+                raise _translate(error, self.url) from error
+            self._model_version = max(metadata.versions, key=int, default="")
+        return self._model_version
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> PlateRecognitionClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
