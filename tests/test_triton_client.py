@@ -1,0 +1,182 @@
+"""PlateRecognitionClient: output regrouping (pure), error mapping, and calls to the real Triton."""
+
+from __future__ import annotations
+
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from tritonclient.utils import InferenceServerException
+
+from stream_worker.recognition import FrameResult, Plate
+from stream_worker.triton_client import (
+    PlateRecognitionClient,
+    TritonInferenceError,
+    TritonUnavailableError,
+    _translate,
+    parse_outputs,
+)
+
+CAR_BOX = (94.0, 331.0, 132.0, 342.0)
+
+
+def outputs(
+    frames: list[tuple[bytes, tuple[int, int]]],
+    plates: list[tuple[int, tuple[float, float, float, float], bytes, float, float]],
+) -> dict[str, np.ndarray]:
+    """Arrays shaped as `plate_recognition` sends them (BYTES outputs as object arrays of bytes)."""
+    return {
+        "frame_status": np.array([status for status, _ in frames], dtype=np.object_),
+        "frame_size": np.array([size for _, size in frames], dtype=np.int32).reshape(-1, 2),
+        "plate_frame": np.array([p[0] for p in plates], dtype=np.int32),
+        "plate_box": np.array([p[1] for p in plates], dtype=np.float32).reshape(-1, 4),
+        "plate_text": np.array([p[2] for p in plates], dtype=np.object_),
+        "plate_confidence": np.array([p[3] for p in plates], dtype=np.float32),
+        "plate_detection_score": np.array([p[4] for p in plates], dtype=np.float32),
+    }
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- parse_outputs ----------------------------------------------------------------------------
+
+
+def test_empty_batch_gives_no_results() -> None:
+    assert parse_outputs(outputs([], []), frame_count=0) == []
+
+
+def test_frames_without_plates_keep_status_and_size() -> None:
+    results = parse_outputs(
+        outputs([(b"ok", (780, 439)), (b"invalid_image: not a JPEG", (0, 0))], []), frame_count=2
+    )
+    assert results == [
+        FrameResult(status="ok", width=780, height=439, plates=()),
+        FrameResult(status="invalid_image: not a JPEG", width=0, height=0, plates=()),
+    ]
+    assert results[0].ok and not results[1].ok
+
+
+def test_plates_are_regrouped_by_frame_in_order() -> None:
+    raw = outputs(
+        [(b"ok", (780, 439)), (b"ok", (640, 480)), (b"ok", (100, 50))],
+        [
+            # Values exact in float32, so they compare equal after the round trip.
+            (0, CAR_BOX, b"B840CK197", 0.875, 0.75),
+            (2, (1.5, 2.5, 30.0, 12.0), b"A001AA77", 0.5, 0.25),
+            (0, (10.0, 20.0, 50.0, 30.0), b"E123KX99", 0.625, 0.5),
+        ],
+    )
+    results = parse_outputs(raw, frame_count=3)
+    assert [len(r.plates) for r in results] == [2, 0, 1]
+    assert results[0].plates == (
+        Plate(text="B840CK197", confidence=0.875, box=CAR_BOX, detection_score=0.75),
+        Plate(text="E123KX99", confidence=0.625, box=(10.0, 20.0, 50.0, 30.0), detection_score=0.5),
+    )
+    assert results[2].plates[0].box == (1.5, 2.5, 30.0, 12.0)
+    assert all(isinstance(v, float) for v in results[2].plates[0].box)
+
+
+def test_bytes_are_decoded_as_utf8_and_bad_bytes_do_not_raise() -> None:
+    cyrillic = "\u0412840\u0421\u041a197"  # Cyrillic letters, as printed on real plates
+    raw = outputs(
+        [(b"ok", (1, 1))],
+        [(0, CAR_BOX, cyrillic.encode(), 0.5, 0.5), (0, CAR_BOX, b"\xff\xfeX", 0.5, 0.5)],
+    )
+    (result,) = parse_outputs(raw, frame_count=1)
+    assert result.status == "ok"
+    assert result.plates[0].text == cyrillic
+    assert result.plates[1].text == "\ufffd\ufffdX"
+
+
+def test_answer_for_fewer_frames_than_sent_is_an_inference_error() -> None:
+    with pytest.raises(TritonInferenceError, match=r"1 statuses .* for 2 frames"):
+        parse_outputs(outputs([(b"ok", (1, 1))], []), frame_count=2)
+
+
+def test_plate_of_a_frame_not_in_the_request_is_an_inference_error() -> None:
+    with pytest.raises(TritonInferenceError, match="plate for frame 1"):
+        parse_outputs(outputs([(b"ok", (1, 1))], [(1, CAR_BOX, b"X", 0.1, 0.1)]), frame_count=1)
+
+
+def test_missing_output_is_an_inference_error() -> None:
+    raw = outputs([(b"ok", (1, 1))], [])
+    raw["plate_text"] = None
+    with pytest.raises(TritonInferenceError, match="plate_text"):
+        parse_outputs(raw, frame_count=1)
+
+
+# --- error mapping ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        ("StatusCode.UNAVAILABLE", "failed to connect to all addresses"),
+        ("StatusCode.DEADLINE_EXCEEDED", "Deadline Exceeded"),
+        ("StatusCode.NOT_FOUND", "Request for unknown model: 'plate_recognition' is not found"),
+        ("StatusCode.INTERNAL", "Request for unknown model: 'plate_recognition' has no available versions"),
+        ("StatusCode.INTERNAL", "Stub process 'plate_recognition_0_0' is not healthy."),
+    ],
+)
+def test_server_down_or_model_not_ready_is_unavailable(status: str, message: str) -> None:
+    error = _translate(InferenceServerException(msg=message, status=status), "host:1")
+    assert isinstance(error, TritonUnavailableError)
+    assert message in str(error) and "host:1" in str(error)
+
+
+def test_other_server_errors_keep_the_servers_message() -> None:
+    message = "unexpected shape for input 'images'"
+    error = _translate(InferenceServerException(msg=message, status="StatusCode.INVALID_ARGUMENT"), "h:1")
+    assert isinstance(error, TritonInferenceError)
+    assert message in str(error)
+
+
+# --- real network -----------------------------------------------------------------------------
+
+
+def test_closed_port_raises_unavailable_and_is_not_ready() -> None:
+    with PlateRecognitionClient(f"127.0.0.1:{closed_port()}", timeout_s=10) as client:
+        assert client.is_ready() is False
+        with pytest.raises(TritonUnavailableError, match=r"127\.0\.0\.1"):
+            client.recognize([b"\xff\xd8"])
+        with pytest.raises(TritonUnavailableError):
+            _ = client.model_version
+
+
+def test_empty_batch_sends_no_request() -> None:
+    with PlateRecognitionClient(f"127.0.0.1:{closed_port()}", timeout_s=10) as client:
+        assert client.recognize([]) == []
+
+
+@pytest.mark.integration
+def test_recognize_car_and_cat_in_one_request(triton_url: str, car_jpeg: bytes, cat_jpeg: bytes) -> None:
+    with PlateRecognitionClient(triton_url, timeout_s=120) as client:
+        assert client.is_ready()
+        car, bad, cat = client.recognize([car_jpeg, b"not a jpeg", cat_jpeg])
+        assert client.model_version == "1"
+    assert (car.status, car.width, car.height, len(car.plates)) == ("ok", 780, 439, 1)
+    assert bad.status.startswith("invalid_image") and bad.plates == ()
+    assert (cat.status, cat.plates) == ("ok", ())
+
+
+@pytest.mark.integration
+def test_unknown_model_is_unavailable(triton_url: str, car_jpeg: bytes) -> None:
+    with (
+        PlateRecognitionClient(triton_url, model_name="no_such_model", timeout_s=60) as client,
+        pytest.raises(TritonUnavailableError, match="no_such_model"),
+    ):
+        client.recognize([car_jpeg])
+
+
+@pytest.mark.integration
+def test_one_client_serves_concurrent_threads(triton_url: str, car_jpeg: bytes, cat_jpeg: bytes) -> None:
+    batches = [[car_jpeg], [cat_jpeg], [cat_jpeg, car_jpeg], [car_jpeg, car_jpeg, cat_jpeg]] * 2
+    with PlateRecognitionClient(triton_url, timeout_s=300) as client, ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(client.recognize, batches))
+    for batch, results in zip(batches, answers, strict=True):
+        assert [len(r.plates) for r in results] == [1 if frame is car_jpeg else 0 for frame in batch]
