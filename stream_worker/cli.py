@@ -26,6 +26,23 @@ DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 
 # --- models prepare ---------------------------------------------------------------- (issue 2)
 # --- triton ------------------------------------------------------------------------ (issue 2)
+@app.command()
+def triton(
+    repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
+    grpc_port: int = typer.Option(8001, "--grpc-port", help="gRPC port (clients, the worker)."),
+    http_port: int = typer.Option(8000, "--http-port", help="HTTP port (health, statistics)."),
+    metrics_port: int = typer.Option(8002, "--metrics-port", help="Prometheus metrics port."),
+    model_config_name: str | None = typer.Option(
+        None, "--model-config-name", help="Use each model's configs/NAME.pbtxt (e.g. gpu)."
+    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (0.0.0.0: all interfaces)."),
+) -> None:
+    """Run the local Triton (from the nvidia-pytriton wheel) in the foreground until Ctrl-C."""
+    from stream_worker.launchers.triton import serve
+
+    raise typer.Exit(serve(repository, grpc_port, http_port, metrics_port, model_config_name, host))
+
+
 # --- recognize --------------------------------------------------------------------- (issue 2/4)
 @app.command(
     epilog=(

@@ -1,0 +1,128 @@
+"""Pure pre- and post-processing of `plate_recognition`: no Triton import, so unit tests load it directly.
+
+Only numpy and OpenCV: the production Triton image has neither the stream_worker package nor torch.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+JPEG_MAGIC = b"\xff\xd8\xff"
+# Start-Of-Frame markers carry the image size: C0-CF except DHT (C4), JPG (C8) and DAC (CC).
+SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+# Markers without a length field: TEM, RSTn, SOI, EOI.
+STANDALONE_MARKERS = frozenset({0x01, *range(0xD0, 0xDA)})
+START_OF_SCAN = 0xDA
+
+PLATE_WIDTH, PLATE_HEIGHT = 94, 24
+PLATE_VERTICAL_PADDING = 0.2  # of the box height, above and below: how the checkpoints were trained
+VOCABULARY = "0123456789ABEKMHOPCTYX"
+CTC_BLANK = len(VOCABULARY)  # class 22
+
+
+class InvalidImage(ValueError):
+    """The frame cannot be used; the message becomes `invalid_image: <message>`."""
+
+
+def jpeg_dimensions(data: bytes) -> tuple[int, int]:
+    """(width, height) from the JPEG's Start-Of-Frame header, reading markers only, never pixels."""
+    if not data:
+        raise InvalidImage("empty frame")
+    if not data.startswith(JPEG_MAGIC):
+        raise InvalidImage("not a JPEG (missing FFD8FF magic)")
+    position = 2
+    while position + 4 <= len(data):
+        if data[position] != 0xFF:
+            raise InvalidImage(f"corrupt JPEG marker at byte {position}")
+        marker = data[position + 1]
+        if marker == 0xFF:  # fill byte before a marker
+            position += 1
+            continue
+        if marker in STANDALONE_MARKERS:
+            position += 2
+            continue
+        length = int.from_bytes(data[position + 2 : position + 4], "big")
+        if length < 2:
+            raise InvalidImage(f"corrupt JPEG segment length at byte {position}")
+        if marker in SOF_MARKERS:
+            if position + 9 > len(data):
+                break
+            height = int.from_bytes(data[position + 5 : position + 7], "big")
+            width = int.from_bytes(data[position + 7 : position + 9], "big")
+            if width == 0 or height == 0:
+                raise InvalidImage(f"JPEG header declares an empty image ({width}x{height})")
+            return width, height
+        if marker == START_OF_SCAN:
+            break
+        position += 2 + length
+    raise InvalidImage("JPEG has no frame header (SOF) before its image data")
+
+
+def decode_jpeg(data: bytes, max_pixels: int) -> np.ndarray:
+    """BGR uint8 image; rejects oversized images from the header, before any pixel is allocated.
+
+    EXIF orientation is ignored so that boxes refer to the stored pixel grid the header describes.
+    """
+    width, height = jpeg_dimensions(data)
+    if width * height > max_pixels:
+        raise InvalidImage(f"{width}x{height} exceeds max_pixels={max_pixels}")
+    image = cv2.imdecode(
+        np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION
+    )
+    if image is None:
+        raise InvalidImage(f"JPEG ({width}x{height}) could not be decoded")
+    return image
+
+
+def plate_crop_region(box: np.ndarray, width: int, height: int) -> tuple[int, int, int, int]:
+    """Integer crop of a detector box widened vertically by 20% of its height each way, clipped."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    pad = (y2 - y1) * PLATE_VERTICAL_PADDING
+    left = min(max(int(np.floor(x1)), 0), width - 1)
+    top = min(max(int(np.floor(y1 - pad)), 0), height - 1)
+    right = max(min(int(np.ceil(x2)), width), left + 1)
+    bottom = max(min(int(np.ceil(y2 + pad)), height), top + 1)
+    return left, top, right, bottom
+
+
+def plate_tensor(image: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """One network input [3, 24, 94] float32: crop, cubic resize, (p - 127.5) / 128, channels first."""
+    left, top, right, bottom = plate_crop_region(box, image.shape[1], image.shape[0])
+    crop = cv2.resize(
+        image[top:bottom, left:right], (PLATE_WIDTH, PLATE_HEIGHT), interpolation=cv2.INTER_CUBIC
+    )
+    return ((crop.astype(np.float32) - 127.5) * 0.0078125).transpose(2, 0, 1)
+
+
+def softmax(logits: np.ndarray, axis: int) -> np.ndarray:
+    shifted = np.exp(logits - logits.max(axis=axis, keepdims=True))
+    return shifted / shifted.sum(axis=axis, keepdims=True)
+
+
+def ctc_greedy_decode(logits: np.ndarray) -> tuple[str, list[float]]:
+    """Text and per-character confidence from one plate's logits [23 classes, T time steps].
+
+    Greedy CTC: argmax per step, collapse repeats, drop blanks. A character's confidence is the
+    highest softmax probability among the consecutive time steps that produced it.
+    """
+    probabilities = softmax(logits.astype(np.float64), axis=0)
+    best = probabilities.argmax(axis=0)
+    text: list[str] = []
+    confidences: list[float] = []
+    previous = CTC_BLANK
+    for step, label in enumerate(best):
+        label = int(label)
+        if label != CTC_BLANK:
+            if label != previous:
+                text.append(VOCABULARY[label])
+                confidences.append(float(probabilities[label, step]))
+            else:
+                confidences[-1] = max(confidences[-1], float(probabilities[label, step]))
+        previous = label
+    return "".join(text), confidences
+
+
+def plate_confidence(character_confidences: list[float]) -> float:
+    """The plate is only as sure as its least sure character: min of the per-character confidences."""
+    return min(character_confidences) if character_confidences else 0.0

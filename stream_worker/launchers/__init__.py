@@ -1,0 +1,1 @@
+"""Local child-process servers (tritonserver, the Tansu broker) for development, demos and tests."""
