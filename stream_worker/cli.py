@@ -75,5 +75,139 @@ def recognize(
 
 
 # --- broker / produce / tail / run ------------------------------------------------- (issue 3)
+def _client_config(pairs: list[str]) -> dict[str, str]:
+    """`-X key=value` options as librdkafka settings (SASL/TLS and the like)."""
+    config = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="'-X'")
+        config[name.strip()] = value
+    return config
+
+
+BOOTSTRAP_OPTION = typer.Option(
+    "localhost:9092",
+    "--bootstrap-servers",
+    envvar="STREAM_WORKER_BOOTSTRAP_SERVERS",
+    help="Kafka bootstrap servers.",
+)
+CLIENT_CONFIG_OPTION = typer.Option(
+    [],
+    "-X",
+    "--config",
+    metavar="KEY=VALUE",
+    help="Extra librdkafka setting; repeatable (e.g. security.protocol=SSL).",
+)
+
+
+@app.command(epilog="Example: stream-worker broker --port 9092 --partitions 3")
+def broker(
+    port: int | None = typer.Option(
+        None, "--port", min=1, max=65535, help="Listen port; a free one when omitted."
+    ),
+    partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of each created topic."),
+    topics: str = typer.Option(
+        "frames,plates,frames.dlq", "--topics", help="Comma-separated topics to create."
+    ),
+) -> None:
+    """Run the local Tansu broker (in-memory) in the foreground until Ctrl-C or SIGTERM."""
+    from stream_worker.launchers.broker import BrokerError, run_broker
+
+    try:
+        status = run_broker(port, partitions, [name.strip() for name in topics.split(",")])
+    except BrokerError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from error
+    raise typer.Exit(status)
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker produce ../shared/samples/car.jpg --camera-id gate-1 --repeat 100 --fps 25\n\n"
+        "  stream-worker produce clips/entrance.mp4 photos/ --camera-id entrance\n\n"
+        "Exit codes: 0 every frame delivered, 1 some frame not delivered, 2 a path is not usable."
+    )
+)
+def produce(
+    paths: list[Path] = typer.Argument(
+        ..., help="JPEG files, folders of JPEGs (name order), or video files."
+    ),
+    camera_id: str = typer.Option(..., "--camera-id", help="Record key and camera_id header."),
+    fps: float = typer.Option(0.0, "--fps", min=0.0, help="Frames per second; 0 = as fast as possible."),
+    repeat: int = typer.Option(1, "--repeat", min=1, help="Publish all PATHS this many times."),
+    topic: str = typer.Option("frames", "--topic", envvar="STREAM_WORKER_INPUT_TOPIC", help="Frames topic."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    client_config: list[str] = CLIENT_CONFIG_OPTION,
+) -> None:
+    """Publish camera frames (key = camera id; headers camera_id, frame_id, captured_at)."""
+    from stream_worker.tools.produce import FrameSourceError, check_sources, iter_frames, produce_frames
+
+    try:
+        check_sources(paths)
+        report = produce_frames(
+            iter_frames(paths, camera_id, repeat),
+            bootstrap_servers=bootstrap_servers,
+            topic=topic,
+            camera_id=camera_id,
+            fps=fps,
+            config=_client_config(client_config),
+        )
+    except FrameSourceError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from error
+    typer.echo(report.summary())
+    raise typer.Exit(1 if report.failed else 0)
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker tail --from-beginning --json | jq .plates\n\n"
+        "  stream-worker tail --topic frames.dlq --from-beginning --idle-timeout 5\n\n"
+        "Exit codes: 0 done, 2 the topic does not exist."
+    )
+)
+def tail(
+    topic: str = typer.Option(
+        "plates", "--topic", envvar="STREAM_WORKER_OUTPUT_TOPIC", help="Topic to read."
+    ),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    from_beginning: bool = typer.Option(
+        False, "--from-beginning", help="Start at the oldest record, not the end."
+    ),
+    max_messages: int | None = typer.Option(
+        None, "--max-messages", min=1, help="Exit after this many records."
+    ),
+    idle_timeout: float | None = typer.Option(
+        None, "--idle-timeout", min=0.0, help="Exit after this many seconds with nothing new."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
+    client_config: list[str] = CLIENT_CONFIG_OPTION,
+) -> None:
+    """Print a topic's records: events as they are, other records (frames, dead letters) as their
+    key, headers and payload size. Reads without a consumer group's commits."""
+    from stream_worker.tools.tail import TopicNotFoundError, format_human, format_json, tail_records
+
+    formatter = format_json if as_json else format_human
+    records = tail_records(
+        bootstrap_servers=bootstrap_servers,
+        topic=topic,
+        from_beginning=from_beginning,
+        max_messages=max_messages,
+        idle_timeout_s=idle_timeout,
+        config=_client_config(client_config),
+    )
+    try:
+        for record in records:
+            typer.echo(formatter(record))
+    except TopicNotFoundError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from error
+    except KeyboardInterrupt:
+        records.close()
+
+
 # --- demo -------------------------------------------------------------------------- (issue 4)
 # --- bench ------------------------------------------------------------------------- (issue 5)

