@@ -25,6 +25,41 @@ DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 
 
 # --- models prepare ---------------------------------------------------------------- (issue 2)
+@models_app.command("prepare")
+def models_prepare(
+    weights_dir: Path | None = typer.Option(
+        None,
+        "--weights-dir",
+        help="Folder holding stn.pth and lprnet.pth "
+        "(default: $LPR_WEIGHTS_DIR, else ~/.cache/stream-worker/weights).",
+        show_default=False,
+    ),
+    repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
+    download: bool = typer.Option(
+        False, "--download", help="Fetch missing or corrupt checkpoints from the pinned upstream URLs."
+    ),
+) -> None:
+    """Verify the checkpoints' sha256 and export STN and LPRNet to ONNX in the model repository.
+
+    Idempotent: artifacts already exported from the same checkpoints are kept.
+
+    Example: LPR_WEIGHTS_DIR=../shared/weights stream-worker models prepare
+    """
+    import logging
+
+    from stream_worker.nets.errors import ModelPrepareError
+    from stream_worker.nets.prepare import prepare_models
+    from stream_worker.nets.weights import default_weights_dir
+
+    logging.basicConfig(format="%(message)s")
+    logging.getLogger("stream_worker").setLevel(logging.INFO)
+    try:
+        prepare_models(weights_dir or default_weights_dir(), repository, download=download)
+    except ModelPrepareError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=1) from error
+
+
 # --- triton ------------------------------------------------------------------------ (issue 2)
 @app.command()
 def triton(
