@@ -1,0 +1,57 @@
+# syntax=docker/dockerfile:1.7
+# Triton serving the plate-recognition model repository with its GPU config variant. Build from the
+# repository root, handing over the checkpoints as the named build context `weights`:
+#   docker build -f deploy/docker/triton.Dockerfile \
+#     --build-context weights=/abs/path/to/weights -t stream-worker-triton:0.1.0 .
+# The folder must hold stn.pth and lprnet.pth (the MIT-licensed upstream files; NOTICE and
+# deploy/README.md say where they come from). They are verified against their pinned sha256 and
+# exported to ONNX in a throwaway stage; only the ONNX artifacts reach the final image, and the
+# checkpoints never enter the git tree or the main build context.
+
+# Placeholder, replaced by `--build-context weights=DIR`; left empty when that flag is missing.
+FROM scratch AS weights
+
+
+# Export stage: torch (CPU build) only lives here.
+FROM python:3.11.11-slim-bookworm AS models
+# PyTorch's CPU wheel index: the default Linux torch wheel is the CUDA build, several GB.
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+RUN python -m pip install --index-url "${TORCH_INDEX_URL}" torch==2.13.0
+COPY pyproject.toml README.md NOTICE ./
+COPY stream_worker ./stream_worker
+# The project itself, with the versions its `export` extra pins (torch above satisfies it).
+# hadolint ignore=DL3013
+RUN python -m pip install ".[export]"
+COPY model_repository /models
+RUN --mount=type=bind,from=weights,target=/weights \
+    if [ ! -f /weights/stn.pth ] || [ ! -f /weights/lprnet.pth ]; then \
+      echo "stn.pth and lprnet.pth not found: pass --build-context weights=/abs/path/to/weights" >&2; \
+      exit 1; \
+    fi \
+ && stream-worker models prepare --weights-dir /weights --repository /models \
+ && find /models -name __pycache__ -prune -exec rm -rf {} +
+
+
+# 24.10 = Triton 2.51, the same server version as the nvidia-pytriton wheel the tests run.
+FROM nvcr.io/nvidia/tritonserver:24.10-py3 AS runtime
+# The Python-backend models' own dependencies (plate_recognition, plate_detector, and the CPU
+# variants of stn/lprnet). numpy < 2: the Python backend stub of this release is built against
+# numpy 1.x. onnxruntime (CPU) serves the default configs; the `gpu` configs run stn/lprnet on
+# Triton's native onnxruntime backend with TensorRT. Exact pins keep rebuilds reproducible.
+ARG ONNXRUNTIME_VERSION=1.20.1
+RUN python3 -m pip install --no-cache-dir \
+      numpy==1.26.4 \
+      opencv-python-headless==4.11.0.86 \
+      "onnxruntime==${ONNXRUNTIME_VERSION}"
+COPY --from=models /models /models
+COPY NOTICE /usr/share/doc/stream-worker/NOTICE
+# The image's own unprivileged user (triton-server, UID 1000), by number for runAsNonRoot.
+USER 1000:1000
+EXPOSE 8000 8001 8002
+# Ready = server up AND every model loaded; TensorRT builds its engines at first load (minutes).
+HEALTHCHECK --interval=15s --timeout=5s --start-period=600s --retries=3 \
+  CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/v2/health/ready', timeout=4)"]
+CMD ["tritonserver", "--model-repository=/models", "--model-config-name=gpu"]
