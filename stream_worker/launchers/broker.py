@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TOPICS = ("frames", "plates", "frames.dlq")
 LOG_TAIL_CHARS = 4000
+READY_LINE = "ready in"  # what Tansu prints once it listens
 
 
 class BrokerError(RuntimeError):
@@ -99,6 +100,7 @@ class LocalBroker:
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, "NO_COLOR": "1"},
         )
         try:
             self._wait_ready(timeout_s)
@@ -109,7 +111,9 @@ class LocalBroker:
         return self
 
     def _wait_ready(self, timeout_s: float) -> None:
-        # A TCP connect first, so librdkafka does not log connection-refused noise while Tansu boots.
+        # Tansu logs READY_LINE only once it holds the port: without it, a broker that already owns
+        # the port would answer the probe. A TCP connect first keeps librdkafka's connection-refused
+        # noise out of the logs while Tansu boots.
         deadline = time.monotonic() + timeout_s
         while True:
             if not self.is_running():
@@ -120,6 +124,9 @@ class LocalBroker:
                 raise BrokerError(
                     f"tansu not ready on {self.bootstrap_servers} after {timeout_s:.0f} s: {self.log_tail()}"
                 )
+            if READY_LINE not in self.log_tail():
+                time.sleep(0.05)
+                continue
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
                     pass
