@@ -1,0 +1,200 @@
+"""The worker's message contracts: input frame headers, output `PlateEvent`, dead-letter headers.
+
+The pydantic models are the single source of truth; `schemas/*.schema.json` are generated from
+them (`python -m stream_worker.contracts` or `stream-worker schemas export`) so that consumers in
+other languages can validate messages, and a test fails when the checked-in files are stale.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+SCHEMAS_DIR = Path(__file__).resolve().parent.parent / "schemas"
+
+# Russian civil plates: letter, three digits, two letters, two- or three-digit region, using
+# only the twelve Cyrillic letters that look like Latin ones (written here in Latin).
+PLATE_FORMAT = r"^[ABEKMHOPCTYX]\d{3}[ABEKMHOPCTYX]{2}\d{2,3}$"
+
+
+class FrameHeader(StrEnum):
+    """Kafka headers a camera may set on an input frame (all optional, UTF-8 values)."""
+
+    CAMERA_ID = "camera_id"  # falls back to the record key
+    FRAME_ID = "frame_id"  # falls back to "topic:partition:offset"
+    CAPTURED_AT = "captured_at"  # ISO-8601 or epoch milliseconds
+
+
+class DeadLetterHeader(StrEnum):
+    """Headers the worker adds to a dead-lettered frame (next to the frame's own headers)."""
+
+    STAGE = "error.stage"
+    REASON = "error.reason"
+    DETAIL = "error.detail"
+    SOURCE_TOPIC = "source.topic"
+    SOURCE_PARTITION = "source.partition"
+    SOURCE_OFFSET = "source.offset"
+    # Only when the broker refused the record with the frame in it (too large): the frame's size.
+    VALUE_OMITTED = "error.value_omitted"
+
+
+class ErrorStage(StrEnum):
+    """Where in the pipeline a frame was rejected."""
+
+    VALIDATE = "validate"  # before inference: headers, size
+    DECODE = "decode"  # Triton could not decode the image
+    INFERENCE = "inference"  # Triton failed on this frame alone, every attempt
+
+
+class ErrorReason(StrEnum):
+    """Why a frame was rejected: a short, fixed vocabulary (it labels the DLQ metric)."""
+
+    EMPTY_FRAME = "empty_frame"
+    FRAME_TOO_LARGE = "frame_too_large"
+    MISSING_CAMERA_ID = "missing_camera_id"
+    INVALID_HEADER = "invalid_header"
+    INVALID_IMAGE = "invalid_image"
+    INFERENCE_FAILED = "inference_failed"
+
+
+class FrameHeaders(BaseModel):
+    """Input record headers (value = the JPEG bytes, key = the camera id)."""
+
+    model_config = ConfigDict(title="FrameHeaders", extra="allow")
+
+    camera_id: str | None = Field(None, description="Camera id; the record key when absent.")
+    frame_id: str | None = Field(None, description="Frame id; 'topic:partition:offset' when absent.")
+    captured_at: str | None = Field(
+        None,
+        description="When the camera took the frame: ISO-8601 (naive means UTC) or epoch milliseconds.",
+        examples=["2025-01-31T12:00:00.250Z", "1738324800250"],
+    )
+
+
+class DeadLetterHeaders(BaseModel):
+    """Headers added to a dead-letter record; key, value and the frame's own headers are kept."""
+
+    model_config = ConfigDict(title="DeadLetterHeaders", populate_by_name=True)
+
+    error_stage: ErrorStage = Field(alias=DeadLetterHeader.STAGE.value)
+    error_reason: ErrorReason = Field(alias=DeadLetterHeader.REASON.value)
+    error_detail: str = Field(alias=DeadLetterHeader.DETAIL.value, description="Human-readable detail.")
+    source_topic: str = Field(alias=DeadLetterHeader.SOURCE_TOPIC.value)
+    source_partition: str = Field(
+        alias=DeadLetterHeader.SOURCE_PARTITION.value, pattern=r"^\d+$", description="Decimal."
+    )
+    source_offset: str = Field(
+        alias=DeadLetterHeader.SOURCE_OFFSET.value, pattern=r"^\d+$", description="Decimal."
+    )
+    value_omitted: str | None = Field(
+        None,
+        alias=DeadLetterHeader.VALUE_OMITTED.value,
+        pattern=r"^\d+$",
+        description="Present only when the record was too large for the broker with the frame in it: "
+        "the value is then empty and this is the frame's size in bytes.",
+    )
+
+
+class Source(BaseModel):
+    topic: str
+    partition: int = Field(ge=0)
+    offset: int = Field(ge=0)
+
+
+class ImageSize(BaseModel):
+    width: int = Field(ge=0)
+    height: int = Field(ge=0)
+
+
+class Box(BaseModel):
+    """Plate corners in the source image's pixels."""
+
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+
+
+class PlateReading(BaseModel):
+    text: str = Field(description="Recognised characters (Latin look-alikes of the Cyrillic letters).")
+    confidence: float = Field(description="Recogniser confidence in [0, 1], rounded to 4 decimals.")
+    box: Box
+    detection_score: float = Field(description="The detector's score for the box, rounded to 4 decimals.")
+    format_valid: bool = Field(
+        description=f"Whether `text` matches the Russian plate pattern {PLATE_FORMAT}."
+    )
+
+
+class ModelInfo(BaseModel):
+    name: str
+    version: str
+
+
+class PlateEvent(BaseModel):
+    """One per processed frame on the output topic (key = camera id), JSON-encoded."""
+
+    model_config = ConfigDict(title="PlateEvent")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    event_id: str = Field(
+        description="UUIDv5 of 'topic:partition:offset' of the input frame: the same frame always "
+        "gets the same id, so consumers can drop the duplicates that at-least-once delivery allows."
+    )
+    camera_id: str
+    frame_id: str
+    captured_at: datetime | None = Field(description="From the frame's header, in UTC; null when absent.")
+    processed_at: datetime = Field(description="When the worker built this event, UTC.")
+    source: Source
+    image: ImageSize
+    plates: list[PlateReading]
+    model: ModelInfo
+    latency_ms: float = Field(ge=0, description="From the worker receiving the frame to building this event.")
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json"))
+
+
+SCHEMA_MODELS: dict[str, type[BaseModel]] = {
+    "plate_event.schema.json": PlateEvent,
+    "frame_headers.schema.json": FrameHeaders,
+    "dead_letter_headers.schema.json": DeadLetterHeaders,
+}
+
+
+def render_schemas() -> dict[str, bytes]:
+    """The JSON Schema files, by file name, exactly as they are checked in."""
+    rendered = {}
+    for file_name, model in SCHEMA_MODELS.items():
+        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **model.model_json_schema()}
+        rendered[file_name] = orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    return rendered
+
+
+def export_schemas(directory: Path = SCHEMAS_DIR, check: bool = False) -> list[str]:
+    """Write the schema files (or, with `check`, only list the stale ones); returns the stale names."""
+    stale = []
+    for file_name, content in render_schemas().items():
+        path = directory / file_name
+        if not path.exists() or path.read_bytes() != content:
+            stale.append(file_name)
+            if not check:
+                directory.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(content)
+    return stale
+
+
+if __name__ == "__main__":
+    check = "--check" in sys.argv[1:]
+    names = export_schemas(check=check)
+    if check and names:
+        sys.exit(
+            f"stale schema files in {SCHEMAS_DIR}: {', '.join(names)} (run python -m stream_worker.contracts)"
+        )
+    print(f"{'stale' if check else 'wrote'}: {', '.join(names) or 'nothing, all up to date'}")

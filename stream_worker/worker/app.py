@@ -1,0 +1,484 @@
+"""The composition root of `stream-worker run`: consume -> validate -> batch -> infer -> build
+event -> publish -> commit, on one main thread plus the inference pool's threads.
+
+Guarantees and how they are kept:
+- At-least-once: an offset is committed only after its output or dead-letter record, and those of
+  every earlier offset of its partition, are acknowledged (offsets.py). A crash re-reads from the
+  last commit; the re-published events carry the same `event_id`.
+- Bounded duplicates: a batch holds its in-flight slot until its offsets are committed, so at
+  most `max_inflight_batches x max_batch_frames` frames can be published but uncommitted.
+- Per-camera order: outcomes are published in offset order per partition (ordering.py).
+- Bounded memory: consumption pauses at `max_pending_frames` read-but-unacknowledged frames.
+- Rebalance: revoked partitions get `revoke_timeout_s` to finish and commit; what is still
+  unfinished then is dropped uncommitted (the next owner redoes it). Results that come back for
+  a partition after that are recognised by its assignment epoch and discarded.
+- SIGTERM/SIGINT: stop consuming, drain, flush, commit, leave the group, exit 0, all within
+  `shutdown_timeout_s`.
+Every consumer/producer call happens on the main thread; the pool only talks to Triton.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from confluent_kafka import KafkaError, KafkaException
+
+from stream_worker.config import ConfigError, WorkerSettings, check_kafka_config, load_settings
+from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
+from stream_worker.recognition import FrameResult
+from stream_worker.triton_client import PlateRecognitionClient
+from stream_worker.worker.batcher import Batcher
+from stream_worker.worker.consumer import FrameConsumer
+from stream_worker.worker.events import (
+    OutgoingRecord,
+    build_event,
+    dead_letter_record,
+    event_record,
+    now_utc,
+    rejection_for,
+)
+from stream_worker.worker.inference import BatchJob, BatchRunner, InferenceFailure, InferencePool, RetryPolicy
+from stream_worker.worker.logs import configure_logging
+from stream_worker.worker.metrics import HealthServer, LoopClock, Metrics
+from stream_worker.worker.offsets import OffsetTracker, Partition
+from stream_worker.worker.ordering import InOrderRelease
+from stream_worker.worker.publisher import Publisher, is_too_large
+from stream_worker.worker.validate import Frame, InputRecord, Rejection, validate
+
+log = logging.getLogger("stream_worker.worker")
+
+CONSUME_CHUNK = 64  # records per consume() call, at most
+BUSY_POLL_S = 0.005  # loop period while batches are out: how soon a finished batch is published
+IDLE_POLL_S = 0.1
+LAG_REPORT_EVERY_S = 5.0
+READY_PROBE_TIMEOUT_S = 2.0
+CLOSE_RESERVE_S = 3.0  # of the shutdown timeout, kept for the final flush, commit and group leave
+
+
+class Worker:
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.settings = settings
+        self.metrics = Metrics()
+        self.loop_clock = LoopClock()
+        self.tracker = OffsetTracker()
+        self.ordering: InOrderRelease[OutgoingRecord | None] = InOrderRelease()
+        self.batcher: Batcher[Frame] = Batcher(settings.max_batch_frames, settings.max_batch_wait_ms / 1000)
+        self.ready: deque[list[Frame]] = deque()  # closed batches waiting for an in-flight slot
+        self.inflight: dict[int, BatchJob] = {}  # submitted, until finished AND committed
+        self.finished: set[int] = set()
+        self.assigned: set[Partition] = set()
+        self.paused: set[Partition] = set()
+        self.epochs: dict[Partition, int] = {}
+        self.stop_requested_at: float | None = None
+        self.fatal: BaseException | None = None
+        self.closing = False
+        self._next_batch_id = 0
+        self._last_lag_report = 0.0
+
+        # First, so that a busy --metrics-port fails before anything connects anywhere.
+        self.http = HealthServer(
+            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        )
+        self.client = PlateRecognitionClient(
+            settings.triton_url, settings.model_name, settings.triton_timeout_s
+        )
+        self._probe = PlateRecognitionClient(settings.triton_url, settings.model_name, READY_PROBE_TIMEOUT_S)
+        self._stop_inference = threading.Event()
+        runner = BatchRunner(
+            self.client.recognize,
+            RetryPolicy(
+                settings.retry_initial_backoff_s, settings.retry_max_backoff_s, settings.inference_attempts
+            ),
+            self._stop_inference,
+            on_error=lambda kind, _error: self.metrics.triton_errors.labels(kind).inc(),
+            on_request=self._record_request,
+        )
+        self.pool = InferencePool(runner, settings.max_inflight_batches, lambda: self.client.model_version)
+        self.publisher = Publisher(settings)
+        self.consumer = FrameConsumer(settings, self._on_assign, self._on_revoke, self._on_lost)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        if self.stop_requested_at is None:
+            self.stop_requested_at = time.monotonic()
+
+    def run(self) -> int:
+        """Process until asked to stop; returns the exit code."""
+        self.http.start()
+        log.info(
+            "worker started",
+            extra={
+                "metrics_port": self.http.port,
+                "input_topic": self.settings.input_topic,
+                "group_id": self.settings.group_id,
+                "kafka_config": self.settings.redacted_kafka_config(),
+            },
+        )
+        try:
+            while self.stop_requested_at is None and self.fatal is None:
+                self._apply_backpressure()
+                capacity = self.settings.max_pending_frames - self.tracker.pending()
+                for record in self.consumer.consume(
+                    min(max(capacity, 1), CONSUME_CHUNK), self._poll_timeout()
+                ):
+                    self._accept(record)
+                self._pump()
+                self._report_lag()
+        except KafkaException as error:
+            self.fatal = error
+        if self.fatal is not None:
+            log.error("fatal Kafka error, stopping without draining", extra={"error": str(self.fatal)})
+        return self._shutdown()
+
+    def _shutdown(self) -> int:
+        started = self.stop_requested_at or time.monotonic()
+        deadline = started + self.settings.shutdown_timeout_s
+        reserve = min(CLOSE_RESERVE_S, self.settings.shutdown_timeout_s * 0.2)
+        log.info("stopping: draining in-flight frames", extra={"pending": self.tracker.pending()})
+        if self.fatal is None:
+            self.consumer.pause(self.assigned)
+            self._drain(self._nothing_uncommitted, deadline - reserve)
+        self._stop_inference.set()
+        self.pool.close()
+        undelivered = self.publisher.flush(max(0.0, deadline - time.monotonic() - reserve / 2))
+        self.publisher.poll(0)
+        self._commit()
+        self.closing = True
+        try:
+            self.consumer.close()
+        except KafkaException as error:
+            log.warning("could not leave the group cleanly", extra={"error": str(error)})
+        self.http.stop()
+        log.info(
+            "stopped",
+            extra={
+                "seconds": round(time.monotonic() - started, 3),
+                "uncommitted_frames": self.tracker.pending(),
+                "undelivered_records": undelivered,
+            },
+        )
+        return 1 if self.fatal is not None else 0
+
+    # --- the pipeline ----------------------------------------------------------------------
+
+    def _accept(self, record: InputRecord) -> None:
+        partition = (record.topic, record.partition)
+        if partition not in self.assigned:
+            return  # fetched before a revocation: its next owner reads it
+        last = self.tracker.last_tracked(partition)
+        if last is not None and record.offset <= last:
+            return  # already taken (a client re-delivery after pause/resume)
+        self.tracker.track(partition, record.offset)
+        self.ordering.expect(partition, record.offset)
+        self.metrics.frames_in.inc()
+        checked = validate(record, self.settings.max_frame_bytes, self.epochs[partition])
+        if isinstance(checked, Rejection):
+            self._reject(record, checked)
+        elif batch := self.batcher.add(checked):
+            self.ready.append(batch)
+
+    def _reject(self, record: InputRecord, rejection: Rejection) -> None:
+        log.warning(
+            "frame dead-lettered",
+            extra={
+                "stage": rejection.stage.value,
+                "reason": rejection.reason.value,
+                "detail": rejection.detail,
+                "source": record.source_id,
+            },
+        )
+        self.ordering.resolve(
+            (record.topic, record.partition),
+            record.offset,
+            dead_letter_record(self.settings.dlq_topic, record, rejection),
+        )
+
+    def _pump(self) -> None:
+        """One turn of everything after consumption; also used to drain on revoke and shutdown."""
+        if batch := self.batcher.poll():
+            self.ready.append(batch)
+        self._submit_ready()
+        self._collect_finished()
+        self._publish_released()
+        self.publisher.poll(0)
+        self._commit()
+        self._release_slots()
+        self.metrics.pending_frames.set(self.tracker.pending())
+        self.metrics.inflight_batches.set(len(self.inflight))
+        self.loop_clock.tick()
+
+    def _submit_ready(self) -> None:
+        while self.ready and len(self.inflight) < self.settings.max_inflight_batches:
+            frames = [frame for frame in self.ready.popleft() if self._is_current(frame)]
+            if not frames:
+                continue
+            self._next_batch_id += 1
+            job = BatchJob(self._next_batch_id, frames, [frame.image for frame in frames])
+            self.inflight[job.batch_id] = job
+            self.pool.submit(job)
+
+    def _collect_finished(self) -> None:
+        while True:
+            try:
+                job = self.pool.completed.get_nowait()
+            except queue.Empty:
+                return
+            self.finished.add(job.batch_id)
+            if job.results is None:
+                continue  # abandoned at shutdown: stays uncommitted
+            model = ModelInfo(name=self.settings.model_name, version=job.model_version)
+            for frame, result in zip(job.frames, job.results, strict=True):
+                if self._is_current(frame):
+                    record = frame.record
+                    self.ordering.resolve(
+                        (record.topic, record.partition), record.offset, self._outcome(frame, result, model)
+                    )
+
+    def _outcome(
+        self, frame: Frame, result: FrameResult | InferenceFailure, model: ModelInfo
+    ) -> OutgoingRecord | None:
+        if isinstance(result, InferenceFailure):
+            rejection = Rejection(ErrorStage.INFERENCE, ErrorReason.INFERENCE_FAILED, result.detail)
+        else:
+            rejection = rejection_for(result)
+        if rejection is None:
+            try:
+                event = build_event(frame, result, model, now_utc(), time.monotonic())
+            except Exception as error:  # an answer outside the contract must not stop the worker
+                log.exception("could not build an event", extra={"source": frame.record.source_id})
+                rejection = Rejection(
+                    ErrorStage.INFERENCE, ErrorReason.INFERENCE_FAILED, f"bad result: {error}"
+                )
+            else:
+                self.metrics.frame_latency.observe(event.latency_ms / 1000)
+                if self.settings.skip_empty and not event.plates:
+                    return None
+                return event_record(self.settings.output_topic, event)
+        log.warning(
+            "frame dead-lettered",
+            extra={
+                "stage": rejection.stage.value,
+                "reason": rejection.reason.value,
+                "detail": rejection.detail,
+                "source": frame.record.source_id,
+            },
+        )
+        return dead_letter_record(self.settings.dlq_topic, frame.record, rejection)
+
+    def _publish_released(self) -> None:
+        for partition, offset, record in self.ordering.release():
+            if record is None:
+                self.tracker.ack(partition, offset)  # --skip-empty: nothing to wait for
+            else:
+                self._publish(partition, offset, self.epochs[partition], record)
+
+    def _publish(self, partition: Partition, offset: int, epoch: int, record: OutgoingRecord) -> None:
+        def on_delivery(error: KafkaError | None) -> None:
+            self._delivered(partition, offset, epoch, record, error)
+
+        try:
+            self.publisher.publish(record, on_delivery)
+        except KafkaException as error:
+            if record.dead_letter_reason is not None and record.value and is_too_large(error):
+                self._publish(partition, offset, epoch, record.without_value())
+            else:
+                raise
+
+    def _delivered(
+        self, partition: Partition, offset: int, epoch: int, record: OutgoingRecord, error: KafkaError | None
+    ) -> None:
+        if error is None:
+            if record.dead_letter_reason is None:
+                self.metrics.events_out.inc()
+            else:
+                self.metrics.dead_letters.labels(record.dead_letter_reason.value).inc()
+            if self.epochs.get(partition) == epoch and partition in self.assigned:
+                self.tracker.ack(partition, offset)
+            return
+        self.metrics.publish_errors.inc()
+        if error.fatal():
+            self.fatal = KafkaException(error)
+            return
+        log.warning(
+            "broker refused a record, publishing it again",
+            extra={
+                "topic": record.topic,
+                "source": f"{partition[0]}:{partition[1]}:{offset}",
+                "error": error.str(),
+            },
+        )
+        if record.dead_letter_reason is not None and record.value and is_too_large(error):
+            record = record.without_value()
+        if self.epochs.get(partition) == epoch:
+            self._publish(partition, offset, epoch, record)
+
+    def _commit(self) -> None:
+        positions = {p: position for p, position in self.tracker.committable().items() if p in self.assigned}
+        if not positions:
+            return
+        try:
+            self.consumer.commit(positions)
+        except KafkaException as error:
+            # Typically a rebalance in progress: the positions stay committable and are retried.
+            log.warning("commit failed", extra={"error": str(error)})
+            return
+        self.tracker.mark_committed(positions)
+        self.metrics.commits.inc()
+
+    def _release_slots(self) -> None:
+        for batch_id in [b for b in self.finished if self._batch_settled(self.inflight[b])]:
+            self.finished.discard(batch_id)
+            del self.inflight[batch_id]
+
+    def _batch_settled(self, job: BatchJob) -> bool:
+        """Finished by its thread and every frame committed (or no longer ours)."""
+        return job.results is None or all(
+            not self._is_current(frame)
+            or self.tracker.is_committed((frame.record.topic, frame.record.partition), frame.record.offset)
+            for frame in job.frames
+        )
+
+    def _is_current(self, frame: Frame) -> bool:
+        partition = (frame.record.topic, frame.record.partition)
+        return partition in self.assigned and self.epochs.get(partition) == frame.epoch
+
+    # --- flow control ----------------------------------------------------------------------
+
+    def _poll_timeout(self) -> float:
+        if self.inflight or self.ready or len(self.publisher) or self.ordering.waiting():
+            return BUSY_POLL_S
+        due = self.batcher.seconds_until_due()
+        return IDLE_POLL_S if due is None else min(IDLE_POLL_S, max(due, 0.001))
+
+    def _apply_backpressure(self) -> None:
+        pending = self.tracker.pending()
+        limit = self.settings.max_pending_frames
+        if pending >= limit or (self.paused and pending > limit // 2):
+            if newly := self.assigned - self.paused:
+                self.consumer.pause(newly)
+                self.paused |= newly
+                log.info("backpressure: consumption paused", extra={"pending": pending})
+        elif self.paused:
+            self.consumer.resume(self.paused & self.assigned)
+            self.paused.clear()
+            log.info("backpressure: consumption resumed", extra={"pending": pending})
+        self.metrics.paused.set(1 if self.paused else 0)
+
+    def _drain(self, done: Callable[[], bool], deadline: float) -> bool:
+        """Pump without consuming until `done()` or the deadline; True when done."""
+        if batch := self.batcher.flush():
+            self.ready.append(batch)
+        while True:
+            self._pump()
+            if done() or self.fatal is not None:
+                return done()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.publisher.poll(min(BUSY_POLL_S, remaining))
+
+    def _nothing_uncommitted(self, partitions: Sequence[Partition] | None = None) -> bool:
+        if partitions is None:
+            partitions = self.tracker.partitions()
+        return not any(self.tracker.uncommitted(p) for p in partitions)
+
+    # --- rebalance -------------------------------------------------------------------------
+
+    def _on_assign(self, partitions: list[Partition]) -> None:
+        for partition in partitions:
+            self.epochs[partition] = self.epochs.get(partition, 0) + 1
+            self.assigned.add(partition)
+        log.info("partitions assigned", extra={"partitions": _names(partitions)})
+
+    def _on_revoke(self, partitions: list[Partition]) -> None:
+        revoked = [p for p in partitions if p in self.assigned]
+        finished = True
+        if not self.closing and self.fatal is None:
+            deadline = time.monotonic() + self.settings.revoke_timeout_s
+            finished = self._drain(lambda: self._nothing_uncommitted(revoked), deadline)
+        self._commit()
+        dropped = sum(self.tracker.pending(p) for p in revoked)
+        self._forget(revoked)
+        log.info(
+            "partitions revoked",
+            extra={"partitions": _names(revoked), "finished": finished, "dropped_uncommitted": dropped},
+        )
+
+    def _on_lost(self, partitions: list[Partition]) -> None:
+        self._forget(partitions)
+        log.warning("partitions lost", extra={"partitions": _names(partitions)})
+
+    def _forget(self, partitions: list[Partition]) -> None:
+        self.tracker.forget(partitions)
+        self.ordering.forget(partitions)
+        for partition in partitions:
+            self.epochs[partition] = self.epochs.get(partition, 0) + 1
+            self.assigned.discard(partition)
+            self.paused.discard(partition)
+            with contextlib.suppress(KeyError):  # no lag reported for it yet
+                self.metrics.consumer_lag.remove(partition[0], str(partition[1]))
+
+    # --- observability ---------------------------------------------------------------------
+
+    def _record_request(self, frames: int, seconds: float) -> None:
+        self.metrics.batch_size.observe(frames)
+        self.metrics.batch_latency.observe(seconds)
+
+    def _report_lag(self) -> None:
+        now = time.monotonic()
+        if now - self._last_lag_report < LAG_REPORT_EVERY_S:
+            return
+        self._last_lag_report = now
+        for (topic, partition), lag in self.consumer.lag(self.assigned).items():
+            self.metrics.consumer_lag.labels(topic, str(partition)).set(lag)
+
+    def _readiness(self) -> tuple[bool, str]:
+        if not self.assigned:
+            return False, "no partitions assigned"
+        if not self._probe.is_ready():
+            return (
+                False,
+                f"Triton at {self.settings.triton_url} or model {self.settings.model_name} not ready",
+            )
+        return True, f"{len(self.assigned)} partitions assigned, Triton ready"
+
+
+def _names(partitions: Sequence[Partition]) -> list[str]:
+    return sorted(f"{topic}:{partition}" for topic, partition in partitions)
+
+
+def main(cli_args: Sequence[str]) -> int:
+    """`stream-worker run`: 0 after a clean stop, 1 after a fatal Kafka error, 2 for bad settings."""
+    try:
+        settings = load_settings(cli_args)
+        check_kafka_config(settings)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    try:
+        worker = Worker(settings)
+    except OSError as error:
+        print(f"error: --metrics-port {settings.metrics_port}: {error}", file=sys.stderr)
+        return 2
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if worker.stop_requested_at is not None:
+            log.warning("second stop signal: exiting at once", extra={"signal": signum})
+            os._exit(1)
+        log.info("stop signal received", extra={"signal": signal.Signals(signum).name})
+        worker.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return worker.run()

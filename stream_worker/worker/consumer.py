@@ -1,0 +1,112 @@
+"""A thin wrapper over confluent-kafka's Consumer: manual commits, plain-value records.
+
+The worker commits explicitly (see offsets.py), so both auto-commit and auto offset store are off;
+the rest of the worker sees `InputRecord`s and `(topic, partition)` tuples, never librdkafka types.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from stream_worker.config import WorkerSettings
+from stream_worker.worker.offsets import Partition
+from stream_worker.worker.validate import InputRecord
+
+log = logging.getLogger(__name__)
+
+PartitionsCallback = Callable[[list[Partition]], None]
+# Fetched-but-unread frames are the worker's largest memory use; librdkafka's default prefetch
+# (64 MiB per partition) is far more than a batch pipeline needs.
+DEFAULT_PREFETCH_KBYTES = 16 * 1024
+
+
+def consumer_config(settings: WorkerSettings) -> dict[str, object]:
+    return {
+        "queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES,
+        **settings.kafka_config,
+        "bootstrap.servers": settings.bootstrap_servers,
+        "group.id": settings.group_id,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": settings.auto_offset_reset,
+        "session.timeout.ms": settings.session_timeout_ms,
+        "logger": logging.getLogger("rdkafka.consumer"),
+    }
+
+
+def _partitions(items: Iterable[TopicPartition]) -> list[Partition]:
+    return [(item.topic, item.partition) for item in items]
+
+
+class FrameConsumer:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        on_assign: PartitionsCallback,
+        on_revoke: PartitionsCallback,
+        on_lost: PartitionsCallback,
+    ) -> None:
+        self._consumer = Consumer(consumer_config(settings))
+        self._consumer.subscribe(
+            [settings.input_topic],
+            on_assign=lambda _, parts: on_assign(_partitions(parts)),
+            on_revoke=lambda _, parts: on_revoke(_partitions(parts)),
+            on_lost=lambda _, parts: on_lost(_partitions(parts)),
+        )
+
+    def consume(self, max_records: int, timeout_s: float) -> list[InputRecord]:
+        """Up to `max_records` records; broker-side errors are logged, a fatal one raises."""
+        records = []
+        for message in self._consumer.consume(max(1, max_records), timeout_s):
+            error = message.error()
+            if error is not None:
+                if error.fatal():
+                    raise KafkaException(error)
+                if error.code() != KafkaError._PARTITION_EOF:
+                    log.warning("consumer error", extra={"error": error.str(), "code": error.name()})
+                continue
+            records.append(
+                InputRecord(
+                    topic=message.topic(),
+                    partition=message.partition(),
+                    offset=message.offset(),
+                    key=message.key(),
+                    value=message.value(),
+                    headers=list(message.headers() or ()),
+                    received_at=time.monotonic(),
+                )
+            )
+        return records
+
+    def pause(self, partitions: Iterable[Partition]) -> None:
+        self._consumer.pause([TopicPartition(t, p) for t, p in partitions])
+
+    def resume(self, partitions: Iterable[Partition]) -> None:
+        self._consumer.resume([TopicPartition(t, p) for t, p in partitions])
+
+    def commit(self, positions: Mapping[Partition, int]) -> None:
+        """Synchronous: the caller treats the positions as committed only when this returns."""
+        self._consumer.commit(
+            offsets=[TopicPartition(t, p, offset) for (t, p), offset in positions.items()], asynchronous=False
+        )
+
+    def lag(self, partitions: Iterable[Partition]) -> dict[Partition, int]:
+        """High watermark minus position, from what the fetcher already knows (no broker round trip)."""
+        lags = {}
+        wanted = [TopicPartition(t, p) for t, p in partitions]
+        if not wanted:
+            return lags
+        for position in self._consumer.position(wanted):
+            if position.offset < 0:
+                continue
+            _, high = self._consumer.get_watermark_offsets(position, cached=True)
+            if high >= 0:
+                lags[(position.topic, position.partition)] = max(0, high - position.offset)
+        return lags
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,119 @@
+"""From a frame's Triton result to the record to publish: a `PlateEvent` or a dead-letter record."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from stream_worker.contracts import (
+    PLATE_FORMAT,
+    Box,
+    DeadLetterHeader,
+    ErrorReason,
+    ErrorStage,
+    ImageSize,
+    ModelInfo,
+    PlateEvent,
+    PlateReading,
+    Source,
+)
+from stream_worker.recognition import INVALID_IMAGE, FrameResult
+from stream_worker.worker.validate import Frame, Headers, InputRecord, Rejection
+
+# Fixed forever: event ids must stay the same across versions and restarts for deduplication.
+EVENT_ID_NAMESPACE = uuid.UUID("6f1d3c52-8a4e-5b7a-9c2d-3e5f7a9b1c4d")
+_PLATE_PATTERN = re.compile(PLATE_FORMAT)
+_DEAD_LETTER_NAMES = frozenset(header.value for header in DeadLetterHeader)
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingRecord:
+    """A record to publish for one input offset."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+    dead_letter_reason: ErrorReason | None = None  # None for a PlateEvent
+
+    def without_value(self) -> OutgoingRecord:
+        """This dead letter minus the frame, for when the broker refuses it as too large."""
+        size = str(len(self.value or b"")).encode()
+        headers = [*self.headers, (DeadLetterHeader.VALUE_OMITTED.value, size)]
+        return OutgoingRecord(self.topic, self.key, None, headers, self.dead_letter_reason)
+
+
+def event_id(topic: str, partition: int, offset: int) -> str:
+    """Deterministic: the same input record always yields the same id (consumers dedupe on it)."""
+    return str(uuid.uuid5(EVENT_ID_NAMESPACE, f"{topic}:{partition}:{offset}"))
+
+
+def format_valid(text: str) -> bool:
+    return _PLATE_PATTERN.match(text) is not None
+
+
+def build_event(
+    frame: Frame, result: FrameResult, model: ModelInfo, processed_at: datetime, now_monotonic: float
+) -> PlateEvent:
+    record = frame.record
+    return PlateEvent(
+        event_id=event_id(record.topic, record.partition, record.offset),
+        camera_id=frame.camera_id,
+        frame_id=frame.frame_id,
+        captured_at=frame.captured_at,
+        processed_at=processed_at,
+        source=Source(topic=record.topic, partition=record.partition, offset=record.offset),
+        image=ImageSize(width=result.width, height=result.height),
+        plates=[
+            PlateReading(
+                text=plate.text,
+                # Rounded so that a frame reads the same whatever batch it rode in: float noise
+                # of batched kernels stays below the 4th decimal.
+                confidence=round(plate.confidence, 4),
+                box=Box(**dict(zip(("x1", "y1", "x2", "y2"), (round(v, 2) for v in plate.box), strict=True))),
+                detection_score=round(plate.detection_score, 4),
+                format_valid=format_valid(plate.text),
+            )
+            for plate in result.plates
+        ],
+        model=model,
+        latency_ms=round(max(0.0, now_monotonic - record.received_at) * 1000, 3),
+    )
+
+
+def rejection_for(result: FrameResult) -> Rejection | None:
+    """Why Triton's answer for a frame is a dead letter, or None when the frame was read."""
+    if result.ok:
+        return None
+    if result.status.startswith(INVALID_IMAGE):
+        detail = result.status.removeprefix(INVALID_IMAGE).lstrip(": ").strip() or result.status
+        return Rejection(ErrorStage.DECODE, ErrorReason.INVALID_IMAGE, detail)
+    return Rejection(
+        ErrorStage.INFERENCE, ErrorReason.INFERENCE_FAILED, f"Triton frame status {result.status!r}"
+    )
+
+
+def event_record(topic: str, event: PlateEvent) -> OutgoingRecord:
+    return OutgoingRecord(topic=topic, key=event.camera_id.encode(), value=event.to_json(), headers=[])
+
+
+def dead_letter_record(topic: str, record: InputRecord, rejection: Rejection) -> OutgoingRecord:
+    """The original key, value and headers, plus the error and source headers (replacing stale ones)."""
+    headers = [(name, value) for name, value in record.headers if name not in _DEAD_LETTER_NAMES]
+    headers += [
+        (DeadLetterHeader.STAGE.value, rejection.stage.value.encode()),
+        (DeadLetterHeader.REASON.value, rejection.reason.value.encode()),
+        (DeadLetterHeader.DETAIL.value, rejection.detail.encode()),
+        (DeadLetterHeader.SOURCE_TOPIC.value, record.topic.encode()),
+        (DeadLetterHeader.SOURCE_PARTITION.value, str(record.partition).encode()),
+        (DeadLetterHeader.SOURCE_OFFSET.value, str(record.offset).encode()),
+    ]
+    return OutgoingRecord(
+        topic=topic, key=record.key, value=record.value, headers=headers, dead_letter_reason=rejection.reason
+    )
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
