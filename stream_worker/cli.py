@@ -244,5 +244,41 @@ def tail(
         records.close()
 
 
+# The worker's flags come from its settings model (stream_worker/config.py) through
+# pydantic-settings' own parser, so every setting is a flag and an env var in one place;
+# typer only hands the arguments over (and `run --help` is answered by that parser).
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def run(ctx: typer.Context) -> None:
+    """Consume frames, recognise plates with Triton, publish PlateEvents (all flags: run --help).
+
+    Every flag is also an env variable STREAM_WORKER_<NAME>. Exit codes: 0 stopped cleanly
+    (SIGTERM/SIGINT), 1 fatal Kafka error, 2 invalid settings.
+    """
+    from stream_worker.worker.app import main
+
+    raise typer.Exit(main(ctx.args))
+
+
+schemas_app = typer.Typer(help="The message contracts' JSON Schema files.", no_args_is_help=True)
+app.add_typer(schemas_app, name="schemas")
+
+
+@schemas_app.command("export")
+def schemas_export(
+    directory: Path = typer.Option(REPO_ROOT / "schemas", "--dir", help="Where the schema files go."),
+    check: bool = typer.Option(False, "--check", help="Only report stale files (exit 1), write nothing."),
+) -> None:
+    """Write schemas/*.schema.json from the pydantic models in stream_worker/contracts.py."""
+    from stream_worker.contracts import export_schemas
+
+    stale = export_schemas(directory, check=check)
+    verb = "stale" if check else "wrote"
+    typer.echo(f"{verb}: {', '.join(stale)}" if stale else "schemas up to date")
+    raise typer.Exit(1 if check and stale else 0)
+
+
 # --- demo -------------------------------------------------------------------------- (issue 4)
 # --- bench ------------------------------------------------------------------------- (issue 5)
