@@ -25,7 +25,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOPICS = ("frames", "plates", "frames.dlq")
 LOG_TAIL_CHARS = 4000
 READY_LINE = "ready in"  # what Tansu prints once it listens
 
