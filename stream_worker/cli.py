@@ -221,8 +221,7 @@ def tail(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
     client_config: list[str] = CLIENT_CONFIG_OPTION,
 ) -> None:
-    """Print a topic's records: events as they are, other records (frames, dead letters) as their
-    key, headers and payload size. Reads without a consumer group's commits."""
+    """Print a topic's records (events as they are; frames and dead letters as key, headers, size)."""
     from stream_worker.tools.tail import TopicNotFoundError, format_human, format_json, tail_records
 
     formatter = format_json if as_json else format_human
