@@ -97,14 +97,16 @@ def decode_yolo(output: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     prediction = np.asarray(output, np.float32)
     if prediction.ndim == 3:
         prediction = prediction[0]
-    if prediction.ndim != 2 or min(prediction.shape) < 5:
+    if prediction.ndim != 2 or max(prediction.shape) < 5:
         raise ValueError(f"unexpected YOLO output shape {np.shape(output)}")
-    if prediction.shape[0] < prediction.shape[1]:  # [C, N]: YOLOv8
+    if 5 <= prediction.shape[0] < prediction.shape[1]:  # [C, N]: YOLOv8
         rows = prediction.T
         scores = rows[:, 4:].max(axis=1)
-    else:
+    elif prediction.shape[1] >= 5:  # [N, C]: YOLOv5
         rows = prediction
         scores = rows[:, 4] * rows[:, 5:].max(axis=1) if rows.shape[1] > 5 else rows[:, 4]
+    else:
+        raise ValueError(f"unexpected YOLO output shape {np.shape(output)}")
     return rows[:, :4], scores
 
 

@@ -1,0 +1,31 @@
+"""Load the model repository's pure helper files the way the Python backend does: by path, no Triton."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+MODEL_REPOSITORY = Path(__file__).resolve().parents[2] / "model_repository"
+
+
+def load_model_file(model: str, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"model_repository_{model}_{name}", MODEL_REPOSITORY / model / "1" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def frames() -> ModuleType:
+    return load_model_file("plate_recognition", "frames")
+
+
+@pytest.fixture(scope="session")
+def detectors() -> ModuleType:
+    return load_model_file("plate_detector", "detectors")

@@ -1,0 +1,121 @@
+"""JPEG header checks, plate cropping and CTC decoding of plate_recognition (pure helpers)."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+VOCABULARY = "0123456789ABEKMHOPCTYX"
+BLANK = 22
+
+
+def _jpeg(width: int, height: int, progressive: bool = False) -> bytes:
+    image = np.random.default_rng(0).integers(0, 255, (height, width, 3), dtype=np.uint8)
+    ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_PROGRESSIVE, int(progressive)])
+    assert ok
+    return data.tobytes()
+
+
+def declared_jpeg(width: int, height: int, size: int = 300) -> bytes:
+    """A JPEG whose SOF header declares width x height but carries no real image data."""
+    app0 = b"\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+    sof0 = b"\xff\xc0\x00\x11\x08" + height.to_bytes(2, "big") + width.to_bytes(2, "big")
+    sof0 += b"\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01"
+    data = b"\xff\xd8" + app0 + sof0
+    return data + b"\x00" * (size - len(data))
+
+
+@pytest.mark.parametrize("progressive", [False, True])
+def test_dimensions_come_from_the_frame_header(frames, progressive: bool) -> None:
+    assert frames.jpeg_dimensions(_jpeg(37, 11, progressive)) == (37, 11)
+
+
+def test_dimensions_of_the_sample_photo(frames, car_jpeg: bytes) -> None:
+    assert frames.jpeg_dimensions(car_jpeg) == (780, 439)
+
+
+def test_fill_bytes_between_segments_are_skipped(frames) -> None:
+    data = _jpeg(20, 10)
+    assert frames.jpeg_dimensions(data[:2] + b"\xff\xff" + data[2:]) == (20, 10)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "empty frame"),
+        (b"not a jpeg", "not a JPEG"),
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "not a JPEG"),
+        (b"\xff\xd8\xff", "no frame header"),
+        (b"\xff\xd8\xff\xda\x00\x08" + b"\x00" * 20, "no frame header"),
+        (b"\xff\xd8\xff\xe0\x00\x01", "segment length"),
+        (b"\xff\xd8\xff\xe0\x00\x04\x00\x00\x12\x34\x00\x00", "corrupt JPEG marker"),
+    ],
+)
+def test_malformed_headers_are_rejected_with_a_reason(frames, data: bytes, reason: str) -> None:
+    with pytest.raises(frames.InvalidImage, match=reason):
+        frames.jpeg_dimensions(data)
+
+
+def test_a_huge_declared_image_is_rejected_before_decoding(frames) -> None:
+    data = declared_jpeg(60000, 60000)
+    assert len(data) == 300
+    assert frames.jpeg_dimensions(data) == (60000, 60000)
+    with pytest.raises(frames.InvalidImage, match="60000x60000 exceeds max_pixels=40000000"):
+        frames.decode_jpeg(data, max_pixels=40_000_000)
+
+
+def test_a_valid_header_with_broken_data_fails_decoding_not_the_caller(frames) -> None:
+    with pytest.raises(frames.InvalidImage, match="could not be decoded"):
+        frames.decode_jpeg(declared_jpeg(64, 32), max_pixels=40_000_000)
+
+
+def test_decode_returns_the_bgr_image(frames) -> None:
+    image = frames.decode_jpeg(_jpeg(40, 30), max_pixels=40_000_000)
+    assert image.shape == (30, 40, 3) and image.dtype == np.uint8
+
+
+def test_crop_is_widened_vertically_by_a_fifth_of_the_box_height_and_clipped(frames) -> None:
+    assert frames.plate_crop_region(np.array([10, 20, 60, 30]), 100, 100) == (10, 18, 60, 32)
+    assert frames.plate_crop_region(np.array([-5, 0, 120, 10]), 100, 100) == (0, 0, 100, 12)
+
+
+def test_plate_tensor_is_normalised_channels_first(frames) -> None:
+    image = np.zeros((50, 80, 3), np.uint8)
+    image[..., 2] = 255
+    tensor = frames.plate_tensor(image, np.array([10, 10, 60, 30]))
+    assert tensor.shape == (3, 24, 94) and tensor.dtype == np.float32
+    np.testing.assert_allclose(tensor[0], -0.99609375)
+    np.testing.assert_allclose(tensor[2], 0.99609375)
+
+
+def _logits(path: list[int], confidence: float = 0.9) -> np.ndarray:
+    """Logits [23, T] whose softmax gives `confidence` to the path's class at every step."""
+    logits = np.zeros((23, len(path)))
+    rest = (1 - confidence) / 22
+    for step, label in enumerate(path):
+        logits[:, step] = np.log(rest)
+        logits[label, step] = np.log(confidence)
+    return logits
+
+
+def test_ctc_collapses_repeats_and_drops_blanks(frames) -> None:
+    b, k = VOCABULARY.index("B"), VOCABULARY.index("K")
+    path = [b, b, BLANK, 8, 4, 4, BLANK, 4, 0, BLANK, k, k, BLANK, BLANK, 1, 9, 7, BLANK]
+    text, confidences = frames.ctc_greedy_decode(_logits(path))
+    assert text == "B8440K197"
+    np.testing.assert_allclose(confidences, [0.9] * 9)
+
+
+def test_character_confidence_is_its_best_step_and_the_plate_takes_the_weakest(frames) -> None:
+    logits = np.concatenate([_logits([3], 0.5), _logits([3], 0.8), _logits([BLANK]), _logits([5], 0.6)], 1)
+    text, confidences = frames.ctc_greedy_decode(logits)
+    assert text == "35"
+    np.testing.assert_allclose(confidences, [0.8, 0.6])
+    assert frames.plate_confidence(confidences) == pytest.approx(0.6)
+
+
+def test_all_blank_reads_nothing(frames) -> None:
+    text, confidences = frames.ctc_greedy_decode(_logits([BLANK] * 18))
+    assert (text, confidences) == ("", [])
+    assert frames.plate_confidence(confidences) == 0.0

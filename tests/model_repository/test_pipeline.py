@@ -1,0 +1,204 @@
+"""plate_recognition end to end on the real local Triton, with the real networks (tritonclient.grpc)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from tests.model_repository.test_frames import declared_jpeg
+
+pytestmark = pytest.mark.integration
+
+EXPECTED_BOX = (94, 331, 132, 342)
+EXPECTED_TEXT = "B840CK197"
+OUTPUTS = (
+    "plate_frame",
+    "plate_box",
+    "plate_text",
+    "plate_confidence",
+    "plate_detection_score",
+    "frame_status",
+    "frame_size",
+)
+
+
+def recognize(url: str, frames: list[bytes]) -> dict[str, np.ndarray]:
+    client = grpcclient.InferenceServerClient(url)
+    images = grpcclient.InferInput("images", [len(frames)], "BYTES")
+    images.set_data_from_numpy(np.array(frames, dtype=np.object_))
+    result = client.infer("plate_recognition", [images], client_timeout=300)
+    return {name: result.as_numpy(name) for name in OUTPUTS}
+
+
+def iou(a, b) -> float:
+    width = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    height = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = width * height
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+def edit_distance(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
+    return row[-1]
+
+
+def character_confidences(url: str, frames, car_jpeg: bytes, box: np.ndarray) -> tuple[str, list[float]]:
+    """Re-read one plate through stn and lprnet directly, to report per-character confidences."""
+    image = frames.decode_jpeg(car_jpeg, 40_000_000)
+    client = grpcclient.InferenceServerClient(url)
+    tensor = grpcclient.InferInput("input", [1, 3, 24, 94], "FP32")
+    tensor.set_data_from_numpy(frames.plate_tensor(image, box)[None])
+    rectified = client.infer("stn", [tensor]).as_numpy("output")
+    tensor.set_data_from_numpy(rectified)
+    logits = client.infer("lprnet", [tensor]).as_numpy("logits")
+    return frames.ctc_greedy_decode(logits[0])
+
+
+def test_car_has_one_plate_read_within_one_edit(triton_url: str, car_jpeg: bytes, frames) -> None:
+    started = time.perf_counter()
+    result = recognize(triton_url, [car_jpeg])
+    print(f"car.jpg latency {time.perf_counter() - started:.3f} s")
+    assert result["frame_status"].tolist() == [b"ok"]
+    assert result["frame_size"].tolist() == [[780, 439]]
+    assert result["plate_frame"].tolist() == [0]
+    box, text = result["plate_box"][0], result["plate_text"][0].decode()
+    text_again, confidences = character_confidences(triton_url, frames, car_jpeg, box)
+    print(
+        f"read {text!r} confidence {result['plate_confidence'][0]:.3f} "
+        f"detection {result['plate_detection_score'][0]:.3f} box {box.tolist()}; per character: "
+        + " ".join(f"{c}={p:.3f}" for c, p in zip(text_again, confidences, strict=True))
+    )
+    assert iou(box, EXPECTED_BOX) >= 0.4
+    assert edit_distance(text, EXPECTED_TEXT) <= 1
+    assert text_again == text
+    assert result["plate_confidence"][0] == pytest.approx(min(confidences), abs=1e-5)
+    assert 0.0 < result["plate_detection_score"][0] <= 1.0
+
+
+def test_cat_is_ok_without_plates(triton_url: str, cat_jpeg: bytes) -> None:
+    result = recognize(triton_url, [cat_jpeg])
+    assert result["frame_status"].tolist() == [b"ok"]
+    assert result["plate_frame"].shape == (0,)
+    assert result["plate_box"].shape == (0, 4)
+    assert result["plate_text"].shape == (0,)
+
+
+def _server_pids(url: str) -> list[int]:
+    """The local tritonserver serving `url` and its backend stub children (empty if not local)."""
+    port = url.rsplit(":", 1)[1]
+    server = [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and _read(p / "cmdline").find(f"--grpc-port={port}\0") >= 0
+    ]
+    children = [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and server and f"PPid:\t{server[0]}\n" in _read(p / "status")
+    ]
+    return server + children
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _rss_bytes(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        for line in _read(Path(f"/proc/{pid}/status")).splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
+def test_bad_frames_fail_alone_and_huge_headers_are_not_decoded(
+    triton_url: str, car_jpeg: bytes, cat_jpeg: bytes
+) -> None:
+    pids = _server_pids(triton_url)
+    before = _rss_bytes(pids)
+    result = recognize(
+        triton_url, [car_jpeg, b"not a jpeg", b"", cat_jpeg, car_jpeg, declared_jpeg(60000, 60000)]
+    )
+    after = _rss_bytes(pids)
+    statuses = [s.decode() for s in result["frame_status"]]
+    print(
+        "statuses",
+        statuses,
+        f"server RSS {before / 2**20:.0f} -> {after / 2**20:.0f} MiB over {len(pids)} pids",
+    )
+    assert [s.split(":")[0] for s in statuses] == [
+        "ok",
+        "invalid_image",
+        "invalid_image",
+        "ok",
+        "ok",
+        "invalid_image",
+    ]
+    assert "60000x60000" in statuses[5]
+    assert sorted(result["plate_frame"].tolist()) == [0, 4]
+    assert result["frame_size"].tolist() == [[780, 439], [0, 0], [0, 0], [1071, 1600], [780, 439], [0, 0]]
+    if not pids:
+        pytest.skip("Triton is not a local process: server memory not measured")
+    assert after - before < 2**30
+
+
+def _lprnet_statistics(url: str) -> tuple[int, int, int, dict[int, int]]:
+    """lprnet's (requests, executions, inferences, executions by batch size) so far."""
+    statistics = grpcclient.InferenceServerClient(url).get_inference_statistics("lprnet", as_json=True)
+    (model,) = statistics["model_stats"]
+    by_size = {int(s["batch_size"]): int(s["compute_infer"]["count"]) for s in model.get("batch_stats", [])}
+    requests = int(model["inference_stats"]["success"]["count"])
+    return requests, int(model.get("execution_count", 0)), int(model.get("inference_count", 0)), by_size
+
+
+def test_concurrent_clients_are_batched_together(triton_url: str) -> None:
+    """8 clients each sending one crop at a time: executions of size > 1 merged several requests.
+
+    The clients call lprnet directly: through plate_recognition on this CPU the Haar detector
+    (~0.1 s per frame) spaces the plates of concurrent single-frame requests far wider apart than the
+    2 ms batching window, so there the batching comes from each request carrying a micro-batch.
+    """
+    crop = grpcclient.InferInput("input", [1, 3, 24, 94], "FP32")
+    crop.set_data_from_numpy(np.zeros((1, 3, 24, 94), np.float32))
+
+    def client(_: int) -> None:
+        connection = grpcclient.InferenceServerClient(triton_url)
+        for _ in range(20):
+            assert connection.infer("lprnet", [crop]).as_numpy("logits").shape == (1, 23, 18)
+
+    requests_before, executions_before, _, sizes_before = _lprnet_statistics(triton_url)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(client, range(8)))
+    requests_after, executions_after, _, sizes_after = _lprnet_statistics(triton_url)
+    merged = {size: n - sizes_before.get(size, 0) for size, n in sizes_after.items() if size > 1}
+    print(
+        f"lprnet: {requests_after - requests_before} requests in "
+        f"{executions_after - executions_before} executions; by batch size {merged}"
+    )
+    assert requests_after - requests_before == 160
+    assert any(n > 0 for n in merged.values())
+    assert executions_after - executions_before < 160
+
+
+def test_a_micro_batch_makes_one_lprnet_request(triton_url: str, car_jpeg: bytes) -> None:
+    requests_before, _, inferences_before, _ = _lprnet_statistics(triton_url)
+    started = time.perf_counter()
+    result = recognize(triton_url, [car_jpeg] * 16)
+    print(f"16 x car.jpg latency {time.perf_counter() - started:.3f} s")
+    requests_after, _, inferences_after, _ = _lprnet_statistics(triton_url)
+    assert result["plate_frame"].tolist() == list(range(16))
+    assert len(set(result["plate_text"].tolist())) == 1
+    assert (requests_after - requests_before, inferences_after - inferences_before) == (1, 16)
