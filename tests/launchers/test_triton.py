@@ -1,0 +1,121 @@
+"""The local Triton launcher: start-up checks (no server) and start/stop/restart/serve (real server)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stream_worker.launchers.triton import (
+    LocalTriton,
+    TritonLaunchError,
+    build_backend_directory,
+    check_artifacts,
+    check_numpy_version,
+    find_libpython,
+    python_version_tag,
+)
+
+
+@pytest.mark.parametrize("version", ["2.0.0", "2.3.1"])
+def test_numpy_2_is_refused_with_the_fix(version: str) -> None:
+    with pytest.raises(TritonLaunchError, match=rf"numpy {version} .*pip install 'numpy<2'"):
+        check_numpy_version(version)
+
+
+def test_numpy_1_is_accepted_and_missing_numpy_is_refused() -> None:
+    check_numpy_version("1.26.4")
+    with pytest.raises(TritonLaunchError, match="numpy is not installed"):
+        check_numpy_version(None)
+
+
+def test_missing_libpython_names_the_file_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(TritonLaunchError, match=r"libpython3\.11\.so\.1\.0 not found.*libpython3\.11"):
+        find_libpython("3.11", [tmp_path], ldconfig_listing="")
+
+
+def test_libpython_is_found_in_a_search_dir_or_the_ld_cache(tmp_path: Path) -> None:
+    library = tmp_path / "libpython3.11.so.1.0"
+    library.write_bytes(b"")
+    assert find_libpython("3.11", [tmp_path / "empty", tmp_path], ldconfig_listing="") == library
+    listing = f"\tlibpython3.11.so.1.0 (libc6,x86-64) => {library}\n"
+    assert find_libpython("3.11", [], ldconfig_listing=listing) == library
+
+
+def test_missing_artifacts_say_to_run_models_prepare(tmp_path: Path) -> None:
+    (tmp_path / "stn" / "1").mkdir(parents=True)
+    (tmp_path / "lprnet" / "1").mkdir(parents=True)
+    (tmp_path / "lprnet" / "1" / "model.onnx").write_bytes(b"onnx")
+    with pytest.raises(TritonLaunchError, match=r"stn/1/model\.onnx.*stream-worker models prepare") as error:
+        check_artifacts(tmp_path)
+    assert "lprnet" not in str(error.value)
+
+
+def test_backend_directory_holds_the_backend_and_the_stub(tmp_path: Path) -> None:
+    python = build_backend_directory(tmp_path, python_version_tag()) / "python"
+    assert (python / "libtriton_python.so").is_file()
+    assert os.access(python / "triton_python_backend_stub", os.X_OK)
+    with pytest.raises(TritonLaunchError, match=r"no Python backend stub for Python 2\.7"):
+        build_backend_directory(tmp_path, "2.7")
+
+
+def test_start_on_a_missing_repository_reports_the_server_log(tmp_path: Path) -> None:
+    server = LocalTriton(tmp_path / "no-such-repository")
+    with pytest.raises(TritonLaunchError, match="exited with code") as error:
+        server.start(timeout_s=120)
+    assert "no-such-repository" in str(error.value)
+    assert not server.is_running()
+    server.close()
+
+
+@pytest.mark.integration
+def test_restart_on_the_same_ports(prepared_model_repository: Path) -> None:
+    with LocalTriton(prepared_model_repository) as server:
+        ports = (server.grpc_port, server.http_port, server.metrics_port)
+        assert server.is_ready()
+        server.stop()
+        assert not server.is_running() and not server.is_ready()
+        server.start()
+        assert server.is_ready()
+        assert (server.grpc_port, server.http_port, server.metrics_port) == ports
+    assert not server.is_running()
+
+
+@pytest.mark.integration
+def test_triton_command_serves_until_sigterm_and_exits_0(prepared_model_repository: Path) -> None:
+    from stream_worker.launchers.triton import free_port
+
+    command = [
+        sys.executable,
+        "-m",
+        "stream_worker",
+        "triton",
+        "--repository",
+        str(prepared_model_repository),
+    ]
+    command += [
+        "--grpc-port",
+        str(free_port()),
+        "--http-port",
+        str(free_port()),
+        "--metrics-port",
+        str(free_port()),
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if "Triton ready" in line:
+                break
+        assert lines and "Triton ready" in lines[-1], "".join(lines)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
