@@ -1,0 +1,55 @@
+#!/bin/sh
+# Creates the stream worker's topics when missing, raises their partition counts to the configured
+# ones and (re)applies their retention. Idempotent: Compose runs it on every `up`, Kubernetes as a
+# Job. It never lowers a partition count (Kafka cannot); note that raising one moves cameras to
+# other partitions, so a camera's frames are only ordered again from that moment on.
+#
+# Runs in the apache/kafka image (POSIX sh). Environment:
+#   BOOTSTRAP_SERVERS                         required
+#   COMMAND_CONFIG                            optional Java client properties file (SASL/TLS)
+#   REPLICATION_FACTOR                        default 1
+#   INPUT_TOPIC / OUTPUT_TOPIC / DLQ_TOPIC    default frames / plates / frames.dlq
+#   FRAMES_PARTITIONS / PLATES_PARTITIONS / DLQ_PARTITIONS                   default 6 / 6 / 1
+#   FRAMES_RETENTION_MS / PLATES_RETENTION_MS / DLQ_RETENTION_MS             default 1 h / 7 d / 14 d
+#   MAX_MESSAGE_BYTES                         default 10485760 (frames are whole JPEGs)
+set -eu
+
+: "${BOOTSTRAP_SERVERS:?set BOOTSTRAP_SERVERS to the Kafka bootstrap address}"
+KAFKA_BIN=${KAFKA_BIN:-/opt/kafka/bin}
+REPLICATION_FACTOR=${REPLICATION_FACTOR:-1}
+MAX_MESSAGE_BYTES=${MAX_MESSAGE_BYTES:-10485760}
+
+admin_options="--bootstrap-server $BOOTSTRAP_SERVERS"
+if [ -n "${COMMAND_CONFIG:-}" ] && [ -f "$COMMAND_CONFIG" ]; then
+  admin_options="$admin_options --command-config $COMMAND_CONFIG"
+fi
+
+ensure_topic() {
+  name=$1 partitions=$2 retention_ms=$3
+  configs="retention.ms=$retention_ms,max.message.bytes=$MAX_MESSAGE_BYTES"
+  # shellcheck disable=SC2086 # admin_options is a list of words on purpose
+  "$KAFKA_BIN/kafka-topics.sh" $admin_options --create --if-not-exists --topic "$name" \
+    --partitions "$partitions" --replication-factor "$REPLICATION_FACTOR"
+  # shellcheck disable=SC2086
+  current=$("$KAFKA_BIN/kafka-topics.sh" $admin_options --describe --topic "$name" \
+    | sed -n 's/.*PartitionCount: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
+  if [ -z "$current" ]; then
+    echo "could not read the partition count of topic $name" >&2
+    exit 1
+  fi
+  if [ "$current" -lt "$partitions" ]; then
+    echo "raising $name from $current to $partitions partitions"
+    # shellcheck disable=SC2086
+    "$KAFKA_BIN/kafka-topics.sh" $admin_options --alter --topic "$name" --partitions "$partitions"
+  elif [ "$current" -gt "$partitions" ]; then
+    echo "warning: $name has $current partitions, more than the configured $partitions (Kafka cannot lower them)" >&2
+  fi
+  # shellcheck disable=SC2086
+  "$KAFKA_BIN/kafka-configs.sh" $admin_options --alter --entity-type topics --entity-name "$name" \
+    --add-config "$configs"
+  echo "topic $name ready: $partitions partitions, $configs"
+}
+
+ensure_topic "${INPUT_TOPIC:-frames}" "${FRAMES_PARTITIONS:-6}" "${FRAMES_RETENTION_MS:-3600000}"
+ensure_topic "${OUTPUT_TOPIC:-plates}" "${PLATES_PARTITIONS:-6}" "${PLATES_RETENTION_MS:-604800000}"
+ensure_topic "${DLQ_TOPIC:-frames.dlq}" "${DLQ_PARTITIONS:-1}" "${DLQ_RETENTION_MS:-1209600000}"
