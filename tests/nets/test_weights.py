@@ -1,0 +1,92 @@
+"""Downloading the pinned checkpoints, against a loopback HTTP server serving temp copies."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from stream_worker.nets import export
+from stream_worker.nets.prepare import prepare_models
+from stream_worker.nets.weights import CHECKPOINTS, WeightsError, ensure_weights, sha256_of
+from tests.conftest import weights_dir
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """(folder served, base URL) of a loopback server; the folder starts with intact copies."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for checkpoint in CHECKPOINTS.values():
+        shutil.copyfile(weights_dir() / checkpoint.file_name, folder / checkpoint.file_name)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield folder, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def _intact(folder: Path) -> bool:
+    return all(sha256_of(folder / c.file_name) == c.sha256 for c in CHECKPOINTS.values())
+
+
+def test_download_fetches_missing_and_corrupt_checkpoints(served: tuple[Path, str], tmp_path: Path) -> None:
+    _, base_url = served
+    target = tmp_path / "cache" / "weights"
+    target.mkdir(parents=True)
+    (target / "stn.pth").write_bytes(b"truncated")
+    paths = ensure_weights(target, download=True, base_url=base_url)
+    assert paths == {name: target / c.file_name for name, c in CHECKPOINTS.items()}
+    assert _intact(target)
+    assert sorted(p.name for p in target.iterdir()) == ["lprnet.pth", "stn.pth"]
+
+
+def test_download_rejects_a_wrong_file(served: tuple[Path, str], tmp_path: Path) -> None:
+    folder, base_url = served
+    (folder / "lprnet.pth").write_bytes(b"not the checkpoint")
+    target = tmp_path / "weights"
+    with pytest.raises(WeightsError, match=r"lprnet\.pth has sha256 .* expected"):
+        ensure_weights(target, download=True, base_url=base_url)
+    assert not (target / "lprnet.pth").exists()
+    assert not list(target.glob("*.part"))
+
+
+def test_download_failure_names_the_url(served: tuple[Path, str], tmp_path: Path) -> None:
+    folder, base_url = served
+    (folder / "stn.pth").unlink()
+    with pytest.raises(WeightsError, match=r"Could not download http://127\.0\.0\.1:\d+/stn\.pth"):
+        ensure_weights(tmp_path / "weights", download=True, base_url=base_url)
+
+
+def test_without_download_nothing_is_fetched(served: tuple[Path, str], tmp_path: Path) -> None:
+    _, base_url = served
+    target = tmp_path / "weights"
+    target.mkdir()
+    with pytest.raises(WeightsError, match="missing"):
+        ensure_weights(target, download=False, base_url=base_url)
+    assert not list(target.iterdir())
+
+
+def test_prepare_downloads_then_verifies(
+    served: tuple[Path, str], exported_repository: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, base_url = served
+    repository = Path(shutil.copytree(exported_repository, tmp_path / "model_repository"))
+    monkeypatch.setattr(export, "export_net", lambda *args: pytest.fail("artifacts were up to date"))
+    target = tmp_path / "downloaded"
+    prepare_models(target, repository, download=True, base_url=base_url)
+    assert _intact(target)
