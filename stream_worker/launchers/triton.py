@@ -167,8 +167,11 @@ class LocalTriton:
         metrics_port: int | None = None,
         model_config_name: str | None = None,
         host: str = "127.0.0.1",
+        extra_repositories: Sequence[Path] = (),
     ) -> None:
         self.repository = Path(repository).resolve()
+        # Served next to `repository` (one --model-repository each), e.g. the benchmark's baseline.
+        self.extra_repositories = [Path(path).resolve() for path in extra_repositories]
         self.grpc_port = grpc_port or free_port()
         self.http_port = http_port or free_port()
         self.metrics_port = metrics_port or free_port()
@@ -215,6 +218,7 @@ class LocalTriton:
         args = [
             str(self._binary()),
             f"--model-repository={self.repository}",
+            *(f"--model-repository={path}" for path in self.extra_repositories),
             f"--backend-directory={backend_directory}",
             f"--grpc-port={self.grpc_port}",
             f"--http-port={self.http_port}",
