@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
 
 from tests.model_repository.test_frames import declared_jpeg
 
@@ -90,6 +92,19 @@ def test_cat_is_ok_without_plates(triton_url: str, cat_jpeg: bytes) -> None:
     assert result["plate_frame"].shape == (0,)
     assert result["plate_box"].shape == (0, 4)
     assert result["plate_text"].shape == (0,)
+
+
+def test_an_empty_micro_batch_gets_empty_outputs(triton_url: str) -> None:
+    result = recognize(triton_url, [])
+    assert {name: array.shape for name, array in result.items()} == {
+        "plate_frame": (0,),
+        "plate_box": (0, 4),
+        "plate_text": (0,),
+        "plate_confidence": (0,),
+        "plate_detection_score": (0,),
+        "frame_status": (0,),
+        "frame_size": (0, 2),
+    }
 
 
 def _server_pids(url: str) -> list[int]:
@@ -202,3 +217,36 @@ def test_a_micro_batch_makes_one_lprnet_request(triton_url: str, car_jpeg: bytes
     assert result["plate_frame"].tolist() == list(range(16))
     assert len(set(result["plate_text"].tolist())) == 1
     assert (requests_after - requests_before, inferences_after - inferences_before) == (1, 16)
+
+
+def _failing_lprnet(path: Path) -> None:
+    """An lprnet whose ONNX graph fails at run time (6768 values cannot be reshaped to [-1, 23, 18])."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    shape = numpy_helper.from_array(np.array([-1, 23, 18], np.int64), "shape")
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["input", "shape"], ["logits"])],
+        "broken_lprnet",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["B", 3, 24, 94])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["B", 23, 18])],
+        initializer=[shape],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def test_a_failing_sub_model_fails_the_request_clearly(
+    prepared_model_repository: Path, tmp_path: Path, car_jpeg: bytes, cat_jpeg: bytes
+) -> None:
+    from stream_worker.launchers.triton import LocalTriton
+
+    repository = tmp_path / "repository"
+    shutil.copytree(prepared_model_repository, repository, ignore=shutil.ignore_patterns("__pycache__"))
+    _failing_lprnet(repository / "lprnet" / "1" / "model.onnx")
+    with LocalTriton(repository) as server:
+        assert recognize(server.grpc_url, [cat_jpeg])["frame_status"].tolist() == [b"ok"]  # no plate
+        with pytest.raises(InferenceServerException, match="lprnet failed") as error:
+            recognize(server.grpc_url, [car_jpeg, cat_jpeg])
+        print("sub-model failure as the client sees it:", error.value.message())

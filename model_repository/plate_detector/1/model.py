@@ -28,7 +28,7 @@ class TritonPythonModel:
                 boxes, scores = self.detector.detect(image)
             except Exception as error:
                 responses.append(
-                    pb_utils.InferenceResponse(error=pb_utils.TritonError(f"plate_detector failed: {error}"))
+                    pb_utils.InferenceResponse(error=pb_utils.TritonError(f"{type(error).__name__}: {error}"))
                 )
                 continue
             responses.append(

@@ -37,7 +37,7 @@ class TritonPythonModel:
         try:
             (result,) = self.session.run([OUTPUT], {INPUT: np.concatenate(batches).astype(np.float32)})
         except Exception as error:
-            failure = pb_utils.TritonError(f"stn failed: {error}")
+            failure = pb_utils.TritonError(f"ONNX Runtime: {error}")
             return [pb_utils.InferenceResponse(error=failure) for _ in requests]
         splits = np.cumsum([len(b) for b in batches])[:-1]
         return [
