@@ -20,7 +20,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 RUN python -m pip install --index-url "${TORCH_INDEX_URL}" torch==2.13.0
-COPY pyproject.toml README.md NOTICE ./
+COPY pyproject.toml NOTICE ./
 COPY stream_worker ./stream_worker
 # The project itself, with the versions its `export` extra pins (torch above satisfies it).
 # hadolint ignore=DL3013

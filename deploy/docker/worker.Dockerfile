@@ -11,7 +11,7 @@ FROM python:3.11.11-slim-bookworm AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md NOTICE ./
+COPY pyproject.toml NOTICE ./
 COPY stream_worker ./stream_worker
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv /opt/stream-worker \

