@@ -308,3 +308,21 @@ def test_topic_job_runs_the_checked_in_script(rendered: dict[str, list[dict]]) -
         config_map = one(objects, "ConfigMap", volume["configMap"]["name"])
         assert config_map["data"]["create-topics.sh"] == script, build
         assert job["containers"][0]["command"] == ["/bin/sh", "/opt/stream-worker/create-topics.sh"], build
+
+
+def test_tensorrt_caches_land_on_a_writable_volume(rendered: dict[str, list[dict]]) -> None:
+    """The root filesystem is read-only: each gpu config's engine cache must sit on an emptyDir."""
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    pod = one(rendered["gpu"], "Deployment", "triton")["spec"]["template"]["spec"]
+    empty_dirs = {volume["name"] for volume in pod["volumes"] if "emptyDir" in volume}
+    writable = [m["mountPath"] for m in pod["containers"][0]["volumeMounts"] if m["name"] in empty_dirs]
+    cache_paths = []
+    for config_file in sorted((KUSTOMIZE_DIR.parents[1] / "model_repository").glob("*/configs/gpu.pbtxt")):
+        config = text_format.Parse(config_file.read_text(), model_config_pb2.ModelConfig())
+        for accelerator in config.optimization.execution_accelerators.gpu_execution_accelerator:
+            if path := accelerator.parameters.get("trt_engine_cache_path"):
+                cache_paths.append(path)
+                assert any(path.startswith(mount + "/") for mount in writable), f"{config_file}: {path}"
+    assert cache_paths, "no gpu config caches TensorRT engines"
