@@ -101,7 +101,9 @@ class WorkerSettings(BaseSettings):
     skip_empty: bool = Field(False, description="Publish no event for frames without plates.")
 
     # Failures
-    triton_timeout_s: float = Field(30.0, gt=0, description="Deadline of one Triton request.")
+    triton_timeout_s: float = Field(
+        60.0, gt=0, description="Deadline of one Triton request (queueing behind other batches included)."
+    )
     retry_initial_backoff_s: float = Field(0.2, gt=0, description="First wait before retrying Triton.")
     retry_max_backoff_s: float = Field(5.0, gt=0, description="Longest wait between Triton retries.")
     inference_attempts: int = Field(

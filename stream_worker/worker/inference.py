@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tenacity import Retrying, retry_if_exception_type, stop_when_event_set, wait_exponential_jitter
+from tenacity import Retrying, retry_if_exception_type, stop_when_event_set, wait_exponential, wait_random
 
 from stream_worker.recognition import FrameResult
 from stream_worker.triton_client import TritonUnavailableError
@@ -91,9 +91,9 @@ class BatchRunner:
 
         retrying = Retrying(
             retry=retry_if_exception_type(TritonUnavailableError),
-            wait=wait_exponential_jitter(
-                initial=self._policy.initial_backoff_s, max=self._policy.max_backoff_s, jitter=0.1
-            ),
+            # Jitter so that several workers do not hammer a restarting Triton in lockstep.
+            wait=wait_exponential(multiplier=self._policy.initial_backoff_s, max=self._policy.max_backoff_s)
+            + wait_random(0, self._policy.initial_backoff_s / 2),
             stop=stop_when_event_set(self._stop),
             sleep=self._stop.wait,
             before_sleep=record_unavailable,

@@ -1,0 +1,107 @@
+"""The message contracts: checked-in JSON Schemas match the models; examples validate against them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import jsonschema
+import orjson
+import pytest
+
+from stream_worker.contracts import (
+    SCHEMAS_DIR,
+    DeadLetterHeader,
+    DeadLetterHeaders,
+    ErrorReason,
+    ErrorStage,
+    FrameHeader,
+    PlateEvent,
+    export_schemas,
+    render_schemas,
+)
+from stream_worker.worker.events import dead_letter_record
+from stream_worker.worker.validate import InputRecord, Rejection
+
+
+def test_checked_in_schemas_are_up_to_date():
+    stale = export_schemas(SCHEMAS_DIR, check=True)
+    assert stale == [], f"stale: {stale}; run `stream-worker schemas export` and commit schemas/"
+
+
+def test_check_mode_reports_stale_files_without_writing(tmp_path):
+    (tmp_path / "plate_event.schema.json").write_text("{}")
+    stale = export_schemas(tmp_path, check=True)
+    assert set(stale) == set(render_schemas())
+    assert (tmp_path / "plate_event.schema.json").read_text() == "{}"
+    assert export_schemas(tmp_path) == stale
+    assert export_schemas(tmp_path, check=True) == []
+
+
+def _schema(name: str) -> dict:
+    return orjson.loads((SCHEMAS_DIR / name).read_bytes())
+
+
+EVENT = {
+    "schema_version": 1,
+    "event_id": "4c10c28d-4b0e-5922-8722-9d236ef1a470",
+    "camera_id": "cam-1",
+    "frame_id": "cam-1-0",
+    "captured_at": None,
+    "processed_at": "2025-02-01T08:30:00Z",
+    "source": {"topic": "frames", "partition": 1, "offset": 0},
+    "image": {"width": 780, "height": 439},
+    "plates": [
+        {
+            "text": "B840CK197",
+            "confidence": 0.8563,
+            "box": {"x1": 90.19, "y1": 329.06, "x2": 134.06, "y2": 343.69},
+            "detection_score": 0.9645,
+            "format_valid": True,
+        }
+    ],
+    "model": {"name": "plate_recognition", "version": "1"},
+    "latency_ms": 12.5,
+}
+
+
+def test_an_event_validates_against_the_schema_and_the_model():
+    jsonschema.validate(EVENT, _schema("plate_event.schema.json"))
+    assert PlateEvent.model_validate(EVENT).processed_at == datetime(2025, 2, 1, 8, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {**EVENT, "schema_version": 2},
+        {key: value for key, value in EVENT.items() if key != "event_id"},
+        {**EVENT, "source": {"topic": "frames", "partition": -1, "offset": 0}},
+        {**EVENT, "plates": [{"text": "X"}]},
+    ],
+)
+def test_broken_events_fail_the_schema(broken):
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, _schema("plate_event.schema.json"))
+
+
+def test_a_worker_dead_letter_matches_the_header_schema():
+    record = InputRecord("frames", 0, 3, b"cam", b"junk", [("camera_id", b"cam")], 0.0)
+    rejection = Rejection(ErrorStage.DECODE, ErrorReason.INVALID_IMAGE, "not a JPEG")
+    dead = dead_letter_record("frames.dlq", record, rejection)
+    added = {name: value.decode() for name, value in dead.headers if name.startswith(("error.", "source."))}
+    jsonschema.validate(added, _schema("dead_letter_headers.schema.json"))
+    assert DeadLetterHeaders.model_validate(added).error_reason is ErrorReason.INVALID_IMAGE
+    slim = {name: value.decode() for name, value in dead.without_value().headers if name.startswith("error.")}
+    assert slim[DeadLetterHeader.VALUE_OMITTED.value] == "4"
+
+
+def test_header_names_are_the_documented_ones():
+    assert [h.value for h in FrameHeader] == ["camera_id", "frame_id", "captured_at"]
+    assert {h.value for h in DeadLetterHeader} >= {
+        "error.stage",
+        "error.reason",
+        "source.topic",
+        "source.partition",
+        "source.offset",
+    }
+    headers = {"camera_id": "c", "captured_at": "1738324800250"}
+    jsonschema.validate(headers, _schema("frame_headers.schema.json"))

@@ -1,0 +1,163 @@
+"""FrameResult -> PlateEvent or dead letter: ids, rounding, plate format, DLQ headers."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+
+from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo, PlateEvent
+from stream_worker.recognition import FrameResult, Plate
+from stream_worker.worker.events import build_event as _build_event
+from stream_worker.worker.events import (
+    dead_letter_record,
+    event_id,
+    event_record,
+    format_valid,
+    rejection_for,
+)
+from stream_worker.worker.validate import Frame, InputRecord, Rejection
+
+MODEL = ModelInfo(name="plate_recognition", version="1")
+NOW = datetime(2025, 2, 1, 8, 30, tzinfo=UTC)
+
+
+def frame(offset=11, partition=1, received_at=10.0) -> Frame:
+    headers = [("frame_id", b"f1")]
+    record = InputRecord("frames", partition, offset, b"cam-1", b"\xff\xd8jpeg", headers, received_at)
+    return Frame(record, "cam-1", "f1", datetime(2025, 2, 1, 8, tzinfo=UTC), epoch=1)
+
+
+CAR = FrameResult(
+    status="ok",
+    width=780,
+    height=439,
+    plates=(Plate("B840CK197", 0.85633778572, (90.18751, 329.0625, 134.0625, 343.6875), 0.964522659),),
+)
+
+
+def build_event(f: Frame, result: FrameResult, now_monotonic: float = 10.25) -> PlateEvent:
+    return _build_event(f, result, MODEL, NOW, now_monotonic)
+
+
+def test_event_fields():
+    event = build_event(frame(), CAR)
+    assert event.schema_version == 1
+    assert event.event_id == event_id("frames", 1, 11)
+    assert (event.camera_id, event.frame_id) == ("cam-1", "f1")
+    assert event.source.model_dump() == {"topic": "frames", "partition": 1, "offset": 11}
+    assert (event.image.width, event.image.height) == (780, 439)
+    assert event.processed_at == NOW
+    assert event.latency_ms == 250.0
+    assert event.model == MODEL
+    [plate] = event.plates
+    assert plate.text == "B840CK197"
+    assert plate.confidence == 0.8563
+    assert plate.detection_score == 0.9645
+    assert plate.box.model_dump() == {"x1": 90.19, "y1": 329.06, "x2": 134.06, "y2": 343.69}
+    assert plate.format_valid
+
+
+def test_float_noise_between_batches_does_not_change_the_event():
+    noisy = FrameResult("ok", 780, 439, (Plate("B840CK197", 0.8563380241, CAR.plates[0].box, 0.96452266),))
+    assert build_event(frame(), noisy).plates == build_event(frame(), CAR).plates
+
+
+def test_event_id_is_a_deterministic_uuid5_of_the_source():
+    first = event_id("frames", 0, 5)
+    assert first == event_id("frames", 0, 5)
+    assert uuid.UUID(first).version == 5
+    assert len({first, event_id("frames", 0, 6), event_id("frames", 1, 5), event_id("other", 0, 5)}) == 4
+    # Pinned: changing the namespace would break consumers' deduplication across versions.
+    namespace = uuid.UUID("6f1d3c52-8a4e-5b7a-9c2d-3e5f7a9b1c4d")
+    assert event_id("frames", 0, 0) == str(uuid.uuid5(namespace, "frames:0:0"))
+
+
+def test_a_frame_without_plates_still_gets_an_event():
+    event = build_event(frame(), FrameResult("ok", 64, 48, ()))
+    assert event.plates == []
+
+
+def test_latency_is_never_negative():
+    assert build_event(frame(received_at=20.0), CAR, now_monotonic=19.0).latency_ms == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("B840CK197", True),
+        ("A123BC77", True),
+        ("X000XX000", True),
+        ("B840OK197", True),
+        ("B840CK1977", False),  # region of four digits
+        ("B840CK1", False),
+        ("840CK197", False),
+        ("\u0412840\u0421\u041a197", False),  # Cyrillic letters: the model speaks Latin look-alikes
+        ("D840CK197", False),  # D has no Cyrillic look-alike
+        ("b840ck197", False),
+        ("", False),
+        ("B840CK197 ", False),
+    ],
+)
+def test_format_valid(text, valid):
+    assert format_valid(text) is valid
+
+
+def test_event_record_is_keyed_by_camera_and_valid_json():
+    event = build_event(frame(), CAR)
+    record = event_record("plates", event)
+    assert record.topic == "plates"
+    assert record.key == b"cam-1"
+    assert record.dead_letter_reason is None
+    decoded = orjson.loads(record.value)
+    assert PlateEvent.model_validate(decoded) == event
+    assert decoded["processed_at"] == "2025-02-01T08:30:00Z"
+
+
+def test_ok_results_are_not_rejected():
+    assert rejection_for(CAR) is None
+
+
+def test_undecodable_images_are_decode_rejections():
+    rejection = rejection_for(FrameResult("invalid_image: not a JPEG (missing FFD8FF magic)", 0, 0, ()))
+    expected = Rejection(ErrorStage.DECODE, ErrorReason.INVALID_IMAGE, "not a JPEG (missing FFD8FF magic)")
+    assert rejection == expected
+
+
+def test_unknown_statuses_are_inference_failures():
+    rejection = rejection_for(FrameResult("exploded", 0, 0, ()))
+    assert rejection is not None
+    assert (rejection.stage, rejection.reason) == (ErrorStage.INFERENCE, ErrorReason.INFERENCE_FAILED)
+    assert "exploded" in rejection.detail
+
+
+def test_dead_letter_keeps_the_original_and_adds_error_and_source_headers():
+    source = InputRecord(
+        "frames", 2, 99, b"cam-7", b"garbage", [("camera_id", b"cam-7"), ("error.reason", b"stale")], 0.0
+    )
+    rejection = Rejection(ErrorStage.DECODE, ErrorReason.INVALID_IMAGE, "not a JPEG")
+    dead = dead_letter_record("frames.dlq", source, rejection)
+    assert (dead.topic, dead.key, dead.value) == ("frames.dlq", b"cam-7", b"garbage")
+    assert dead.dead_letter_reason is ErrorReason.INVALID_IMAGE
+    assert dead.headers == [
+        ("camera_id", b"cam-7"),
+        ("error.stage", b"decode"),
+        ("error.reason", b"invalid_image"),
+        ("error.detail", b"not a JPEG"),
+        ("source.topic", b"frames"),
+        ("source.partition", b"2"),
+        ("source.offset", b"99"),
+    ]
+
+
+def test_a_dead_letter_without_its_value_says_how_big_it_was():
+    source = InputRecord("frames", 0, 1, b"k", b"x" * 1234, [], 0.0)
+    rejection = Rejection(ErrorStage.VALIDATE, ErrorReason.FRAME_TOO_LARGE, "big")
+    dead = dead_letter_record("frames.dlq", source, rejection)
+    slim = dead.without_value()
+    assert slim.value is None
+    assert slim.headers[-1] == ("error.value_omitted", b"1234")
+    assert slim.headers[:-1] == dead.headers
+    assert slim.dead_letter_reason is ErrorReason.FRAME_TOO_LARGE

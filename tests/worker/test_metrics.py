@@ -1,0 +1,68 @@
+"""The worker's HTTP endpoints: /metrics in Prometheus format, /healthz and /readyz probes."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+
+from stream_worker.worker.metrics import HealthServer, Metrics
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+@pytest.fixture
+def served():
+    state = {"ready": (False, "no partitions assigned"), "age": 0.5}
+    metrics = Metrics()
+    server = HealthServer(metrics, "127.0.0.1", 0, lambda: state["ready"], lambda: state["age"])
+    server.start()
+    yield metrics, server.port, state
+    server.stop()
+
+
+def test_metrics_are_served_in_prometheus_format(served):
+    metrics, port, _ = served
+    metrics.frames_in.inc(3)
+    metrics.dead_letters.labels("invalid_image").inc()
+    metrics.batch_size.observe(16)
+    metrics.consumer_lag.labels("frames", "2").set(42)
+    status, body = get(port, "/metrics")
+    assert status == 200
+    assert "stream_worker_frames_in_total 3.0" in body
+    assert 'stream_worker_dead_letters_total{reason="invalid_image"} 1.0' in body
+    assert 'stream_worker_batch_frames_bucket{le="16.0"} 1.0' in body
+    assert 'stream_worker_consumer_lag{partition="2",topic="frames"} 42.0' in body
+    for name in (
+        "stream_worker_events_out_total",
+        "stream_worker_batch_latency_seconds",
+        "stream_worker_inflight_batches",
+        "stream_worker_triton_errors",
+    ):
+        assert name in body
+
+
+def test_readyz_follows_the_readiness_check(served):
+    _, port, state = served
+    assert get(port, "/readyz") == (503, "not ready: no partitions assigned\n")
+    state["ready"] = (True, "3 partitions assigned, Triton ready")
+    assert get(port, "/readyz") == (200, "ready: 3 partitions assigned, Triton ready\n")
+
+
+def test_healthz_fails_when_the_main_loop_is_stuck(served):
+    _, port, state = served
+    assert get(port, "/healthz")[0] == 200
+    state["age"] = 120.0
+    status, body = get(port, "/healthz")
+    assert status == 503 and "stuck" in body
+
+
+def test_unknown_paths_are_404(served):
+    assert get(served[1], "/nope")[0] == 404
