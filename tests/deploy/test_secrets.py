@@ -13,15 +13,17 @@ DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy"
 EXAMPLE_SECRET = DEPLOY_DIR / "kubernetes" / "examples" / "kafka-secret.example.yaml"
 TEXT_SUFFIXES = {".yaml", ".yml", ".json", ".sh", ".md", ".properties", ".conf", ".env", ".dockerignore"}
 
-# A key naming a credential, then `:` or `=`, then its value (YAML, JSON, properties, shell, JAAS).
+# A key naming a credential, then `: ` or `=` (no space after `=`, as in shell and properties),
+# then its value (YAML, JSON, properties, shell, JAAS).
 _ASSIGNMENT = re.compile(
-    r"""(?P<key>[\w.-]*(?:password|passwd|secret|token|api[_-]?key|private[_-]?key)[\w.-]*)["']?\s*[:=]\s*"""
+    r"""(?P<key>[\w.-]*(?:password|passwd|secret|token|api[_-]?key|private[_-]?key)[\w.-]*)["']?\s*(?::\s*|=)"""
     r"""(?P<value>"[^"]*"|'[^']*'|[^\s,;}]*)""",
     re.IGNORECASE,
 )
 # Keys that name where a secret is, not what it is.
 _REFERENCE_KEY = re.compile(r"(Ref|Name|Names|_FILE|__FILE|Path|Dir)$|^(secrets?|secretName)$", re.IGNORECASE)
-_PLACEHOLDER = re.compile(r"^(<[^<>]+>|\$\{?[A-Z_][A-Z0-9_]*(:-)?\}?|\*+|)$")
+# <placeholder>, ${VARIABLE}, ***, empty, or a file path (kubectl --from-file=password=./password).
+_PLACEHOLDER = re.compile(r"^(<[^<>]+>|\$\{?[A-Z_][A-Z0-9_]*(:-)?\}?|\*+|\.{0,2}/[\w./-]*|)$")
 
 
 def deploy_files() -> list[Path]:
@@ -76,6 +78,8 @@ def test_scanner_catches_literal_credentials(text: str) -> None:
         "- parameter: password",
         "GF_SECURITY_ADMIN_PASSWORD__FILE: /run/secrets/grafana",
         "password: ${KAFKA_PASSWORD}",
+        "--from-literal=password= --from-literal=ca=",
+        "--from-file=password=./password",
     ],
 )
 def test_scanner_lets_references_and_placeholders_pass(text: str) -> None:
