@@ -208,3 +208,13 @@ def test_dashboard_queries_name_real_worker_metrics() -> None:
     }
     assert used, "the dashboard shows no worker metric"
     assert used <= exported, f"not exported by the worker: {sorted(used - exported)}"
+
+
+def test_largest_accepted_frame_fits_the_topics(compose: dict) -> None:
+    """A frame the worker accepts must also fit the DLQ (whole frame plus headers) and the broker."""
+    from stream_worker.config import load_settings
+
+    largest_record = load_settings().max_frame_bytes + 64 * 1024
+    topic_limit = int(compose["services"]["topic-init"]["environment"]["MAX_MESSAGE_BYTES"])
+    broker_limit = int(compose["services"]["kafka"]["environment"]["KAFKA_MESSAGE_MAX_BYTES"])
+    assert largest_record <= topic_limit <= broker_limit

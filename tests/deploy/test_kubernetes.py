@@ -326,3 +326,15 @@ def test_tensorrt_caches_land_on_a_writable_volume(rendered: dict[str, list[dict
                 cache_paths.append(path)
                 assert any(path.startswith(mount + "/") for mount in writable), f"{config_file}: {path}"
     assert cache_paths, "no gpu config caches TensorRT engines"
+
+
+def test_largest_accepted_frame_fits_the_topics(rendered: dict[str, list[dict]], monkeypatch) -> None:
+    """A frame the worker accepts must also fit the DLQ topic (whole frame plus headers)."""
+    from stream_worker.config import load_settings
+
+    for build, objects in rendered.items():
+        for key, value in one(objects, "ConfigMap", "stream-worker-settings")["data"].items():
+            monkeypatch.setenv(key, value)
+        largest_record = load_settings().max_frame_bytes + 64 * 1024
+        topics = one(objects, "ConfigMap", "stream-worker-topics")["data"]
+        assert largest_record <= int(topics["MAX_MESSAGE_BYTES"]), build
