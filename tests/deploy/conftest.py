@@ -18,8 +18,7 @@ import pytest
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEPLOY_DIR = REPO_ROOT / "deploy"
-KUSTOMIZE_DIR = DEPLOY_DIR / "kubernetes"
+KUSTOMIZE_DIR = REPO_ROOT / "deploy" / "kubernetes"
 # Every kustomization users apply: name -> folder.
 KUSTOMIZATIONS = {"base": KUSTOMIZE_DIR / "base", "gpu": KUSTOMIZE_DIR / "overlays" / "gpu"}
 
@@ -39,11 +38,6 @@ def image_pin_problem(image: str) -> str | None:
     if tag == "latest" or not _VERSION_TAG.match(tag):
         return f"{image!r}: tag {tag!r} is not a version"
     return None
-
-
-@pytest.fixture(scope="session")
-def deploy_dir() -> Path:
-    return DEPLOY_DIR
 
 
 @pytest.fixture(scope="session")
