@@ -1,0 +1,123 @@
+"""What the demo shows: the live table of plate events and dead letters, and the closing summary.
+
+Pure functions over the records read back, so the formatting and the statistics are unit-tested
+without servers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class Results:
+    """Events and dead letters read back, deduplicated (at-least-once may repeat a record)."""
+
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dead_letters: dict[str, dict[str, str]] = field(default_factory=dict)
+    first_published_at: float | None = None
+    last_received_at: float | None = None
+
+    @property
+    def accounted(self) -> int:
+        return len(self.events) + len(self.dead_letters)
+
+    def add_event(self, event: dict[str, Any], received_at: float) -> bool:
+        """False for a duplicate (same `event_id`)."""
+        if event["event_id"] in self.events:
+            return False
+        self.events[event["event_id"]] = event
+        self.last_received_at = received_at
+        return True
+
+    def add_dead_letter(self, headers: dict[str, str], received_at: float) -> bool:
+        source = ":".join(headers.get(f"source.{part}", "?") for part in ("topic", "partition", "offset"))
+        if source in self.dead_letters:
+            return False
+        self.dead_letters[source] = headers
+        self.last_received_at = received_at
+        return True
+
+
+TABLE_COLUMNS = (("camera", 8), ("frame", 16), ("plate", 11), ("conf", 6), ("latency ms", 10))
+
+
+def table_header() -> str:
+    return "  ".join(f"{name:<{width}}" for name, width in TABLE_COLUMNS).rstrip()
+
+
+def _row(*cells: str) -> str:
+    return "  ".join(
+        f"{cell:<{width}}" for cell, (_, width) in zip(cells, TABLE_COLUMNS, strict=False)
+    ).rstrip()
+
+
+def event_rows(event: dict[str, Any]) -> list[str]:
+    """One table row per plate of the event (one row saying so when it has none)."""
+    latency = f"{event['latency_ms']:.0f}"
+    if not event["plates"]:
+        return [_row(event["camera_id"], event["frame_id"], "(no plate)", "", latency)]
+    return [
+        _row(event["camera_id"], event["frame_id"], plate["text"], f"{plate['confidence']:.2f}", latency)
+        for plate in event["plates"]
+    ]
+
+
+def dead_letter_row(headers: dict[str, str]) -> str:
+    row = _row(headers.get("camera_id", "?"), headers.get("frame_id", "?"), "DEAD LETTER", "-", "-")
+    return f"{row}  {headers.get('error.reason', '?')}: {headers.get('error.detail', '')}".rstrip()
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile of a non-empty sequence."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * fraction // 1))
+    return ordered[int(rank) - 1]
+
+
+def _end_to_end_ms(event: dict[str, Any]) -> float | None:
+    if not event.get("captured_at"):
+        return None
+    captured = datetime.fromisoformat(event["captured_at"])
+    processed = datetime.fromisoformat(event["processed_at"])
+    return (processed - captured).total_seconds() * 1000
+
+
+def summary_lines(results: Results, published: int, cameras: int, produce_seconds: float) -> list[str]:
+    """The closing summary: counts, plate texts, dead-letter reasons, throughput, latencies."""
+    events = list(results.events.values())
+    with_plates = sum(1 for event in events if event["plates"])
+    plates = Counter(plate["text"] for event in events for plate in event["plates"])
+    reasons = Counter(headers.get("error.reason", "?") for headers in results.dead_letters.values())
+    missing = max(0, published - results.accounted)
+    lines = [
+        f"frames published  {published} by {cameras} camera(s) in {produce_seconds:.1f} s",
+        f"plate events      {len(events)} ({with_plates} with a plate, {len(events) - with_plates} without)",
+        "plates read       " + (", ".join(f"{text} x{n}" for text, n in plates.most_common()) or "none"),
+        f"dead letters      {len(results.dead_letters)}"
+        + (
+            " (" + ", ".join(f"{reason} x{n}" for reason, n in reasons.most_common()) + ")" if reasons else ""
+        ),
+        f"missing           {missing}",
+    ]
+    if results.first_published_at is not None and results.last_received_at is not None:
+        span = max(results.last_received_at - results.first_published_at, 1e-6)
+        lines.append(
+            f"throughput        {results.accounted / span:.1f} frames/s (first frame sent to last result)"
+        )
+    if events:
+        worker = [float(event["latency_ms"]) for event in events]
+        lines.append(
+            f"latency (worker)  p50 {percentile(worker, 0.5):.0f} ms, p99 {percentile(worker, 0.99):.0f} ms"
+        )
+        end_to_end = [ms for event in events if (ms := _end_to_end_ms(event)) is not None]
+        if end_to_end:
+            lines.append(
+                f"latency (camera)  p50 {percentile(end_to_end, 0.5):.0f} ms, "
+                f"p99 {percentile(end_to_end, 0.99):.0f} ms (captured_at to processed_at)"
+            )
+    return lines
