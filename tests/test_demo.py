@@ -1,0 +1,324 @@
+"""`stream-worker demo`: its pieces without servers, then the real thing as a subprocess.
+
+The integration tests watch every process the demo starts (by walking /proc while it runs) and
+check afterwards that none is left: after a normal run, after Ctrl-C, and after the demo itself
+is killed with SIGKILL (then its watchdog must clean up).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from stream_worker.children import Watchdog
+from stream_worker.demo import CORRUPT_FRAME, DemoError, camera_frames, resolve_inputs
+from stream_worker.demo_report import Results, dead_letter_row, event_rows, percentile, summary_lines
+from tests.conftest import REPO_ROOT, samples_dir, weights_dir
+
+EXPECTED_PLATE = "B840CK197"
+
+
+def edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+        previous = current
+    return previous[-1]
+
+
+# --- without servers -----------------------------------------------------------------------
+
+
+def test_camera_frames_spreads_corrupt_frames_and_cycles_the_inputs() -> None:
+    inputs = sorted(samples_dir().glob("*.jp*g"))
+    frames = list(camera_frames(inputs, "cam-1", 6, 2, threading.Event()))
+    ids = [frame_id for frame_id, _ in frames]
+    assert ids == [
+        *("cam-1-0", "cam-1-1", "cam-1-corrupt-1"),
+        *("cam-1-2", "cam-1-3", "cam-1-corrupt-2"),
+        *("cam-1-4", "cam-1-5"),
+    ]
+    images = [data for frame_id, data in frames if "corrupt" not in frame_id]
+    assert images[0] == inputs[0].read_bytes() and images[1] == inputs[1].read_bytes()
+    assert images[2] == inputs[0].read_bytes()
+    assert [data for frame_id, data in frames if "corrupt" in frame_id] == [CORRUPT_FRAME] * 2
+
+
+def test_camera_frames_stop_early() -> None:
+    stop = threading.Event()
+    frames = camera_frames(sorted(samples_dir().glob("*.jp*g")), "cam-2", 100, 0, stop)
+    next(frames)
+    stop.set()
+    assert list(frames) == []
+
+
+def test_one_frame_still_gets_its_corrupt_frame() -> None:
+    frames = list(camera_frames([samples_dir() / "car.jpg"], "cam-1", 1, 1, threading.Event()))
+    assert [frame_id for frame_id, _ in frames] == ["cam-1-0", "cam-1-corrupt-1"]
+
+
+def test_inputs_default_to_the_samples_beside_the_weights() -> None:
+    assert resolve_inputs([], weights_dir()) == sorted(samples_dir().glob("*.jp*g"))
+
+
+def test_no_inputs_and_no_samples_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(DemoError, match="no frames to publish") as raised:
+        resolve_inputs([], tmp_path / "weights")
+    assert raised.value.exit_code == 2
+
+
+def test_an_unusable_path_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(DemoError, match="no such file") as raised:
+        resolve_inputs([tmp_path / "missing.jpg"], weights_dir())
+    assert raised.value.exit_code == 2
+
+
+def _event(event_id: str, plates: list[str], latency_ms: float) -> dict[str, object]:
+    return {
+        "event_id": event_id,
+        "camera_id": "cam-1",
+        "frame_id": f"cam-1-{event_id}",
+        "captured_at": "2025-01-31T12:00:00+00:00",
+        "processed_at": "2025-01-31T12:00:00.500000+00:00",
+        "latency_ms": latency_ms,
+        "plates": [{"text": text, "confidence": 0.8612} for text in plates],
+    }
+
+
+def test_rows_and_summary() -> None:
+    results = Results(first_published_at=100.0)
+    assert results.add_event(_event("a", ["B840OK197"], 120.0), 101.0)
+    assert not results.add_event(_event("a", ["B840OK197"], 120.0), 101.5)  # a duplicate
+    assert results.add_event(_event("b", [], 80.0), 102.0)
+    dead = {
+        "camera_id": "cam-1",
+        "frame_id": "cam-1-corrupt-1",
+        "error.reason": "invalid_image",
+        "error.detail": "not a JPEG",
+        "source.topic": "frames",
+        "source.partition": "0",
+        "source.offset": "7",
+    }
+    assert results.add_dead_letter(dead, 102.0)
+    assert event_rows(_event("a", ["B840OK197"], 120.0)) == [
+        "cam-1     cam-1-a           B840OK197    0.86    120"
+    ]
+    assert "(no plate)" in event_rows(_event("b", [], 80.0))[0]
+    assert dead_letter_row(dead).endswith("DEAD LETTER  -       -  invalid_image: not a JPEG")
+    lines = summary_lines(results, published=4, cameras=1, produce_seconds=1.5)
+    assert "plate events      2 (1 with a plate, 1 without)" in lines
+    assert "plates read       B840OK197 x1" in lines
+    assert "dead letters      1 (invalid_image x1)" in lines
+    assert "missing           1" in lines
+    assert "throughput        1.5 frames/s (first frame sent to last result)" in lines
+    assert "latency (worker)  p50 80 ms, p99 120 ms" in lines
+    assert any(line.startswith("latency (camera)  p50 500 ms") for line in lines)
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = list(range(1, 101))
+    assert (percentile(values, 0.5), percentile(values, 0.99), percentile([7.0], 0.99)) == (50, 99, 7.0)
+
+
+def test_watchdog_kills_the_groups_when_its_owner_vanishes() -> None:
+    child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    watchdog = Watchdog()
+    watchdog.watch(child.pid)
+    assert watchdog._process.stdin is not None
+    watchdog._process.stdin.close()  # what the owner's death looks like from the watchdog
+    assert child.wait(timeout=30) == -signal.SIGKILL
+    watchdog._process.wait(timeout=30)
+
+
+def test_watchdog_leaves_the_groups_alone_once_released() -> None:
+    child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        watchdog = Watchdog()
+        watchdog.watch(child.pid)
+        watchdog.release()
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+# --- the real demo -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    pid: int
+    pgid: int
+    start_time: str
+    cmdline: str
+
+
+def _process_table() -> dict[int, tuple[int, ProcessInfo, str]]:
+    """pid -> (parent pid, info, state) for every process we may read."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        state, ppid, pgid, start_time = fields[0], int(fields[1]), int(fields[2]), fields[19]
+        table[int(entry.name)] = (ppid, ProcessInfo(int(entry.name), pgid, start_time, cmdline), state)
+    return table
+
+
+@dataclass
+class DemoRun:
+    """The demo as a subprocess, with its output and every descendant process seen while it ran."""
+
+    process: subprocess.Popen[str]
+    lines: list[str] = field(default_factory=list)
+    seen: dict[int, ProcessInfo] = field(default_factory=dict)
+    plate_seen: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+@pytest.fixture
+def start_demo() -> Iterator[Callable[..., DemoRun]]:
+    runs: list[DemoRun] = []
+
+    def start(*args: str) -> DemoRun:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "stream_worker", "demo", *args],
+            cwd=REPO_ROOT,
+            env={**os.environ, "LPR_WEIGHTS_DIR": str(weights_dir())},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # our SIGINT goes to the demo alone, as a terminal's Ctrl-C would
+        )
+        run = DemoRun(process)
+        runs.append(run)
+        threading.Thread(target=_read_output, args=(run,), daemon=True).start()
+        threading.Thread(target=_watch_descendants, args=(run,), daemon=True).start()
+        return run
+
+    yield start
+    for run in runs:  # a failed test must leave neither the demo nor its children running
+        if run.process.poll() is None:
+            run.process.send_signal(signal.SIGTERM)
+            run.process.wait(timeout=120)
+        for info in _leftovers(run):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(info.pgid, signal.SIGKILL)
+
+
+def _read_output(run: DemoRun) -> None:
+    assert run.process.stdout is not None
+    for line in run.process.stdout:
+        run.lines.append(line)
+        if _plate_in_row(line):
+            run.plate_seen.set()
+
+
+def _plate_in_row(line: str) -> bool:
+    cells = line.split()
+    return len(cells) >= 3 and cells[0].startswith("cam-") and edit_distance(cells[2], EXPECTED_PLATE) <= 1
+
+
+def _watch_descendants(run: DemoRun) -> None:
+    root = run.process.pid
+    while run.process.poll() is None:
+        table = _process_table()
+        family = {root}
+        grew = True
+        while grew:
+            grew = False
+            for pid, (ppid, info, _) in table.items():
+                if ppid in family and pid not in family:
+                    family.add(pid)
+                    run.seen.setdefault(pid, info)
+                    grew = True
+        time.sleep(0.1)
+
+
+def _leftovers(run: DemoRun) -> list[ProcessInfo]:
+    """Processes still alive that the demo started, or that sit in one of their process groups."""
+    groups = {info.pgid for info in run.seen.values()}
+    left = []
+    for pid, (_, info, state) in _process_table().items():
+        if state == "Z":
+            continue
+        started_by_demo = pid in run.seen and run.seen[pid].start_time == info.start_time
+        if started_by_demo or info.pgid in groups:
+            left.append(info)
+    return left
+
+
+def _wait_without_leftovers(run: DemoRun, patience_s: float) -> list[ProcessInfo]:
+    deadline = time.monotonic() + patience_s
+    while (left := _leftovers(run)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
+    commands = " | ".join(info.cmdline for info in run.seen.values())
+    for marker in ("tansu broker", "tritonserver", "triton_python_backend_stub", "stream_worker run"):
+        assert marker in commands, f"never saw a {marker!r} process; saw: {commands}"
+    assert "stream_worker.children" in commands
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
+    start_demo: Callable[..., DemoRun],
+) -> None:
+    run = start_demo("--cameras", "2", "--fps", "2", "--duration", "3")
+    assert run.process.wait(timeout=240) == 0, run.output
+    time.sleep(0.5)  # the output reader catches up
+    output = run.output
+    assert run.plate_seen.is_set(), output
+    assert "summary" in output
+    assert "missing           0" in output
+    assert "dead letters      1 (invalid_image x1)" in output
+    assert "frames published  13 by 2 camera(s)" in output
+    _assert_saw_every_kind_of_child(run)
+    assert _leftovers(run) == []
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_interrupted_demo_stops_everything_it_started(start_demo: Callable[..., DemoRun]) -> None:
+    run = start_demo("--duration", "120")
+    assert run.plate_seen.wait(timeout=240), run.output
+    run.process.send_signal(signal.SIGINT)
+    assert run.process.wait(timeout=120) == 130, run.output
+    assert "interrupted (SIGINT)" in run.output
+    _assert_saw_every_kind_of_child(run)
+    assert _leftovers(run) == []
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_killed_demo_is_cleaned_up_by_its_watchdog(start_demo: Callable[..., DemoRun]) -> None:
+    run = start_demo("--duration", "120")
+    assert run.plate_seen.wait(timeout=240), run.output
+    _assert_saw_every_kind_of_child(run)
+    run.process.send_signal(signal.SIGKILL)
+    run.process.wait(timeout=30)
+    left = [info for info in _wait_without_leftovers(run, patience_s=60) if info.pid != run.process.pid]
+    assert left == [], "\n".join(info.cmdline for info in left)
