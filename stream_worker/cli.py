@@ -25,7 +25,15 @@ DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 
 
 # --- models prepare ---------------------------------------------------------------- (issue 2)
-@models_app.command("prepare")
+@models_app.command(
+    "prepare",
+    epilog=(
+        "Examples:\n\n"
+        "  LPR_WEIGHTS_DIR=../shared/weights stream-worker models prepare\n\n"
+        "  stream-worker models prepare --download\n\n"
+        "Exit codes: 0 artifacts up to date, 1 weights missing or corrupt, download or export failed."
+    ),
+)
 def models_prepare(
     weights_dir: Path | None = typer.Option(
         None,
@@ -136,7 +144,13 @@ CLIENT_CONFIG_OPTION = typer.Option(
 )
 
 
-@app.command(epilog="Example: stream-worker broker --port 9092 --partitions 3")
+@app.command(
+    epilog=(
+        "Example: stream-worker broker --port 9092 --partitions 3\n\n"
+        "Exit codes: 0 stopped by Ctrl-C/SIGTERM, 1 the broker exited on its own, 2 it could not "
+        "start or create the topics."
+    )
+)
 def broker(
     port: int | None = typer.Option(
         None, "--port", min=1, max=65535, help="Listen port; a free one when omitted."
