@@ -9,11 +9,12 @@ Guarantees and how they are kept:
   most `max_inflight_batches x max_batch_frames` frames can be published but uncommitted.
 - Per-camera order: outcomes are published in offset order per partition (ordering.py).
 - Bounded memory: consumption pauses at `max_pending_frames` read-but-unacknowledged frames.
-- Rebalance: revoked partitions get `revoke_timeout_s` to finish and commit; what is still
-  unfinished then is dropped uncommitted (the next owner redoes it). Results that come back for
-  a partition after that are recognised by its assignment epoch and discarded.
-- SIGTERM/SIGINT: stop consuming, drain, flush, commit, leave the group, exit 0, all within
-  `shutdown_timeout_s`.
+- Rebalance: frames of revoked partitions not yet sent to Triton are dropped uncommitted (the
+  next owner reads them); their batches in flight get `revoke_timeout_s` to finish, publish and
+  commit, else they are dropped too. Results that come back for a partition after that are
+  recognised by its assignment epoch and discarded.
+- SIGTERM/SIGINT: stop consuming, finish the batches in flight (frames not yet sent stay
+  uncommitted), flush, commit, leave the group, exit 0, all within `shutdown_timeout_s`.
 Every consumer/producer call happens on the main thread; the pool only talks to Triton.
 """
 
@@ -28,7 +29,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -147,7 +148,8 @@ class Worker:
         log.info("stopping: draining in-flight frames", extra={"pending": self.tracker.pending()})
         if self.fatal is None:
             self.consumer.pause(self.assigned)
-            self._drain(self._nothing_uncommitted, deadline - reserve)
+            self._drop_unsent()
+            self._drain(self._inflight_settled, deadline - reserve)
         self._stop_inference.set()
         self.pool.close()
         undelivered = self.publisher.flush(max(0.0, deadline - time.monotonic() - reserve / 2))
@@ -239,10 +241,8 @@ class Worker:
             model = ModelInfo(name=self.settings.model_name, version=job.model_version)
             for frame, result in zip(job.frames, job.results, strict=True):
                 if self._is_current(frame):
-                    record = frame.record
-                    self.ordering.resolve(
-                        (record.topic, record.partition), record.offset, self._outcome(frame, result, model)
-                    )
+                    outcome = self._outcome(frame, result, model)
+                    self.ordering.resolve(frame.partition, frame.record.offset, outcome)
 
     def _outcome(
         self, frame: Frame, result: FrameResult | InferenceFailure, model: ModelInfo
@@ -336,21 +336,24 @@ class Worker:
         self.metrics.commits.inc()
 
     def _release_slots(self) -> None:
-        for batch_id in [b for b in self.finished if self._batch_settled(self.inflight[b])]:
+        for batch_id in [b for b in self.finished if self._settled(self.inflight[b])]:
             self.finished.discard(batch_id)
             del self.inflight[batch_id]
 
-    def _batch_settled(self, job: BatchJob) -> bool:
-        """Finished by its thread and every frame committed (or no longer ours)."""
+    def _settled(self, job: BatchJob, partitions: Collection[Partition] | None = None) -> bool:
+        """Finished by its thread and each frame (of `partitions`) committed or no longer ours."""
+        frames = [f for f in job.frames if partitions is None or f.partition in partitions]
+        if not frames:
+            return True
+        if job.batch_id not in self.finished:
+            return False
         return job.results is None or all(
-            not self._is_current(frame)
-            or self.tracker.is_committed((frame.record.topic, frame.record.partition), frame.record.offset)
-            for frame in job.frames
+            not self._is_current(frame) or self.tracker.is_committed(frame.partition, frame.record.offset)
+            for frame in frames
         )
 
     def _is_current(self, frame: Frame) -> bool:
-        partition = (frame.record.topic, frame.record.partition)
-        return partition in self.assigned and self.epochs.get(partition) == frame.epoch
+        return frame.partition in self.assigned and self.epochs.get(frame.partition) == frame.epoch
 
     # --- flow control ----------------------------------------------------------------------
 
@@ -374,10 +377,26 @@ class Worker:
             log.info("backpressure: consumption resumed", extra={"pending": pending})
         self.metrics.paused.set(1 if self.paused else 0)
 
-    def _drain(self, done: Callable[[], bool], deadline: float) -> bool:
-        """Pump without consuming until `done()` or the deadline; True when done."""
+    def _drop_unsent(self, partitions: Collection[Partition] | None = None) -> int:
+        """Take the frames not yet sent to Triton (all, or those of `partitions`) out of the pipeline.
+
+        They stay uncommitted and are read again (here or by the next owner). Finishing them
+        instead would make a shutdown or a rebalance wait for the whole read-ahead backlog.
+        """
         if batch := self.batcher.flush():
             self.ready.append(batch)
+        kept: deque[list[Frame]] = deque()
+        dropped = 0
+        for batch in self.ready:
+            frames = [f for f in batch if partitions is not None and f.partition not in partitions]
+            dropped += len(batch) - len(frames)
+            if frames:
+                kept.append(frames)
+        self.ready = kept
+        return dropped
+
+    def _drain(self, done: Callable[[], bool], deadline: float) -> bool:
+        """Pump without consuming until `done()` or the deadline; True when done."""
         while True:
             self._pump()
             if done() or self.fatal is not None:
@@ -387,10 +406,8 @@ class Worker:
                 return False
             self.publisher.poll(min(BUSY_POLL_S, remaining))
 
-    def _nothing_uncommitted(self, partitions: Sequence[Partition] | None = None) -> bool:
-        if partitions is None:
-            partitions = self.tracker.partitions()
-        return not any(self.tracker.uncommitted(p) for p in partitions)
+    def _inflight_settled(self, partitions: Collection[Partition] | None = None) -> bool:
+        return all(self._settled(job, partitions) for job in self.inflight.values())
 
     # --- rebalance -------------------------------------------------------------------------
 
@@ -404,8 +421,9 @@ class Worker:
         revoked = [p for p in partitions if p in self.assigned]
         finished = True
         if not self.closing and self.fatal is None:
+            self._drop_unsent(revoked)
             deadline = time.monotonic() + self.settings.revoke_timeout_s
-            finished = self._drain(lambda: self._nothing_uncommitted(revoked), deadline)
+            finished = self._drain(lambda: self._inflight_settled(revoked), deadline)
         self._commit()
         dropped = sum(self.tracker.pending(p) for p in revoked)
         self._forget(revoked)

@@ -100,13 +100,6 @@ class OffsetTracker:
             return len(state.waiting) if state else 0
         return sum(len(state.waiting) for state in self._partitions.values())
 
-    def uncommitted(self, partition: Partition) -> bool:
-        """Whether the partition has anything done but not yet committed, or still pending."""
-        state = self._partitions.get(partition)
-        if state is None:
-            return False
-        return bool(state.waiting) or state.done_through != state.committed
-
     def forget(self, partitions: Iterable[Partition]) -> None:
         """Drop everything about partitions this worker no longer owns (revoked or lost)."""
         for partition in partitions:

@@ -44,6 +44,10 @@ class Frame:
     epoch: int  # the partition's assignment generation when consumed (stale results are dropped)
 
     @property
+    def partition(self) -> tuple[str, int]:
+        return (self.record.topic, self.record.partition)
+
+    @property
     def image(self) -> bytes:
         assert self.record.value is not None  # validation guarantees it
         return self.record.value

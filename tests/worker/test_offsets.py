@@ -169,7 +169,7 @@ def test_forget_drops_a_partition_and_it_can_start_over():
     assert tracker.partitions() == [P1]
     assert tracker.committable() == {}
     assert tracker.is_committed(P0, 0)  # not ours any more: nothing to wait for
-    assert not tracker.uncommitted(P0)
+    assert tracker.pending(P0) == 0
     tracker.track(P0, 0)  # re-assigned: the same offsets come again
     tracker.ack(P0, 0)
     assert tracker.committable() == {P0: 1}
@@ -179,15 +179,6 @@ def test_forgetting_an_unknown_partition_is_harmless():
     tracker = tracked(0)
     tracker.forget([P1])
     assert tracker.partitions() == [P0]
-
-
-def test_uncommitted_covers_pending_and_done_but_uncommitted():
-    tracker = tracked(0)
-    assert tracker.uncommitted(P0)  # pending
-    tracker.ack(P0, 0)
-    assert tracker.uncommitted(P0)  # done, not committed
-    tracker.mark_committed({P0: 1})
-    assert not tracker.uncommitted(P0)
 
 
 def test_last_tracked():

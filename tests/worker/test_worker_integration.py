@@ -1,0 +1,535 @@
+"""Acceptance tests of `stream-worker run` against the real local broker and the real Triton.
+
+The worker runs as a subprocess (`python -m stream_worker run ...`) so that it can be killed with
+SIGKILL or stopped with SIGTERM like in production. Every input record is produced to a known
+(partition, offset) so that each test can account for every single one in the output or the DLQ.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+import orjson
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from stream_worker.launchers.broker import create_topics
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+EXPECTED_PLATE = "B840CK197"
+MAX_INFLIGHT_BATCHES = 4
+MAX_BATCH_FRAMES = 16
+WAIT_S = 300.0  # generous bound for "eventually"; the CPU Triton is slow and the cores are shared
+INVALID = b"these bytes are not a JPEG"
+
+Source = tuple[int, int]  # (partition, offset) of an input record
+
+
+def edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+        previous = current
+    return previous[-1]
+
+
+@pytest.fixture(scope="module")
+def small_jpeg() -> bytes:
+    """A tiny plain frame: valid for the pipeline (an event with no plates) and fast on CPU."""
+    image = np.full((48, 64, 3), 127, dtype=np.uint8)
+    ok, encoded = cv2.imencode(".jpg", image)
+    assert ok
+    return encoded.tobytes()
+
+
+# --- input -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Sent:
+    camera: str
+    frame_id: str
+    kind: str  # "car", "cat", "small" or "invalid"
+    value: bytes
+    source: Source = (-1, -1)
+
+
+@dataclass
+class Topics:
+    frames: str
+    plates: str
+    dlq: str
+
+
+@pytest.fixture
+def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
+    names = Topics(f"{unique_name}-frames", f"{unique_name}-plates", f"{unique_name}-dlq")
+    create_topics(kafka_bootstrap, [names.frames, names.plates, names.dlq], PARTITIONS)
+    return names
+
+
+def produce(bootstrap: str, topic: str, frames: list[Sent]) -> list[Sent]:
+    """Publish with key = camera id to partition (camera number mod 3); records where each landed."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+
+    def landed(sent: Sent):
+        def callback(error, message):
+            assert error is None, error
+            sent.source = (message.partition(), message.offset())
+
+        return callback
+
+    for sent in frames:
+        camera_number = int(sent.camera.rsplit("-", 1)[1])
+        headers = [("camera_id", sent.camera.encode()), ("frame_id", sent.frame_id.encode())]
+        headers.append(("captured_at", str(1_738_324_800_000 + len(sent.frame_id)).encode()))
+        producer.produce(
+            topic,
+            value=sent.value,
+            key=sent.camera.encode(),
+            partition=camera_number % PARTITIONS,
+            headers=headers,
+            on_delivery=landed(sent),
+        )
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    assert all(sent.source != (-1, -1) for sent in frames)
+    return frames
+
+
+def frames_for(cameras: int, per_camera: int, pattern: list[tuple[str, bytes]]) -> list[Sent]:
+    """Interleaved across cameras, each camera cycling through `pattern`."""
+    return [
+        Sent(f"cam-{c}", f"cam-{c}/{i}", *pattern[(i + c) % len(pattern)])
+        for i in range(per_camera)
+        for c in range(cameras)
+    ]
+
+
+# --- output ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: dict[str, bytes]
+
+    @property
+    def event(self) -> dict:
+        return orjson.loads(self.value)
+
+    @property
+    def dlq_source(self) -> Source:
+        return int(self.headers["source.partition"]), int(self.headers["source.offset"])
+
+
+class TopicReader:
+    """Reads a whole topic from the beginning, accumulating records across calls."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self._consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}", "enable.auto.commit": False}
+        )
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        self.records: list[Record] = []
+
+    def poll(self, seconds: float = 0.5) -> None:
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            for message in self._consumer.consume(500, min(remaining, 0.2)):
+                if message.error() is None:
+                    self.records.append(
+                        Record(
+                            message.partition(),
+                            message.offset(),
+                            message.key(),
+                            message.value(),
+                            dict(message.headers() or ()),
+                        )
+                    )
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+@dataclass
+class Outputs:
+    events: TopicReader
+    dlq: TopicReader
+
+    def poll(self) -> None:
+        self.events.poll(0.3)
+        self.dlq.poll(0.3)
+
+    def sources(self) -> Counter[Source]:
+        counts: Counter[Source] = Counter()
+        for record in self.events.records:
+            source = record.event["source"]
+            counts[(source["partition"], source["offset"])] += 1
+        for record in self.dlq.records:
+            counts[record.dlq_source] += 1
+        return counts
+
+    def wait_until(self, condition: Callable[[], bool], what: str, workers: list[WorkerProcess]) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while not condition():
+            for worker in workers:
+                assert worker.is_running(), f"worker exited with {worker.returncode}:\n{worker.log_tail()}"
+            assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{workers[0].log_tail()}"
+            self.poll()
+
+    def wait_for_all(self, sent: list[Sent], workers: list[WorkerProcess]) -> None:
+        wanted = {s.source for s in sent}
+        self.wait_until(lambda: wanted <= set(self.sources()), f"all {len(wanted)} frames", workers)
+        self.poll()  # a moment longer, so that duplicates would show
+        self.poll()
+
+    def close(self) -> None:
+        self.events.close()
+        self.dlq.close()
+
+
+@pytest.fixture
+def outputs(kafka_bootstrap: str, topics: Topics):
+    reader = Outputs(TopicReader(kafka_bootstrap, topics.plates), TopicReader(kafka_bootstrap, topics.dlq))
+    yield reader
+    reader.close()
+
+
+# --- the worker process ----------------------------------------------------------------------
+
+
+@dataclass
+class WorkerProcess:
+    args: list[str]
+    log_path: Path
+    process: subprocess.Popen | None = None
+    returncode: int | None = None
+    _log: object = field(default=None, repr=False)
+
+    def start(self) -> WorkerProcess:
+        self._log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "stream_worker", "run", *self.args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        return self
+
+    def is_running(self) -> bool:
+        if self.process is None:
+            return False
+        self.returncode = self.process.poll()
+        return self.returncode is None
+
+    def log_lines(self) -> list[dict]:
+        lines = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            if line.startswith("{"):
+                try:
+                    lines.append(json.loads(line))
+                except ValueError:
+                    continue
+        return lines
+
+    def log_tail(self, count: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-count:])
+
+    def assignments(self) -> list[list[str]]:
+        return [line["partitions"] for line in self.log_lines() if line.get("msg") == "partitions assigned"]
+
+    def wait_for_log(self, predicate: Callable[[dict], bool], what: str) -> dict:
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            for line in self.log_lines():
+                if predicate(line):
+                    return line
+            assert self.is_running(), f"worker exited with {self.returncode}:\n{self.log_tail()}"
+            assert time.monotonic() < deadline, f"no log line for {what}:\n{self.log_tail()}"
+            time.sleep(0.2)
+
+    def metrics_port(self) -> int:
+        return self.wait_for_log(lambda line: line.get("msg") == "worker started", "start")["metrics_port"]
+
+    def scrape(self, path: str = "/metrics") -> tuple[int, str]:
+        url = f"http://127.0.0.1:{self.metrics_port()}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def metric(self, sample: str) -> float:
+        for line in self.scrape()[1].splitlines():
+            if line.startswith(sample + " "):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    def stop(self, signum: int = signal.SIGTERM, timeout_s: float = 120.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+        self.returncode = self.process.wait(timeout=timeout_s)
+        self._log.close()
+        return self.returncode
+
+
+@pytest.fixture
+def start_worker(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_name: str):
+    started: list[WorkerProcess] = []
+
+    def start(triton_url: str, *extra: str) -> WorkerProcess:
+        args = [
+            "--bootstrap-servers",
+            kafka_bootstrap,
+            "--triton-url",
+            triton_url,
+            "--group-id",
+            f"{unique_name}-group",
+            "--input-topic",
+            topics.frames,
+            "--output-topic",
+            topics.plates,
+            "--dlq-topic",
+            topics.dlq,
+            "--session-timeout-ms",
+            "6000",
+            "--metrics-port",
+            "0",
+            "--max-batch-frames",
+            str(MAX_BATCH_FRAMES),
+            "--max-inflight-batches",
+            str(MAX_INFLIGHT_BATCHES),
+            # The CPU Triton serves one request at a time: a batch may queue behind the others.
+            "--triton-timeout-s",
+            "300",
+            "--retry-max-backoff-s",
+            "1",
+            *extra,
+        ]
+        worker = WorkerProcess(args, tmp_path / f"worker-{len(started)}.log").start()
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        if worker.is_running():
+            worker.stop(signal.SIGKILL)
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        committed = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in committed}
+
+
+def assert_duplicates_are_twins(outputs: Outputs, bound: int) -> int:
+    """Duplicates only within the bound, each with the same event_id and content as its twin."""
+    by_source: dict[Source, list[dict]] = defaultdict(list)
+    for record in outputs.events.records:
+        event = record.event
+        by_source[(event["source"]["partition"], event["source"]["offset"])].append(event)
+    duplicates = {source: events for source, events in by_source.items() if len(events) > 1}
+    dlq_counts = Counter(record.dlq_source for record in outputs.dlq.records)
+    dlq_duplicates = [source for source, count in dlq_counts.items() if count > 1]
+    assert len(duplicates) + len(dlq_duplicates) <= bound
+    volatile = ("processed_at", "latency_ms")
+    for twins in duplicates.values():
+        assert len({event["event_id"] for event in twins}) == 1
+        assert len({orjson.dumps({k: v for k, v in e.items() if k not in volatile}) for e in twins}) == 1
+    return len(duplicates) + len(dlq_duplicates)
+
+
+# --- the acceptance tests --------------------------------------------------------------------
+
+
+def test_300_frames_one_output_each_same_reading_and_per_camera_order(
+    kafka_bootstrap, triton_url, topics, outputs, start_worker, car_jpeg, cat_jpeg
+):
+    pattern = [("car", car_jpeg), ("car", car_jpeg), ("cat", cat_jpeg), ("invalid", INVALID)]
+    pattern += [("car", car_jpeg), ("invalid", INVALID)]
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=6, per_camera=50, pattern=pattern))
+    assert len(sent) == 300
+    valid = [s for s in sent if s.kind != "invalid"]
+    invalid = [s for s in sent if s.kind == "invalid"]
+
+    worker = start_worker(triton_url)
+    worker.wait_for_log(lambda line: line.get("msg") == "partitions assigned", "assignment")
+    started = time.monotonic()
+    outputs.wait_for_all(sent, [worker])
+    elapsed = time.monotonic() - started
+    print(f"\n300 frames ({len(valid)} valid) in {elapsed:.1f} s: {300 / elapsed:.1f} frames/s")
+
+    assert worker.scrape("/readyz")[0] == 200
+    assert worker.metric("stream_worker_frames_in_total") == 300
+    assert worker.metric('stream_worker_dead_letters_total{reason="invalid_image"}') == len(invalid)
+
+    # Exactly one PlateEvent per valid frame, one DLQ record per invalid one, nothing else.
+    events = [record.event for record in outputs.events.records]
+    assert sorted((e["source"]["partition"], e["source"]["offset"]) for e in events) == sorted(
+        s.source for s in valid
+    )
+    assert sorted(record.dlq_source for record in outputs.dlq.records) == sorted(s.source for s in invalid)
+    by_source = {s.source: s for s in sent}
+    for record in outputs.dlq.records:
+        original = by_source[record.dlq_source]
+        assert (record.key, record.value) == (original.camera.encode(), INVALID)
+        assert record.headers["error.stage"] == b"decode"
+        assert record.headers["error.reason"] == b"invalid_image"
+        assert record.headers["source.topic"] == topics.frames.encode()
+        assert record.headers["frame_id"] == original.frame_id.encode()
+
+    # Every car frame reads the same, whatever batch it rode in.
+    def sent_for(event: dict) -> Sent:
+        return by_source[(event["source"]["partition"], event["source"]["offset"])]
+
+    car_events = [e for e in events if sent_for(e).kind == "car"]
+    readings = {(p["text"], p["confidence"]) for e in car_events for p in e["plates"]}
+    assert all(len(e["plates"]) >= 1 for e in car_events)
+    assert len(readings) == 1, readings
+    [(text, _)] = readings
+    assert edit_distance(text, EXPECTED_PLATE) <= 1
+    for event in events:
+        original = sent_for(event)
+        assert (event["camera_id"], event["frame_id"]) == (original.camera, original.frame_id)
+        assert event["captured_at"] is not None
+
+    # Per camera, output order (offset order within the camera's output partition) = input order.
+    for camera in {s.camera for s in sent}:
+        expected = [s.frame_id for s in valid if s.camera == camera]
+        records = sorted(
+            (r for r in outputs.events.records if r.key == camera.encode()), key=lambda r: r.offset
+        )
+        assert len({r.partition for r in records}) == 1
+        assert [r.event["frame_id"] for r in records] == expected
+        dead = sorted((r for r in outputs.dlq.records if r.key == camera.encode()), key=lambda r: r.offset)
+        assert [r.headers["frame_id"].decode() for r in dead] == [
+            s.frame_id for s in invalid if s.camera == camera
+        ]
+
+    assert worker.stop() == 0
+
+
+def test_sigkill_mid_stream_then_restart_loses_nothing(
+    kafka_bootstrap, triton_url, topics, outputs, start_worker, car_jpeg, small_jpeg
+):
+    pattern = [("car", car_jpeg), ("small", small_jpeg), ("car", car_jpeg), ("invalid", INVALID)]
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=3, per_camera=40, pattern=pattern))
+
+    first = start_worker(triton_url)
+    outputs.wait_until(lambda: len(outputs.events.records) >= 10, "the first events", [first])
+    first.stop(signal.SIGKILL)
+    assert len(outputs.sources()) < len(sent), "the kill came too late to test anything"
+
+    second = start_worker(triton_url)
+    outputs.wait_for_all(sent, [second])
+    assert set(outputs.sources()) == {s.source for s in sent}  # every offset accounted for
+    duplicates = assert_duplicates_are_twins(outputs, bound=MAX_INFLIGHT_BATCHES * MAX_BATCH_FRAMES)
+    print(f"\nSIGKILL: {duplicates} duplicates (bound {MAX_INFLIGHT_BATCHES * MAX_BATCH_FRAMES})")
+    assert second.stop() == 0
+
+
+def test_triton_outage_is_waited_out_without_loss_or_dead_letters(
+    kafka_bootstrap, prepared_model_repository, topics, outputs, start_worker, car_jpeg, small_jpeg
+):
+    from stream_worker.launchers.triton import LocalTriton
+
+    pattern = [("car", car_jpeg), ("small", small_jpeg), ("car", car_jpeg), ("car", car_jpeg)]
+    pattern += [("invalid", INVALID)]
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=3, per_camera=30, pattern=pattern))
+    invalid = {s.source for s in sent if s.kind == "invalid"}
+
+    with LocalTriton(prepared_model_repository) as triton:  # our own: the session's must stay up
+        worker = start_worker(triton.grpc_url)
+        outputs.wait_until(lambda: len(outputs.events.records) >= 5, "the first events", [worker])
+        triton.stop()
+        done_at_stop = len(outputs.sources())
+        time.sleep(10)
+        triton.start()
+        outputs.wait_for_all(sent, [worker])
+        assert worker.metric('stream_worker_triton_errors_total{kind="unavailable"}') >= 1
+        assert worker.stop() == 0
+    assert done_at_stop < len(sent), "the outage came too late to test anything"
+    counts = outputs.sources()
+    assert set(counts) == {s.source for s in sent}
+    assert set(counts.values()) == {1}  # no restart, so nothing twice
+    assert {record.dlq_source for record in outputs.dlq.records} == invalid  # no valid frame in the DLQ
+
+
+def test_two_workers_split_the_partitions_and_one_takes_over(
+    kafka_bootstrap, triton_url, topics, outputs, start_worker, car_jpeg, small_jpeg
+):
+    pattern = [("car", car_jpeg), ("small", small_jpeg), ("car", car_jpeg)]
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=6, per_camera=20, pattern=pattern))
+
+    first = start_worker(triton_url)
+    first.wait_for_log(lambda line: line.get("msg") == "partitions assigned", "first assignment")
+    second = start_worker(triton_url)
+    second.wait_for_log(
+        lambda line: line.get("msg") == "partitions assigned" and line["partitions"], "second assignment"
+    )
+    first_now, second_now = first.assignments()[-1], second.assignments()[-1]
+    assert first_now and second_now
+    assert sorted(first_now + second_now) == [f"{topics.frames}:{p}" for p in range(PARTITIONS)]
+    second_busy = lambda: second.metric("stream_worker_events_out_total") > 0  # noqa: E731
+    outputs.wait_until(second_busy, "the second worker's events", [first, second])
+
+    assert second.stop(signal.SIGTERM) == 0
+    first.wait_for_log(
+        lambda line: line.get("msg") == "partitions assigned" and len(line["partitions"]) == PARTITIONS,
+        "takeover",
+    )
+    outputs.wait_for_all(sent, [first])
+    assert set(outputs.sources()) == {s.source for s in sent}
+    assert_duplicates_are_twins(outputs, bound=MAX_INFLIGHT_BATCHES * MAX_BATCH_FRAMES)
+    assert first.stop() == 0
+
+
+def test_sigterm_drains_commits_and_exits_0_within_the_timeout(
+    kafka_bootstrap, triton_url, topics, outputs, start_worker, car_jpeg, small_jpeg, unique_name
+):
+    pattern = [("car", car_jpeg), ("small", small_jpeg), ("invalid", INVALID)]
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=3, per_camera=50, pattern=pattern))
+    shutdown_timeout_s = 60.0
+    worker = start_worker(triton_url, "--shutdown-timeout-s", str(shutdown_timeout_s))
+    outputs.wait_until(lambda: len(outputs.events.records) >= 10, "the first events", [worker])
+
+    signalled = time.monotonic()
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.stop(timeout_s=shutdown_timeout_s + 30) == 0
+    took = time.monotonic() - signalled
+    assert took < shutdown_timeout_s, f"exit took {took:.1f} s"
+
+    outputs.poll()
+    outputs.poll()
+    committed = committed_offsets(kafka_bootstrap, f"{unique_name}-group", topics.frames)
+    processed: dict[int, set[int]] = defaultdict(set)
+    for partition, offset in outputs.sources():
+        processed[partition].add(offset)
+    assert sum(len(offsets) for offsets in processed.values()) < len(sent), "stopped too late to test"
+    for partition in range(PARTITIONS):
+        # Committed offsets equal processed ones: everything below the commit has its record, nothing above.
+        assert processed[partition] == set(range(max(committed[partition], 0))), (partition, committed)
+    assert set(Counter(outputs.sources()).values()) <= {1}
+    print(f"\nSIGTERM: exited 0 in {took:.1f} s; committed {committed}")
