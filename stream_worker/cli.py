@@ -364,3 +364,24 @@ def demo(
 
 # --- bench ------------------------------------------------------------------------- (issue 5)
 # --- bench ------------------------------------------------------------------------- (issue 5)
+# The benchmarks live in the repository's bench/ folder (beside model_repository/, which they
+# need), not in the installed package: the command works from a source checkout.
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def bench(ctx: typer.Context) -> None:
+    """Benchmarks: pipeline | limit | stream | sweep | all, printing a table and writing JSON (bench --help).
+
+    Example: stream-worker bench pipeline --frames 64 --report reports/pipeline.json
+    """
+    import sys
+
+    if not (REPO_ROOT / "bench" / "main.py").is_file():
+        typer.echo(f"error: the benchmarks need a source checkout ({REPO_ROOT}/bench is missing)", err=True)
+        raise typer.Exit(2)
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from bench.main import main
+
+    raise typer.Exit(main(ctx.args))

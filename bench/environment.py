@@ -1,0 +1,109 @@
+"""What a report must record so that two reports can be compared: the machine, versions, load."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DISTRIBUTIONS = {
+    "numpy": "numpy",
+    "onnxruntime": "onnxruntime",
+    "onnxruntime_gpu": "onnxruntime-gpu",
+    "opencv": "opencv-python-headless",
+    "confluent_kafka": "confluent-kafka",
+    "tritonclient": "tritonclient",
+    "nvidia_pytriton": "nvidia-pytriton",
+    "stream_worker": "stream-worker",
+}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024**2, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _gpus() -> list[str]:
+    try:
+        listing = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in listing.stdout.splitlines() if line.strip()]
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "hostname": platform.node(),
+        "cpu_model": _cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)),
+        "memory_gib": _memory_gib(),
+        "gpus": _gpus(),
+        "os": platform.platform(),
+    }
+
+
+def load_average() -> list[float]:
+    """1/5/15-minute load: on a shared machine, other processes' share of the cores during a run."""
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0:
+        return None
+    return result.stdout.strip() or None
+
+
+def versions(tritonserver: str | None = None) -> dict[str, Any]:
+    """Library versions, the server's own version (from its metadata) and the git commit."""
+    found: dict[str, Any] = {"python": platform.python_version(), "python_executable": sys.executable}
+    found.update({name: _version(distribution) for name, distribution in DISTRIBUTIONS.items()})
+    try:
+        import confluent_kafka
+
+        found["librdkafka"] = confluent_kafka.libversion()[0]
+    except ImportError:
+        found["librdkafka"] = None
+    found["tritonserver"] = tritonserver
+    found["git_commit"] = _git("rev-parse", "HEAD")
+    found["git_worktree_dirty"] = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    return found

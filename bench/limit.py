@@ -1,0 +1,177 @@
+"""`limit`: the same computation with no serving at all, the compute floor of this machine.
+
+Decode, detect, crop, STN and LPRNet in this process: the model repository's own detector code
+(`plate_detector/1/detectors.py`, with the parameters of its config.pbtxt), its crop/CTC helpers
+(`plate_recognition/1/frames.py`) and its ONNX files through onnxruntime. No Triton, no gRPC, no
+shared memory, no Kafka: what is left is what any serving design must pay.
+
+How it uses the cores: `workers` threads (default 2, one per core), each taking a micro-batch of
+frames through decode -> detect -> one STN run -> one LPRNet run. OpenCV and onnxruntime release
+the GIL in their kernels, so threads run in parallel like Triton's two detector processes do,
+without the cost of moving decoded images between processes. Each thread has its own Haar
+classifier (OpenCV does not promise that one is thread-safe); the ONNX sessions are shared
+(onnxruntime's run is thread-safe), one intra-op thread each so the workers do not oversubscribe.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from bench.cpu import meter
+from bench.frames import BenchFrame
+from bench.pipeline import BenchError, Measurement, Ours, batches, interleaved, timed_parallel
+from bench.report import ratio
+
+MAX_PIXELS = 40_000_000
+_PARAMETER = re.compile(
+    r'parameters:\s*\{\s*key:\s*"(?P<key>[^"]+)"\s*,?\s*value:\s*\{\s*string_value:\s*"(?P<value>[^"]*)"\s*\}\s*\}'
+)
+
+
+def load_model_file(repository: Path, model: str, name: str) -> ModuleType:
+    """A model's helper module loaded by path, the way the Python backend loads it."""
+    path = repository / model / "1" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{model}_{name}", path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise BenchError(f"{path} not found: is --repository a stream_worker model repository?")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def config_path(repository: Path, model: str, model_config_name: str | None) -> Path:
+    if model_config_name:
+        return repository / model / "configs" / f"{model_config_name}.pbtxt"
+    return repository / model / "config.pbtxt"
+
+
+def config_parameters(path: Path) -> dict[str, str]:
+    """The `parameters` of a config.pbtxt (string values), as the Python backend hands them over."""
+    return {match["key"]: match["value"] for match in _PARAMETER.finditer(path.read_text())}
+
+
+class InProcessPipeline:
+    """decode -> detect -> crop -> STN -> LPRNet for a micro-batch, in the calling thread."""
+
+    def __init__(
+        self, repository: Path, model_config_name: str | None = None, providers: Sequence[str] = ()
+    ) -> None:
+        self.repository = repository
+        self.detectors = load_model_file(repository, "plate_detector", "detectors")
+        self.frames = load_model_file(repository, "plate_recognition", "frames")
+        self.detector_parameters = config_parameters(
+            config_path(repository, "plate_detector", model_config_name)
+        )
+        self.providers = list(providers) or ["CPUExecutionProvider"]
+        self.stn = self._session("stn")
+        self.lprnet = self._session("lprnet")
+        self._local = threading.local()
+
+    def _session(self, model: str) -> ort.InferenceSession:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        path = self.repository / model / "1" / "model.onnx"
+        if not path.is_file():
+            raise BenchError(f"{path} missing: run `stream-worker models prepare`")
+        return ort.InferenceSession(str(path), options, providers=self.providers)
+
+    def _detector(self) -> Any:
+        if not hasattr(self._local, "detector"):
+            self._local.detector = self.detectors.make_detector(
+                self.detector_parameters, self.repository / "plate_detector" / "1"
+            )
+        return self._local.detector
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "detector_parameters": self.detector_parameters,
+            "onnx_providers": self.providers,
+            "onnx_intra_op_threads": 1,
+        }
+
+    def recognize(self, jpegs: Sequence[bytes]) -> list[list[str]]:
+        """The plate texts of each frame."""
+        detector = self._detector()
+        images = [self.frames.decode_jpeg(jpeg, MAX_PIXELS) for jpeg in jpegs]
+        owners: list[int] = []
+        crops: list[np.ndarray] = []
+        for index, image in enumerate(images):
+            boxes, _scores = detector.detect(image)
+            for box in boxes:
+                owners.append(index)
+                crops.append(self.frames.plate_tensor(image, box))
+        texts: list[list[str]] = [[] for _ in images]
+        if crops:
+            (rectified,) = self.stn.run(["output"], {"input": np.stack(crops)})
+            (logits,) = self.lprnet.run(["logits"], {"input": rectified})
+            for owner, plate_logits in zip(owners, logits, strict=True):
+                text, _ = self.frames.ctc_greedy_decode(plate_logits)
+                if text:
+                    texts[owner].append(text)
+        return texts
+
+
+class Limit:
+    """The in-process pipeline over micro-batches, `workers` batches at a time."""
+
+    def __init__(self, pipeline: InProcessPipeline, batch: int, workers: int) -> None:
+        self.pipeline = pipeline
+        self.batch = batch
+        self.workers = workers
+        self.cpu = meter()  # this process only
+
+    def settings(self) -> dict[str, Any]:
+        return {"frames_per_batch": self.batch, "worker_threads": self.workers, **self.pipeline.settings()}
+
+    def handle(self, frames: Sequence[BenchFrame]) -> int:
+        return sum(1 for texts in self.pipeline.recognize([frame.jpeg for frame in frames]) if texts)
+
+    def run(self, frames: Sequence[BenchFrame]) -> Measurement:
+        return timed_parallel("limit", batches(frames, self.batch), self.workers, self.handle, self.cpu)
+
+
+def run_limit(
+    repository: Path,
+    grpc_url: str,
+    triton_pid: int,
+    frames: Sequence[BenchFrame],
+    rounds: int,
+    batch: int,
+    workers: int,
+    concurrency: int,
+    model_config_name: str | None = None,
+    providers: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The floor, alternating with ours end to end through Triton (same frames, same batches)."""
+    limit = Limit(InProcessPipeline(repository, model_config_name, providers), batch, workers)
+    ours = Ours(grpc_url, batch, concurrency, meter(groups=[triton_pid]))
+    rows, merged = interleaved([limit, ours], frames, rounds, warmup=frames[: max(batch, 2)])
+    limit_fps = merged["limit"].summary()["frames_per_s"]
+    ours_fps = merged["ours"].summary()["frames_per_s"]
+    return {
+        "settings": {
+            "frames_per_round": len(frames),
+            "rounds": rounds,
+            "order": "A/B per round: limit then ours",
+            "limit": limit.settings(),
+            "ours": ours.settings(),
+        },
+        "rounds": rows,
+        "systems": {name: measurement.summary() for name, measurement in merged.items()},
+        "limit_frames_per_s": limit_fps,
+        "ours_fraction_of_limit": ratio(ours_fps, limit_fps),
+        "ours_cpu_fraction_of_limit": ratio(
+            merged["limit"].summary()["cpu_ms_per_frame"], merged["ours"].summary()["cpu_ms_per_frame"]
+        ),
+    }

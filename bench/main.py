@@ -1,0 +1,180 @@
+"""`stream-worker bench SCENARIO`: run a benchmark, print its table, write its JSON report.
+
+Scenarios: pipeline (ours vs the original design, Triton only), limit (the in-process compute
+floor vs ours), stream (Kafka end to end: backlog drain and paced live load), sweep (worker
+batching settings), all (every scenario against one Triton and one broker, plus the ratios
+between them). Every report carries the machine, the versions and each run's settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import environment
+from bench.frames import camera_frames, samples_dir
+from bench.report import format_table, ratio, write_json
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ("pipeline", "limit", "stream", "sweep", "all")
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give positive integers")
+    return values
+
+
+def parser() -> argparse.ArgumentParser:
+    from stream_worker.config import WorkerSettings
+
+    defaults = WorkerSettings()
+    p = argparse.ArgumentParser(
+        prog="stream-worker bench",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("scenario", choices=SCENARIOS)
+    p.add_argument(
+        "--frames",
+        type=int,
+        default=64,
+        help="Frames per system per round (pipeline, limit); backlog size (stream); per setting (sweep).",
+    )
+    p.add_argument("--report", type=Path, default=None, help="Write the JSON report here.")
+    p.add_argument("--rounds", type=int, default=2, help="A/B rounds (pipeline, limit).")
+    p.add_argument("--repository", type=Path, default=REPO_ROOT / "model_repository")
+    p.add_argument("--model-config-name", default=None, help="Each model's configs/NAME.pbtxt (e.g. gpu).")
+    p.add_argument("--batch", type=int, default=defaults.max_batch_frames, help="Our frames per request.")
+    p.add_argument(
+        "--concurrency", type=int, default=defaults.max_inflight_batches, help="Our requests in flight."
+    )
+    p.add_argument("--baseline-concurrency", type=int, default=4, help="Baseline requests in flight.")
+    p.add_argument("--limit-workers", type=int, default=2, help="Threads of the in-process limit.")
+    p.add_argument(
+        "--providers",
+        default="",
+        help="onnxruntime providers of the in-process limit, comma-separated (default: CPU).",
+    )
+    p.add_argument("--backlog", type=int, default=None, help="Backlog frames (stream; default: --frames).")
+    p.add_argument("--cameras", type=int, default=4, help="Live load: cameras (stream).")
+    p.add_argument("--fps", type=float, default=1.0, help="Live load: frames per second per camera.")
+    p.add_argument("--live-seconds", type=float, default=60.0, help="Live load: how long cameras publish.")
+    p.add_argument("--partitions", type=int, default=4, help="Partitions of the benchmark topics.")
+    p.add_argument("--sweep-batch", type=_int_list, default=[4, 8, 16, 32], help="max_batch_frames grid.")
+    p.add_argument("--sweep-inflight", type=_int_list, default=[2, 4, 8], help="max_inflight_batches grid.")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    for name in ("frames", "rounds", "batch", "concurrency", "baseline_concurrency", "limit_workers"):
+        if getattr(args, name) < 1:
+            print(f"error: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
+    from bench.pipeline import BenchError
+    from bench.scenarios import run_scenarios
+    from stream_worker.launchers.triton import TritonLaunchError
+
+    started = datetime.now(UTC)
+    clock = time.monotonic()
+    load_before = environment.load_average()
+    distinct = camera_frames(samples_dir())
+    try:
+        results, server_version = run_scenarios(args, distinct)
+    except (BenchError, TritonLaunchError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    report: dict[str, Any] = {
+        "scenario": args.scenario,
+        "command": "stream-worker bench " + " ".join(argv),
+        "started_at": started.isoformat(timespec="seconds"),
+        "duration_s": round(time.monotonic() - clock, 1),
+        "machine": environment.machine(),
+        "load_average": {"before": load_before, "after": environment.load_average()},
+        "versions": environment.versions(server_version),
+        "input": {
+            "distinct_frames": [
+                {"name": f.name, "bytes": len(f.jpeg), "has_plate": f.has_plate} for f in distinct
+            ],
+            "frame_size": "1920x1080 JPEG",
+        },
+        "results": results,
+        "summary": summarize(results),
+    }
+    print(render(report))
+    if args.report:
+        write_json(args.report, report)
+        print(f"report written to {args.report}")
+    return 0
+
+
+def summarize(results: dict[str, Any]) -> dict[str, Any]:
+    """The headline figures and the targets they are judged against."""
+    summary: dict[str, Any] = {}
+    if pipeline := results.get("pipeline"):
+        summary["pipeline_ratio_vs_baseline"] = pipeline["ratio_frames_per_s"]
+        summary["pipeline_cpu_ratio_vs_baseline"] = pipeline["ratio_cpu_per_frame"]
+        summary["pipeline_target"] = 1.5
+    if limit := results.get("limit"):
+        summary["limit_frames_per_s"] = limit["limit_frames_per_s"]
+        summary["triton_fraction_of_limit"] = limit["ours_fraction_of_limit"]
+        summary["triton_cpu_fraction_of_limit"] = limit["ours_cpu_fraction_of_limit"]
+    if stream := results.get("stream"):
+        summary["stream_drain_frames_per_s"] = stream["backlog"]["frames_per_s"]
+        summary["worker_peak_rss_mib"] = stream["backlog"]["worker_peak_rss_mib"]
+        if limit:
+            summary["stream_fraction_of_limit"] = ratio(
+                stream["backlog"]["frames_per_s"], limit["limit_frames_per_s"]
+            )
+            summary["stream_cpu_fraction_of_limit"] = ratio(
+                limit["systems"]["limit"]["cpu_ms_per_frame"], stream["backlog"]["cpu_ms_per_frame"]
+            )
+            summary["stream_target"] = 0.8
+    if sweep := results.get("sweep"):
+        summary["sweep_best"] = sweep["best"]
+    return summary
+
+
+def render(report: dict[str, Any]) -> str:
+    """The printed tables, one per scenario, then the summary."""
+    results = report["results"]
+    parts = [
+        f"machine: {report['machine']['cpu_model']}, {report['machine']['usable_cores']} cores; "
+        f"load average before/after: {report['load_average']['before']} / {report['load_average']['after']}"
+    ]
+    system_columns = ["system", "frames", "frames_per_s", "p50_ms", "p99_ms", "cpu_ms_per_frame"]
+    system_columns += ["cpu_bound_fps", "frames_with_plates"]
+    for name in ("pipeline", "limit"):
+        if name in results:
+            rows = list(results[name]["systems"].values())
+            parts.append(f"\n{name}:\n" + format_table(rows, system_columns))
+    if stream := results.get("stream"):
+        backlog_columns = ["frames", "seconds", "frames_per_s", "worker_peak_rss_mib", "p50_ms", "p99_ms"]
+        backlog_columns += ["cpu_ms_per_frame", "cpu_bound_fps"]
+        parts.append("\nstream backlog drain:\n" + format_table([stream["backlog"]], backlog_columns))
+        live_columns = [
+            "offered_fps",
+            "achieved_fps",
+            "frames",
+            "max_lag_frames",
+            "mean_lag_frames",
+            "p50_ms",
+            "p99_ms",
+        ]
+        parts.append("\nstream live load:\n" + format_table([stream["live"]], live_columns))
+    if sweep := results.get("sweep"):
+        columns = ["max_batch_frames", "max_inflight_batches", "frames", "frames_per_s"]
+        columns.append("worker_peak_rss_mib")
+        parts.append("\nsweep:\n" + format_table(sweep["runs"], columns))
+    parts.append("\nsummary:\n" + "\n".join(f"  {key}: {value}" for key, value in report["summary"].items()))
+    return "\n".join(parts)

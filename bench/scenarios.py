@@ -1,0 +1,118 @@
+"""Start the servers a scenario needs (once, shared by every scenario of an `all` run) and run it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+from bench.frames import BenchFrame, cycle
+from bench.limit import run_limit
+from bench.pipeline import run_pipeline
+from bench.servers import start_triton, triton_version
+from bench.stream import StreamBench
+
+INCLUDED = {
+    "pipeline": ("pipeline",),
+    "limit": ("limit",),
+    "stream": ("stream",),
+    "sweep": ("sweep",),
+    "all": ("pipeline", "limit", "stream", "sweep"),
+}
+BACKLOG_CAMERAS = 4
+
+
+def run_scenarios(
+    args: argparse.Namespace, distinct: Sequence[BenchFrame]
+) -> tuple[dict[str, Any], str | None]:
+    """Each included scenario's results, and the Triton server's version."""
+    included = INCLUDED[args.scenario]
+    frames = cycle(list(distinct), args.frames)
+    results: dict[str, Any] = {}
+    with contextlib.ExitStack() as stack:
+        triton = start_triton(args.repository, args.model_config_name)
+        stack.callback(triton.close)
+        version = triton_version(triton.http_url)
+        if "pipeline" in included:
+            results["pipeline"] = run_pipeline(
+                triton.grpc_url,
+                triton.http_url,
+                triton.pid,
+                frames,
+                args.rounds,
+                args.batch,
+                args.concurrency,
+                args.baseline_concurrency,
+            )
+        if "limit" in included:
+            results["limit"] = run_limit(
+                args.repository,
+                triton.grpc_url,
+                triton.pid,
+                frames,
+                args.rounds,
+                args.batch,
+                args.limit_workers,
+                args.concurrency,
+                args.model_config_name,
+                [p for p in args.providers.split(",") if p],
+            )
+        if "stream" in included or "sweep" in included:
+            from stream_worker.launchers.broker import LocalBroker
+
+            broker = stack.enter_context(LocalBroker())
+            # Both servers run in their own session: each is the leader of its process group.
+            servers = [triton.pid, broker.pid]
+            bench = StreamBench(broker.bootstrap_servers, triton.grpc_url, args.partitions, servers)
+            if "stream" in included:
+                results["stream"] = run_stream(bench, args, distinct)
+            if "sweep" in included:
+                results["sweep"] = run_sweep(bench, args, distinct)
+    return results, version
+
+
+def worker_settings(batch: int, inflight: int) -> dict[str, int]:
+    return {"max_batch_frames": batch, "max_inflight_batches": inflight}
+
+
+def run_stream(
+    bench: StreamBench, args: argparse.Namespace, distinct: Sequence[BenchFrame]
+) -> dict[str, Any]:
+    backlog = args.backlog or args.frames
+    settings = worker_settings(args.batch, args.concurrency)
+    topic, publish_seconds = bench.publish_backlog(distinct, backlog, BACKLOG_CAMERAS)
+    drained = bench.drain(topic, backlog, "drain", settings)
+    drained["publish_seconds"] = round(publish_seconds, 3)
+    live = bench.live(distinct, args.cameras, args.fps, args.live_seconds, settings)
+    return {"backlog": drained, "live": live, "partitions": args.partitions}
+
+
+def run_sweep(bench: StreamBench, args: argparse.Namespace, distinct: Sequence[BenchFrame]) -> dict[str, Any]:
+    """Every (max_batch_frames, max_inflight_batches) pair drains the same backlog."""
+    from stream_worker.config import WorkerSettings
+
+    defaults = WorkerSettings()
+    topic, _ = bench.publish_backlog(distinct, args.frames, BACKLOG_CAMERAS)
+    runs = []
+    for batch in args.sweep_batch:
+        for inflight in args.sweep_inflight:
+            if batch > defaults.max_pending_frames:
+                continue  # the worker refuses a batch larger than its pending-frames bound
+            name = f"sweep-b{batch}-i{inflight}"
+            run = bench.drain(topic, args.frames, name, worker_settings(batch, inflight))
+            runs.append({"max_batch_frames": batch, "max_inflight_batches": inflight, **run})
+    best = max(runs, key=lambda run: run["frames_per_s"])
+    default = worker_settings(defaults.max_batch_frames, defaults.max_inflight_batches)
+    return {
+        "frames_per_setting": args.frames,
+        "runs": runs,
+        "best": {
+            "max_batch_frames": best["max_batch_frames"],
+            "max_inflight_batches": best["max_inflight_batches"],
+            "frames_per_s": best["frames_per_s"],
+        },
+        "defaults": default,
+        "best_differs_from_defaults": worker_settings(best["max_batch_frames"], best["max_inflight_batches"])
+        != default,
+    }

@@ -1,0 +1,448 @@
+"""`stream` and `sweep`: Kafka end to end with the local broker, the local Triton and the worker.
+
+The worker runs as it does in production, `python -m stream_worker run` in its own process, so
+its memory (peak RSS from /proc) and its CPU share are its own. The benchmark reads the output
+topic from the side and times each event when it becomes readable there.
+
+- backlog: N frames are published before the worker starts; the drain rate runs from the
+  worker's first consumption (its event's processed_at minus latency_ms) to the last event
+  readable. Worker latency (consume -> event) is reported; captured_at latency is meaningless for
+  frames that waited in a backlog.
+- live: `cameras` producers publish at `fps` each for `live_seconds`; reported: the achieved rate
+  while they publish, the end-to-end lag in frames (published but not yet readable as an event,
+  sampled every half second; Tansu's high watermarks are unreliable, so the worker's own lag
+  gauge is not used) and the latency from `captured_at` to readable.
+- sweep: one backlog, drained once per (max_batch_frames, max_inflight_batches) setting by a
+  fresh consumer group, each writing to its own output topic.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from bench.cpu import meter
+from bench.frames import BenchFrame, cycle
+from bench.pipeline import BenchError, cpu_figures
+from bench.report import latency_ms, rate
+from stream_worker.launchers.broker import create_topics, free_port
+from stream_worker.tools.produce import produce_frames
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SESSION_TIMEOUT_MS = 6000  # a group join takes about half of it on Tansu
+WORKER_READY_TIMEOUT_S = 120.0
+WORKER_STOP_TIMEOUT_S = 60.0
+STALL_TIMEOUT_S = 180.0  # no new output for this long while frames are missing: the run failed
+LAG_SAMPLE_S = 0.5
+MIB = 1024 * 1024
+
+
+class WorkerProcess:
+    """`python -m stream_worker run` as a child process with the benchmark's topics and settings."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        triton_url: str,
+        group_id: str,
+        topics: Topics,
+        settings: dict[str, int],
+        log_dir: Path,
+    ) -> None:
+        self.metrics_port = free_port()
+        self.log_path = log_dir / f"worker-{group_id}.log"
+        self.command = [
+            sys.executable,
+            "-m",
+            "stream_worker",
+            "run",
+            f"--bootstrap-servers={bootstrap_servers}",
+            f"--triton-url={triton_url}",
+            f"--group-id={group_id}",
+            f"--input-topic={topics.frames}",
+            f"--output-topic={topics.plates}",
+            f"--dlq-topic={topics.dead_letters}",
+            f"--session-timeout-ms={SESSION_TIMEOUT_MS}",
+            f"--metrics-port={self.metrics_port}",
+            "--metrics-host=127.0.0.1",
+            "--log-level=WARNING",
+            *(f"--{name.replace('_', '-')}={value}" for name, value in settings.items()),
+        ]
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> None:
+        """Start and wait until /readyz answers 200 (partitions assigned, Triton ready)."""
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(
+                self.command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, start_new_session=True
+            )
+        deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if not self.is_running():
+                raise BenchError(f"the worker exited during start-up: {self.log_tail()}")
+            if self._ready():
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise BenchError(f"the worker was not ready within {WORKER_READY_TIMEOUT_S:.0f} s: {self.log_tail()}")
+
+    def _ready(self) -> bool:
+        try:
+            url = f"http://127.0.0.1:{self.metrics_port}/readyz"
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return response.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def peak_rss_bytes(self) -> int:
+        """VmHWM: the process's peak resident set size so far, from /proc."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise BenchError(f"no VmHWM in /proc/{self.pid}/status")
+
+    def stop(self) -> int | None:
+        """SIGTERM (the worker drains and commits), then SIGKILL; the exit code."""
+        process, self._process = self._process, None
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(WORKER_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        return process.returncode
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+
+@dataclass(frozen=True)
+class Topics:
+    frames: str
+    plates: str
+    dead_letters: str
+
+    @classmethod
+    def named(cls, prefix: str) -> Topics:
+        return cls(f"{prefix}.frames", f"{prefix}.plates", f"{prefix}.dlq")
+
+
+@dataclass(frozen=True)
+class Received:
+    readable_at: float  # time.time() when the benchmark's consumer got it
+    topic: str
+    value: bytes
+
+
+class OutputCollector:
+    """Reads the output and dead-letter topics from the beginning, from the side (no group offsets)."""
+
+    def __init__(self, bootstrap_servers: str, topics: Sequence[str]) -> None:
+        self.received: list[Received] = []
+        self._bootstrap = bootstrap_servers
+        self._topics = list(topics)
+        self._stop = threading.Event()
+        self._assigned = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="bench-output", daemon=True)
+
+    def start(self) -> OutputCollector:
+        self._thread.start()
+        if not self._assigned.wait(60) or self._error:
+            raise BenchError(f"cannot read the output topics {self._topics}: {self._error}")
+        return self
+
+    def _run(self) -> None:
+        try:
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": self._bootstrap,
+                    "group.id": f"bench-reader-{uuid.uuid4().hex}",
+                    "enable.auto.commit": False,
+                    "fetch.wait.max.ms": 10,
+                }
+            )
+            metadata = consumer.list_topics(timeout=30).topics
+            consumer.assign(
+                [
+                    TopicPartition(topic, partition, OFFSET_BEGINNING)
+                    for topic in self._topics
+                    for partition in metadata[topic].partitions
+                ]
+            )
+        except Exception as error:
+            self._error = error
+            self._assigned.set()
+            return
+        self._assigned.set()
+        try:
+            while not self._stop.is_set():
+                for message in consumer.consume(500, 0.1):
+                    if message.error() is None:
+                        self.received.append(Received(time.time(), message.topic(), message.value() or b""))
+        finally:
+            consumer.close()
+
+    def count(self) -> int:
+        return len(self.received)
+
+    def wait_for(self, count: int, alive: Callable[[], bool]) -> None:
+        """Until `count` records are readable; BenchError if the worker dies or output stalls."""
+        seen, last_progress = self.count(), time.monotonic()
+        while (now_seen := self.count()) < count:
+            if now_seen != seen:
+                seen, last_progress = now_seen, time.monotonic()
+            if not alive():
+                raise BenchError(f"the worker exited with {now_seen} of {count} records out")
+            if time.monotonic() - last_progress > STALL_TIMEOUT_S:
+                raise BenchError(
+                    f"no output for {STALL_TIMEOUT_S:.0f} s with {now_seen} of {count} records out"
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+@dataclass
+class Drained:
+    """What a finished run left on the output topics."""
+
+    events: list[dict[str, Any]]
+    readable_at: list[float]
+    dead_letters: int
+
+
+def split(received: Sequence[Received], plates_topic: str) -> Drained:
+    events, readable_at, dead_letters = [], [], 0
+    for record in received:
+        if record.topic == plates_topic:
+            events.append(orjson.loads(record.value))
+            readable_at.append(record.readable_at)
+        else:
+            dead_letters += 1
+    return Drained(events, readable_at, dead_letters)
+
+
+def _timestamp(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()
+
+
+class Tally:
+    """A count shared between threads (frames handed to the producers)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
+def numbered(
+    frames: Sequence[BenchFrame], count: int, prefix: str, tally: Tally | None = None
+) -> Iterator[tuple[str, bytes]]:
+    """`(frame_id, jpeg)` pairs for produce_frames; `tally` counts the frames handed over."""
+    for index, frame in enumerate(cycle(list(frames), count)):
+        if tally is not None:
+            tally.add()
+        yield f"{prefix}-{index}", frame.jpeg
+
+
+def publish_backlog(
+    bootstrap_servers: str, topic: str, frames: Sequence[BenchFrame], count: int, cameras: int
+) -> float:
+    """`count` frames spread over `cameras` keys, as fast as the broker takes them; seconds taken."""
+    started = time.monotonic()
+    per_camera = [count // cameras + (1 if i < count % cameras else 0) for i in range(cameras)]
+    for camera, share in enumerate(per_camera):
+        if share == 0:
+            continue
+        report = produce_frames(
+            numbered(frames, share, f"cam{camera}"),
+            bootstrap_servers=bootstrap_servers,
+            topic=topic,
+            camera_id=f"cam{camera}",
+        )
+        if report.failed:
+            raise BenchError(f"publishing the backlog failed: {report.first_error}")
+    return time.monotonic() - started
+
+
+class StreamBench:
+    """The broker, the Triton URL and a scratch folder for worker logs, shared by the runs."""
+
+    def __init__(
+        self, bootstrap_servers: str, triton_url: str, partitions: int, server_groups: Sequence[int] = ()
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.triton_url = triton_url
+        self.partitions = partitions
+        self.server_groups = list(server_groups)  # process groups of Triton and the broker, for CPU time
+        self.log_dir = Path(tempfile.mkdtemp(prefix="stream-worker-bench-"))
+        self.run_id = uuid.uuid4().hex[:8]
+
+    def topics(self, name: str, frames_topic: str | None = None) -> Topics:
+        """Fresh output and dead-letter topics (and a fresh frames topic unless one is given)."""
+        topics = Topics.named(f"bench-{self.run_id}-{name}")
+        if frames_topic is not None:
+            topics = Topics(frames_topic, topics.plates, topics.dead_letters)
+        create_topics(
+            self.bootstrap_servers, [topics.frames, topics.plates, topics.dead_letters], self.partitions
+        )
+        return topics
+
+    def worker(self, name: str, topics: Topics, settings: dict[str, int]) -> WorkerProcess:
+        group = f"bench-{self.run_id}-{name}"
+        return WorkerProcess(self.bootstrap_servers, self.triton_url, group, topics, settings, self.log_dir)
+
+    def publish_backlog(self, frames: Sequence[BenchFrame], count: int, cameras: int) -> tuple[str, float]:
+        topic = self.topics("backlog").frames
+        return topic, publish_backlog(self.bootstrap_servers, topic, frames, count, cameras)
+
+    def drain(self, frames_topic: str, count: int, name: str, settings: dict[str, int]) -> dict[str, Any]:
+        """A fresh group drains the `count` frames already on `frames_topic`."""
+        topics = self.topics(name, frames_topic)
+        collector = OutputCollector(self.bootstrap_servers, [topics.plates, topics.dead_letters]).start()
+        worker = self.worker(name, topics, settings)
+        try:
+            worker.start()
+            cpu = meter(groups=self.server_groups, processes=[worker.pid], this_process=False)
+            cpu_before = cpu()
+            collector.wait_for(count, worker.is_running)
+            cpu_seconds = cpu() - cpu_before
+            peak_rss = worker.peak_rss_bytes()
+        finally:
+            exit_code = worker.stop()
+            collector.stop()
+        drained = split(collector.received, topics.plates)
+        if drained.dead_letters:
+            raise BenchError(f"{drained.dead_letters} frames were dead-lettered: {worker.log_tail()}")
+        first_consumed = min(_timestamp(e["processed_at"]) - e["latency_ms"] / 1000 for e in drained.events)
+        seconds = max(drained.readable_at) - first_consumed
+        return {
+            "settings": settings,
+            "frames": len(drained.events),
+            "seconds": round(seconds, 3),
+            "frames_per_s": rate(len(drained.events), seconds),
+            "worker_peak_rss_mib": round(peak_rss / MIB, 1),
+            "worker_exit_code": exit_code,
+            "frames_with_plates": sum(1 for e in drained.events if e["plates"]),
+            "latency": "worker: consumed -> event built",
+            **latency_ms([e["latency_ms"] / 1000 for e in drained.events]),
+            "cpu_counted": "worker + Triton + broker",
+            **cpu_figures(cpu_seconds, len(drained.events)),
+        }
+
+    def live(
+        self, frames: Sequence[BenchFrame], cameras: int, fps: float, seconds: float, settings: dict[str, int]
+    ) -> dict[str, Any]:
+        """`cameras` publishing `fps` each for `seconds`: rate kept, lag, captured_at -> readable."""
+        topics = self.topics("live")
+        per_camera = max(1, round(fps * seconds))
+        total = per_camera * cameras
+        collector = OutputCollector(self.bootstrap_servers, [topics.plates, topics.dead_letters]).start()
+        worker = self.worker("live", topics, settings)
+        published = Tally()
+        camera_errors: list[str] = []
+        lag_samples: list[int] = []
+        try:
+            worker.start()
+            started = time.time()
+            cameras_threads = [
+                threading.Thread(
+                    target=self._camera,
+                    args=(topics.frames, frames, per_camera, f"cam{camera}", fps, published, camera_errors),
+                    daemon=True,
+                )
+                for camera in range(cameras)
+            ]
+            for thread in cameras_threads:
+                thread.start()
+            while any(thread.is_alive() for thread in cameras_threads):
+                lag_samples.append(max(0, published.value - collector.count()))
+                time.sleep(LAG_SAMPLE_S)
+            publishing_ended = time.time()
+            if camera_errors:
+                raise BenchError(f"publishing failed: {camera_errors[0]}")
+            during_load = collector.count()
+            collector.wait_for(total, worker.is_running)
+            peak_rss = worker.peak_rss_bytes()
+        finally:
+            exit_code = worker.stop()
+            collector.stop()
+        drained = split(collector.received, topics.plates)
+        if drained.dead_letters:
+            raise BenchError(f"{drained.dead_letters} frames were dead-lettered: {worker.log_tail()}")
+        latencies = [
+            readable - _timestamp(event["captured_at"])
+            for event, readable in zip(drained.events, drained.readable_at, strict=True)
+        ]
+        load_seconds = publishing_ended - started
+        return {
+            "settings": settings,
+            "cameras": cameras,
+            "fps_per_camera": fps,
+            "offered_fps": round(cameras * fps, 3),
+            "publishing_seconds": round(load_seconds, 3),
+            "frames": len(drained.events),
+            "achieved_fps": rate(during_load, load_seconds),
+            "drained_after_publishing_s": round(max(drained.readable_at) - publishing_ended, 3),
+            "max_lag_frames": max(lag_samples, default=0),
+            "mean_lag_frames": round(sum(lag_samples) / len(lag_samples), 1) if lag_samples else 0.0,
+            "worker_peak_rss_mib": round(peak_rss / MIB, 1),
+            "worker_exit_code": exit_code,
+            "latency": "captured_at header -> event readable on the output topic",
+            **latency_ms(latencies),
+        }
+
+    def _camera(
+        self,
+        topic: str,
+        frames: Sequence[BenchFrame],
+        count: int,
+        camera: str,
+        fps: float,
+        published: Tally,
+        errors: list[str],
+    ) -> None:
+        report = produce_frames(
+            numbered(frames, count, camera, published),
+            bootstrap_servers=self.bootstrap_servers,
+            topic=topic,
+            camera_id=camera,
+            fps=fps,
+        )
+        if report.failed:
+            errors.append(f"camera {camera}: {report.first_error}")
