@@ -41,16 +41,16 @@ class Console:
     def step(self, text: str) -> Iterator[None]:
         """A long step: a spinner while it runs (or a plain start line), then its duration."""
         started = time.monotonic()
-        if self.interactive:
-            with self._out.status(text + " ..."):
-                try:
+        try:
+            if self.interactive:
+                with self._out.status(text + " ..."):
                     yield
-                except BaseException:
-                    self.line(f"x {text}", style="red")
-                    raise
-        else:
-            self.line(f"{text} ...")
-            yield
+            else:
+                self.line(f"{text} ...")
+                yield
+        except BaseException:
+            self.line(f"failed: {text} ({time.monotonic() - started:.1f} s)", style="red")
+            raise
         self.line(f"ok {text} ({time.monotonic() - started:.1f} s)", style="green")
 
     @contextmanager

@@ -197,11 +197,11 @@ class Demo:
         options = self.options
         weights_dir = options.weights_dir or default_weights_dir()
         inputs = resolve_inputs(options.inputs, weights_dir)
-        self._watchdog = Watchdog()
-        self._cleanup.callback(self._watchdog.release)
-
         if options.triton_url is None:
             self._prepare_models(weights_dir)
+        self._watchdog = Watchdog()  # before the first child
+        self._cleanup.callback(self._watchdog.release)
+        if options.triton_url is None:
             self._start_triton()
         bootstrap = options.bootstrap_servers or self._start_broker()
         topics = self._create_topics(bootstrap)
@@ -210,6 +210,10 @@ class Demo:
             self._check_external_triton(options.triton_url)
         self._start_worker(bootstrap, triton_url, topics)
         return self._stream(inputs, bootstrap, topics)
+
+    @property
+    def started_anything(self) -> bool:
+        return self._watchdog is not None
 
     def stop(self) -> None:
         """Stop everything started, newest first (install `hurry` as the signal handler first)."""
@@ -336,9 +340,8 @@ class Demo:
         return topics
 
     def _delete_topics(self, bootstrap: str, topics: Sequence[str]) -> None:
-        futures = AdminClient({"bootstrap.servers": bootstrap}).delete_topics(
-            list(topics), request_timeout=15
-        )
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive the futures
+        futures = admin.delete_topics(list(topics), request_timeout=15)
         for name, future in futures.items():
             if (error := future.exception(timeout=15)) is not None:
                 log.warning("could not delete demo topic %s: %s", name, error)
@@ -553,6 +556,9 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
 def _stop_all(demo: Demo, console: Console) -> bool:
     """Stop the demo's children; False (after saying why) when something could not be stopped cleanly."""
     try:
+        if not demo.started_anything:
+            demo.stop()
+            return True
         with console.step("stopping the worker and the servers"):
             demo.stop()
     except Exception as error:
