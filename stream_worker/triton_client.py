@@ -12,7 +12,13 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 import numpy as np
-from tritonclient.grpc import InferenceServerClient, InferInput, InferRequestedOutput
+from tritonclient.grpc import (
+    MAX_GRPC_MESSAGE_SIZE,
+    InferenceServerClient,
+    InferInput,
+    InferRequestedOutput,
+    KeepAliveOptions,
+)
 from tritonclient.utils import InferenceServerException
 
 from stream_worker.recognition import FrameResult, Plate
@@ -42,6 +48,26 @@ _RETRYABLE_STATUSES = frozenset(
 # Triton reports a model that is not (yet) loaded, or a crashed Python-backend stub it is
 # restarting, with these phrases; the request itself is fine, so they are retryable too.
 _RETRYABLE_MESSAGES = ("unknown model", "is not ready", "no available versions", "is not healthy")
+
+
+# gRPC waits up to 120 s between reconnection attempts by default, so after a longer outage a
+# client kept failing for 26 s after Triton was ready again (measured); cap the wait at 1 s.
+_MAX_RECONNECT_BACKOFF_MS = 1000
+
+
+def _channel_args() -> list[tuple[str, int]]:
+    """tritonclient's own channel defaults (message size, keepalive) plus the reconnect cap."""
+    keepalive = KeepAliveOptions()
+    return [
+        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
+        ("grpc.http2.max_pings_without_data", keepalive.http2_max_pings_without_data),
+        ("grpc.initial_reconnect_backoff_ms", _MAX_RECONNECT_BACKOFF_MS // 4),
+        ("grpc.max_reconnect_backoff_ms", _MAX_RECONNECT_BACKOFF_MS),
+    ]
 
 
 class TritonError(Exception):
@@ -132,7 +158,7 @@ class PlateRecognitionClient:
         self.url = url
         self.model_name = model_name
         self.timeout_s = timeout_s
-        self._client = InferenceServerClient(url=url)
+        self._client = InferenceServerClient(url=url, channel_args=_channel_args())
         self._model_version: str | None = None
 
     def recognize(self, frames: Sequence[bytes]) -> list[FrameResult]:
