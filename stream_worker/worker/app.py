@@ -102,6 +102,7 @@ class Worker:
             self._stop_inference,
             on_error=lambda kind, _error: self.metrics.triton_errors.labels(kind).inc(),
             on_request=self._record_request,
+            is_ready=self._probe.is_ready,
         )
         self.pool = InferencePool(runner, settings.max_inflight_batches, lambda: self.client.model_version)
         self.publisher = Publisher(settings)

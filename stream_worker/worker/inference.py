@@ -3,8 +3,9 @@
 - Triton unavailable (down, restarting, model not ready): wait with capped exponential backoff
   and retry the whole batch, forever. Nothing is committed meanwhile and nothing goes to the DLQ:
   an outage is not the frames' fault.
-- Triton rejects a request: retry its frames one by one, so that one poisonous frame cannot sink
-  its batch-mates; a frame rejected on its own `attempts` times becomes an `InferenceFailure`.
+- Triton rejects a request: if Triton is not ready at that moment, that is an outage as above;
+  otherwise retry the frames one by one, so that one poisonous frame cannot sink its
+  batch-mates; a frame rejected on its own `attempts` times becomes an `InferenceFailure`.
 
 Daemon threads (not a ThreadPoolExecutor): a request stuck in a dead Triton must not keep the
 process alive past the shutdown timeout.
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tenacity import Retrying, retry_if_exception_type, stop_when_event_set, wait_exponential, wait_random
+from tenacity import Retrying, retry_if_exception, stop_when_event_set, wait_exponential, wait_random
 
 from stream_worker.recognition import FrameResult
 from stream_worker.triton_client import TritonUnavailableError
@@ -71,12 +72,24 @@ class BatchRunner:
         stop: threading.Event,
         on_error: Callable[[str, Exception], None] = lambda kind, error: None,
         on_request: Callable[[int, float], None] = lambda size, seconds: None,
+        is_ready: Callable[[], bool] = lambda: True,
     ) -> None:
         self._recognize = recognize
+        self._is_ready = is_ready
         self._policy = policy
         self._stop = stop
         self._on_error = on_error
         self._on_request = on_request
+
+    def _outage(self, error: BaseException) -> bool:
+        """Whether `error` is Triton's fault rather than the request's.
+
+        A server going down answers in-flight requests with errors of its own (a BLS step
+        failing with "Server not ready", ...): an error while Triton is not ready is an outage.
+        """
+        if isinstance(error, Abandoned):
+            return False
+        return isinstance(error, TritonUnavailableError) or not self._is_ready()
 
     def _when_available(self, images: Sequence[bytes]) -> list[FrameResult]:
         """`recognize`, retried across outages until it answers (or the pool stops)."""
@@ -90,7 +103,7 @@ class BatchRunner:
             )
 
         retrying = Retrying(
-            retry=retry_if_exception_type(TritonUnavailableError),
+            retry=retry_if_exception(self._outage),
             # Jitter so that several workers do not hammer a restarting Triton in lockstep.
             wait=wait_exponential(multiplier=self._policy.initial_backoff_s, max=self._policy.max_backoff_s)
             + wait_random(0, self._policy.initial_backoff_s / 2),
@@ -108,8 +121,10 @@ class BatchRunner:
                     results = self._recognize(images)
                     self._on_request(len(images), time.monotonic() - started)
                     return results
-        except TritonUnavailableError:
-            raise Abandoned from None  # stop was set while Triton was down
+        except Exception:
+            if self._stop.is_set():
+                raise Abandoned from None  # stopped while Triton was down
+            raise
         raise AssertionError("unreachable: tenacity either returns or raises")
 
     def run(self, images: Sequence[bytes]) -> list[FrameResult | InferenceFailure]:

@@ -101,6 +101,30 @@ def test_outages_during_single_frame_retries_do_not_count_as_attempts():
     assert results == [ok(b"a"), ok(b"b")]
 
 
+def test_errors_while_triton_is_not_ready_are_an_outage_not_the_frames_fault():
+    # A stopping server fails in-flight requests with INTERNAL "Server not ready" errors.
+    readiness = iter([False, False, True])
+    triton = ScriptedTriton([TritonInferenceError("plate_detector failed: Server not ready")] * 2)
+    errors: list[str] = []
+    batch_runner = BatchRunner(
+        triton,
+        FAST,
+        threading.Event(),
+        on_error=lambda kind, _: errors.append(kind),
+        is_ready=lambda: next(readiness),
+    )
+    assert batch_runner.run([b"a", b"b"]) == [ok(b"a"), ok(b"b")]
+    assert triton.calls == [[b"a", b"b"]] * 3  # the whole batch again, never split, never failed
+    assert errors == ["unavailable"] * 2
+
+
+def test_a_rejection_while_triton_is_ready_is_the_request_s_fault():
+    triton = ScriptedTriton([TritonInferenceError("bad request")])
+    batch_runner = BatchRunner(triton, FAST, threading.Event(), is_ready=lambda: True)
+    assert batch_runner.run([b"a", b"b"]) == [ok(b"a"), ok(b"b")]
+    assert triton.calls == [[b"a", b"b"], [b"a"], [b"b"]]
+
+
 def test_unexpected_errors_and_wrong_answer_counts_are_rejections():
     class WrongCount:
         def __call__(self, images):
