@@ -1,0 +1,116 @@
+"""The README stays true: its generated settings table, its two set-up commands (the test command
+must be exactly what CI runs), its command list, and its links to files in the repository."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import typer
+
+from stream_worker.cli import app
+from stream_worker.docs import END_MARKER, START_MARKER, render_readme, settings_table
+from tests.conftest import REPO_ROOT
+
+README = REPO_ROOT / "README.md"
+CI_RUN = REPO_ROOT / ".ci" / "run"
+
+
+def _readme() -> str:
+    return README.read_text()
+
+
+def _quick_start_commands() -> list[str]:
+    """The command lines of the first shell block under '## Quick start', comments dropped."""
+    section = _readme().split("## Quick start", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block is not None, "no ```bash block under '## Quick start'"
+    lines = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+    return [line for line in lines if line]
+
+
+def _ci_command() -> str:
+    """What `.ci/run` runs, as one command line: its exported defaults, then the exec'd command."""
+    assignments, command = [], None
+    for line in CI_RUN.read_text().splitlines():
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        if words[0] == "export":
+            name, _, value = words[1].partition("=")
+            default = re.fullmatch(r"\$\{(\w+):-(.*)\}", value)
+            if default and default.group(1) == name:
+                value = default.group(2)
+            assignments.append(f"{name}={value}")
+        elif words[0] == "exec":
+            command = " ".join(words[1:])
+    assert command is not None, f"{CI_RUN} has no exec line"
+    return " ".join([*assignments, command])
+
+
+def test_settings_table_is_current() -> None:
+    text = _readme()
+    assert START_MARKER in text and END_MARKER in text
+    assert render_readme(text) == text, "README settings table is stale: run python -m stream_worker.docs"
+
+
+def test_settings_table_lists_every_setting() -> None:
+    from stream_worker.config import WorkerSettings
+
+    table = settings_table()
+    for name in WorkerSettings.model_fields:
+        assert f"| `{name}` | `STREAM_WORKER_{name.upper()}` |" in table
+
+
+def test_quick_start_has_exactly_the_demo_and_the_test_command() -> None:
+    assert len(_quick_start_commands()) == 2, _quick_start_commands()
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    assert _ci_command() == "LPR_WEIGHTS_DIR=../shared/weights bash scripts/test.sh"
+    assert _quick_start_commands()[1] == _ci_command()
+
+
+def test_readme_demo_command_is_scripts_demo_sh() -> None:
+    demo = _quick_start_commands()[0]
+    assert demo == "LPR_WEIGHTS_DIR=../shared/weights bash scripts/demo.sh"
+    script = (REPO_ROOT / shlex.split(demo)[-1]).read_text()
+    commands = [line for line in script.splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    assert commands == ["bash scripts/setup.sh", 'exec .venv/bin/stream-worker demo "$@"']
+
+
+def _leaf_commands(command: object, prefix: tuple[str, ...] = ()) -> list[str]:
+    children = getattr(command, "commands", {})
+    if not children:
+        return [" ".join(prefix)]
+    return [leaf for name, sub in children.items() for leaf in _leaf_commands(sub, (*prefix, name))]
+
+
+def test_every_command_is_in_the_commands_table() -> None:
+    commands = _readme().split("## Commands", 1)[1].split("\n## ", 1)[0]
+    for leaf in _leaf_commands(typer.main.get_command(app)):
+        assert f"| `stream-worker {leaf}" in commands, (
+            f"`stream-worker {leaf}` missing from README ## Commands"
+        )
+
+
+def test_local_links_resolve() -> None:
+    targets = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", _readme())
+    assert targets
+    missing = [target for target in targets if not (REPO_ROOT / target).exists()]
+    assert missing == []
+
+
+def test_readme_has_the_sections_operators_look_for() -> None:
+    headings = set(re.findall(r"^## (.+)$", _readme(), re.M))
+    for heading in ("Quick start", "Message contracts", "Configuration", "Commands", "Model weights"):
+        assert heading in headings
+    for heading in ("Limitations", "Performance", "Deployment and scaling", "Credits and licence"):
+        assert heading in headings
+    assert "```mermaid" in _readme()
+
+
+def test_readme_does_not_point_at_a_missing_script() -> None:
+    for script in set(re.findall(r"scripts/[\w.-]+\.sh", _readme())):
+        assert Path(REPO_ROOT / script).is_file(), script
