@@ -4,8 +4,9 @@ The demo stops its servers in `finally` blocks and signal handlers, but nothing 
 killed with SIGKILL (or by the OOM killer), and Linux has no portable "die with your parent".
 So the demo starts this small watchdog first, in its own session, and tells it the process group
 of every child it starts through a pipe. The demo says `done` once it has stopped them all
-itself; if the pipe closes without that, its owner is gone and the watchdog kills every group it
-was told about.
+itself; if the pipe closes without that, its owner is gone and the watchdog stops every group it
+was told about: SIGTERM first, so that Triton can remove its shared-memory regions and the worker
+can leave its group, then SIGKILL for whatever is still there after a grace period.
 
 Run as `python -m stream_worker.children` (stdin: one process-group id per line, then `done`).
 """
@@ -17,9 +18,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from typing import TextIO
 
 DONE = "done"
+GRACE_S = 15.0  # longer than the servers' own SIGTERM handling takes (Triton unloads, Tansu ~5 s)
 
 
 class Watchdog:
@@ -67,8 +70,8 @@ class Watchdog:
         self._process.wait()
 
 
-def watch(stream: TextIO) -> None:
-    """The watchdog's side: collect group ids until `done` (return) or end of input (kill them)."""
+def watch(stream: TextIO, grace_s: float = GRACE_S) -> None:
+    """The watchdog's side: collect group ids until `done` (return) or end of input (stop them)."""
     groups: list[int] = []
     for line in stream:
         entry = line.strip()
@@ -76,9 +79,27 @@ def watch(stream: TextIO) -> None:
             return
         if entry.isdigit():
             groups.append(int(entry))
-    for pgid in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+    terminate(groups, grace_s)
+
+
+def terminate(groups: list[int], grace_s: float) -> None:
+    """SIGTERM every group, wait up to `grace_s` for them to be gone, SIGKILL what is left."""
+    alive = [pgid for pgid in groups if _signal_group(pgid, signal.SIGTERM)]
+    deadline = time.monotonic() + grace_s
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [pgid for pgid in alive if _signal_group(pgid, 0)]
+    for pgid in alive:
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, signum: int) -> bool:
+    """False once the group has no process left (or is not ours to signal)."""
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 if __name__ == "__main__":

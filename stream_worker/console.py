@@ -49,9 +49,11 @@ class Console:
                 self.line(f"{text} ...")
                 yield
         except BaseException:
-            self.line(f"failed: {text} ({time.monotonic() - started:.1f} s)", style="red")
+            mark = "✗" if self.interactive else "failed:"
+            self.line(f"{mark} {text} ({time.monotonic() - started:.1f} s)", style="red")
             raise
-        self.line(f"ok {text} ({time.monotonic() - started:.1f} s)", style="green")
+        mark = "✓" if self.interactive else "ok"
+        self.line(f"{mark} {text} ({time.monotonic() - started:.1f} s)", style="green")
 
     @contextmanager
     def counters(self, totals: dict[str, int | None]) -> Iterator[Counters]:

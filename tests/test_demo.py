@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from stream_worker.children import Watchdog
+from stream_worker.children import Watchdog, terminate
 from stream_worker.demo import CORRUPT_FRAME, DemoError, camera_frames, resolve_inputs
 from stream_worker.demo_report import Results, dead_letter_row, event_rows, percentile, summary_lines
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
@@ -132,14 +132,31 @@ def test_percentile_is_nearest_rank() -> None:
     assert (percentile(values, 0.5), percentile(values, 0.99), percentile([7.0], 0.99)) == (50, 99, 7.0)
 
 
-def test_watchdog_kills_the_groups_when_its_owner_vanishes() -> None:
+def test_watchdog_stops_the_groups_when_its_owner_vanishes() -> None:
     child = subprocess.Popen(["sleep", "300"], start_new_session=True)
     watchdog = Watchdog()
     watchdog.watch(child.pid)
     assert watchdog._process.stdin is not None
     watchdog._process.stdin.close()  # what the owner's death looks like from the watchdog
-    assert child.wait(timeout=30) == -signal.SIGKILL
+    assert child.wait(timeout=30) == -signal.SIGTERM
     watchdog._process.wait(timeout=30)
+
+
+def test_a_group_that_ignores_sigterm_is_killed_after_the_grace_period() -> None:
+    stubborn = subprocess.Popen(
+        [sys.executable, "-c", STUBBORN_CHILD], start_new_session=True, stdout=subprocess.PIPE, text=True
+    )
+    assert stubborn.stdout is not None and stubborn.stdout.readline() == "ignoring SIGTERM\n"
+    terminate([stubborn.pid], grace_s=0.5)
+    assert stubborn.wait(timeout=30) == -signal.SIGKILL
+
+
+STUBBORN_CHILD = """
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("ignoring SIGTERM", flush=True)
+time.sleep(300)
+"""
 
 
 def test_watchdog_leaves_the_groups_alone_once_released() -> None:
