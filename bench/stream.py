@@ -37,7 +37,7 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from bench.cpu import meter
-from bench.frames import BenchFrame, cycle
+from bench.frames import BenchFrame
 from bench.pipeline import BenchError, cpu_figures
 from bench.report import latency_ms, rate
 from stream_worker.launchers.broker import create_topics, free_port
@@ -271,26 +271,32 @@ class Tally:
 
 
 def numbered(
-    frames: Sequence[BenchFrame], count: int, prefix: str, tally: Tally | None = None
+    frames: Sequence[BenchFrame], count: int, prefix: str, tally: Tally | None = None, start: int = 0
 ) -> Iterator[tuple[str, bytes]]:
-    """`(frame_id, jpeg)` pairs for produce_frames; `tally` counts the frames handed over."""
-    for index, frame in enumerate(cycle(list(frames), count)):
+    """`(frame_id, jpeg)` pairs for produce_frames, cycling through `frames` from `start`;
+    `tally` counts the frames handed over."""
+    for index in range(count):
         if tally is not None:
             tally.add()
-        yield f"{prefix}-{index}", frame.jpeg
+        yield f"{prefix}-{index}", frames[(start + index) % len(frames)].jpeg
 
 
 def publish_backlog(
     bootstrap_servers: str, topic: str, frames: Sequence[BenchFrame], count: int, cameras: int
 ) -> float:
-    """`count` frames spread over `cameras` keys, as fast as the broker takes them; seconds taken."""
+    """`count` frames spread over `cameras` keys, as fast as the broker takes them; seconds taken.
+
+    Camera after camera, each with its slice of the run's frame sequence, so that the backlog
+    holds the same mix of frames as any other run of `count` frames.
+    """
     started = time.monotonic()
     per_camera = [count // cameras + (1 if i < count % cameras else 0) for i in range(cameras)]
+    offsets = [sum(per_camera[:camera]) for camera in range(cameras)]
     for camera, share in enumerate(per_camera):
         if share == 0:
             continue
         report = produce_frames(
-            numbered(frames, share, f"cam{camera}"),
+            numbered(frames, share, f"cam{camera}", start=offsets[camera]),
             bootstrap_servers=bootstrap_servers,
             topic=topic,
             camera_id=f"cam{camera}",
@@ -312,6 +318,7 @@ class StreamBench:
         self.server_groups = list(server_groups)  # process groups of Triton and the broker, for CPU time
         self.log_dir = Path(tempfile.mkdtemp(prefix="stream-worker-bench-"))
         self.run_id = uuid.uuid4().hex[:8]
+        self._backlogs = 0
 
     def topics(self, name: str, frames_topic: str | None = None) -> Topics:
         """Fresh output and dead-letter topics (and a fresh frames topic unless one is given)."""
@@ -328,7 +335,9 @@ class StreamBench:
         return WorkerProcess(self.bootstrap_servers, self.triton_url, group, topics, settings, self.log_dir)
 
     def publish_backlog(self, frames: Sequence[BenchFrame], count: int, cameras: int) -> tuple[str, float]:
-        topic = self.topics("backlog").frames
+        """A fresh frames topic holding `count` frames; its name and the seconds publishing took."""
+        self._backlogs += 1
+        topic = self.topics(f"backlog{self._backlogs}").frames
         return topic, publish_backlog(self.bootstrap_servers, topic, frames, count, cameras)
 
     def drain(self, frames_topic: str, count: int, name: str, settings: dict[str, int]) -> dict[str, Any]:

@@ -1,0 +1,117 @@
+"""Every scenario at a tiny size through the real command, so that none of them can rot.
+
+`stream-worker bench all` starts its own Triton (it must also serve the baseline repository and
+count the server's CPU time) and its own broker, so it does not use the session servers; it uses
+the prepared model repository. The figures are meaningless at this size: only the report's
+structure and the figures' sanity are checked.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+pytestmark = pytest.mark.integration
+
+TINY = [
+    "--frames=4",
+    "--rounds=1",
+    "--batch=2",
+    "--concurrency=2",
+    "--baseline-concurrency=2",
+    "--cameras=2",
+    "--fps=2",
+    "--live-seconds=2",
+    "--partitions=2",
+    "--sweep-batch=2",
+    "--sweep-inflight=1,2",
+]
+SYSTEM_FIGURES = ("frames_per_s", "p50_ms", "p99_ms", "cpu_ms_per_frame", "cpu_bound_fps")
+
+
+@pytest.fixture(scope="module")
+def report(prepared_model_repository: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    path = tmp_path_factory.mktemp("bench") / "report.json"
+    command = [sys.executable, "-m", "stream_worker", "bench", "all", *TINY, f"--report={path}"]
+    command.append(f"--repository={prepared_model_repository}")
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    assert "summary:" in finished.stdout
+    return orjson.loads(path.read_bytes())
+
+
+def assert_positive(figures: dict, names: tuple[str, ...] = SYSTEM_FIGURES) -> None:
+    for name in names:
+        assert figures[name] > 0, (name, figures)
+
+
+def test_report_records_machine_versions_and_command(report: dict) -> None:
+    assert report["scenario"] == "all"
+    assert report["machine"]["usable_cores"] >= 1 and report["machine"]["cpu_model"]
+    versions = report["versions"]
+    for name in ("python", "numpy", "onnxruntime", "opencv", "confluent_kafka", "stream_worker"):
+        assert versions[name], name
+    assert versions["tritonserver"].count(".") == 2
+    assert len(versions["git_commit"]) == 40
+    assert len(report["input"]["distinct_frames"]) == 8
+
+
+def test_pipeline_compares_ours_with_the_baseline_on_the_same_frames(report: dict) -> None:
+    pipeline = report["results"]["pipeline"]
+    assert pipeline["settings"]["ours"]["frames_per_request"] == 2
+    assert pipeline["settings"]["baseline"]["frames_per_request"] == 1
+    assert [row["system"] for row in pipeline["rounds"]] == ["ours", "baseline"]
+    ours, baseline = pipeline["systems"]["ours"], pipeline["systems"]["baseline"]
+    for system in (ours, baseline):
+        assert system["frames"] == 4
+        assert_positive(system)
+    # 3 of the first 4 frames show the van: both designs must find its plate in each.
+    assert ours["frames_with_plates"] == baseline["frames_with_plates"] == 3
+    assert pipeline["ratio_frames_per_s"] > 0 and pipeline["ratio_cpu_per_frame"] > 0
+    assert pipeline["request_bytes_per_frame"]["baseline"] == 1920 * 1080 * 3
+
+
+def test_limit_runs_the_same_work_in_process(report: dict) -> None:
+    limit = report["results"]["limit"]
+    assert limit["settings"]["limit"]["worker_threads"] == 2
+    assert limit["settings"]["limit"]["detector_parameters"]["detector"] == "haar"
+    for system in limit["systems"].values():
+        assert_positive(system)
+        assert system["frames_with_plates"] == 3
+    assert limit["limit_frames_per_s"] > 0 and limit["ours_fraction_of_limit"] > 0
+
+
+def test_stream_drains_the_backlog_and_keeps_up_with_live_cameras(report: dict) -> None:
+    stream = report["results"]["stream"]
+    backlog, live = stream["backlog"], stream["live"]
+    assert backlog["frames"] == 4 and backlog["frames_with_plates"] == 3
+    assert_positive(backlog, ("frames_per_s", "worker_peak_rss_mib", "p50_ms", "cpu_ms_per_frame"))
+    assert backlog["settings"] == {"max_batch_frames": 2, "max_inflight_batches": 2}
+    assert backlog["worker_exit_code"] == 0
+    assert live["offered_fps"] == 4 and live["frames"] == 8
+    assert_positive(live, ("achieved_fps", "p50_ms", "p99_ms", "worker_peak_rss_mib"))
+    assert live["max_lag_frames"] >= 0
+
+
+def test_sweep_tries_every_setting_and_names_the_best(report: dict) -> None:
+    sweep = report["results"]["sweep"]
+    settings = [(run["max_batch_frames"], run["max_inflight_batches"]) for run in sweep["runs"]]
+    assert settings == [(2, 1), (2, 2)]
+    assert [(run["frames"], run["frames_per_s"] > 0) for run in sweep["runs"]] == [(4, True), (4, True)]
+    assert (sweep["best"]["max_batch_frames"], sweep["best"]["max_inflight_batches"]) in settings
+    assert sweep["defaults"] == {"max_batch_frames": 16, "max_inflight_batches": 4}
+
+
+def test_summary_holds_the_headline_ratios(report: dict) -> None:
+    summary = report["summary"]
+    for name in (
+        "pipeline_ratio_vs_baseline",
+        "triton_fraction_of_limit",
+        "stream_fraction_of_limit",
+        "worker_peak_rss_mib",
+    ):
+        assert summary[name] > 0, name
