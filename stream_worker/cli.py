@@ -13,6 +13,13 @@ import typer
 app = typer.Typer(
     name="stream-worker",
     help="Read licence plates from Kafka camera feeds with an NVIDIA Triton pipeline.",
+    epilog=(
+        "Examples:\n\n"
+        "  LPR_WEIGHTS_DIR=../shared/weights stream-worker demo\n\n"
+        "  stream-worker recognize ../shared/samples/car.jpg\n\n"
+        "  stream-worker run --bootstrap-servers kafka:9092 --triton-url triton:8001\n\n"
+        "Each command's --help has its own examples and exit codes; see also README.md."
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -69,7 +76,16 @@ def models_prepare(
 
 
 # --- triton ------------------------------------------------------------------------ (issue 2)
-@app.command()
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker triton\n\n"
+        "  stream-worker triton --grpc-port 18001 --http-port 18000 --metrics-port 18002\n\n"
+        "  stream-worker triton --host 0.0.0.0 --model-config-name gpu\n\n"
+        "Exit codes: 0 stopped by Ctrl-C/SIGTERM, 1 could not start (the message says why) or "
+        "exited on its own."
+    )
+)
 def triton(
     repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
     grpc_port: int = typer.Option(8001, "--grpc-port", help="gRPC port (clients, the worker)."),
@@ -279,7 +295,15 @@ schemas_app = typer.Typer(help="The message contracts' JSON Schema files.", no_a
 app.add_typer(schemas_app, name="schemas")
 
 
-@schemas_app.command("export")
+@schemas_app.command(
+    "export",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker schemas export\n\n"
+        "  stream-worker schemas export --check\n\n"
+        "Exit codes: 0 written or up to date, 1 with --check: some file is stale."
+    ),
+)
 def schemas_export(
     directory: Path = typer.Option(REPO_ROOT / "schemas", "--dir", help="Where the schema files go."),
     check: bool = typer.Option(False, "--check", help="Only report stale files (exit 1), write nothing."),
