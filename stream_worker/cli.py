@@ -387,7 +387,6 @@ def demo(
 
 
 # --- bench ------------------------------------------------------------------------- (issue 5)
-# --- bench ------------------------------------------------------------------------- (issue 5)
 # The benchmarks live in the repository's bench/ folder (beside model_repository/, which they
 # need), not in the installed package: the command works from a source checkout.
 @app.command(
