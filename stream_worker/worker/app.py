@@ -60,7 +60,6 @@ log = logging.getLogger("stream_worker.worker")
 CONSUME_CHUNK = 64  # records per consume() call, at most
 BUSY_POLL_S = 0.005  # loop period while batches are out: how soon a finished batch is published
 IDLE_POLL_S = 0.1
-LAG_REPORT_EVERY_S = 5.0
 READY_PROBE_TIMEOUT_S = 2.0
 CLOSE_RESERVE_S = 3.0  # of the shutdown timeout, kept for the final flush, commit and group leave
 
@@ -83,7 +82,6 @@ class Worker:
         self.fatal: BaseException | None = None
         self.closing = False
         self._next_batch_id = 0
-        self._last_lag_report = 0.0
 
         # First, so that a busy --metrics-port fails before anything connects anywhere.
         self.http = HealthServer(
@@ -106,7 +104,9 @@ class Worker:
         )
         self.pool = InferencePool(runner, settings.max_inflight_batches, lambda: self.client.model_version)
         self.publisher = Publisher(settings)
-        self.consumer = FrameConsumer(settings, self._on_assign, self._on_revoke, self._on_lost)
+        self.consumer = FrameConsumer(
+            settings, self._on_assign, self._on_revoke, self._on_lost, on_lag=self._record_lag
+        )
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -135,7 +135,6 @@ class Worker:
                 ):
                     self._accept(record)
                 self._pump()
-                self._report_lag()
         except KafkaException as error:
             self.fatal = error
         if self.fatal is not None:
@@ -453,13 +452,10 @@ class Worker:
         self.metrics.batch_size.observe(frames)
         self.metrics.batch_latency.observe(seconds)
 
-    def _report_lag(self) -> None:
-        now = time.monotonic()
-        if now - self._last_lag_report < LAG_REPORT_EVERY_S:
-            return
-        self._last_lag_report = now
-        for (topic, partition), lag in self.consumer.lag(self.assigned).items():
-            self.metrics.consumer_lag.labels(topic, str(partition)).set(lag)
+    def _record_lag(self, lags: dict[Partition, int]) -> None:
+        for (topic, partition), lag in lags.items():
+            if (topic, partition) in self.assigned:
+                self.metrics.consumer_lag.labels(topic, str(partition)).set(lag)
 
     def _readiness(self) -> tuple[bool, str]:
         if not self.assigned:

@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 
+import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from stream_worker.config import WorkerSettings
@@ -19,14 +20,17 @@ from stream_worker.worker.validate import InputRecord
 log = logging.getLogger(__name__)
 
 PartitionsCallback = Callable[[list[Partition]], None]
+LagCallback = Callable[[dict[Partition, int]], None]
 # Fetched-but-unread frames are the worker's largest memory use; librdkafka's default prefetch
 # (64 MiB per partition) is far more than a batch pipeline needs.
 DEFAULT_PREFETCH_KBYTES = 16 * 1024
+STATISTICS_INTERVAL_MS = 5000  # how often librdkafka reports consumer lag
 
 
 def consumer_config(settings: WorkerSettings) -> dict[str, object]:
     return {
         "queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES,
+        "statistics.interval.ms": STATISTICS_INTERVAL_MS,
         **settings.kafka_config,
         "bootstrap.servers": settings.bootstrap_servers,
         "group.id": settings.group_id,
@@ -42,6 +46,17 @@ def _partitions(items: Iterable[TopicPartition]) -> list[Partition]:
     return [(item.topic, item.partition) for item in items]
 
 
+def lag_from_statistics(statistics_json: str) -> dict[Partition, int]:
+    """librdkafka's own per-partition consumer lag (high watermark minus committed/read position)."""
+    lags = {}
+    for topic, topic_stats in orjson.loads(statistics_json).get("topics", {}).items():
+        for partition, stats in topic_stats.get("partitions", {}).items():
+            lag = stats.get("consumer_lag", -1)
+            if int(partition) >= 0 and lag >= 0:
+                lags[(topic, int(partition))] = lag
+    return lags
+
+
 class FrameConsumer:
     def __init__(
         self,
@@ -49,8 +64,11 @@ class FrameConsumer:
         on_assign: PartitionsCallback,
         on_revoke: PartitionsCallback,
         on_lost: PartitionsCallback,
+        on_lag: LagCallback,
     ) -> None:
-        self._consumer = Consumer(consumer_config(settings))
+        config = consumer_config(settings)
+        config["stats_cb"] = lambda statistics_json: on_lag(lag_from_statistics(statistics_json))
+        self._consumer = Consumer(config)
         self._consumer.subscribe(
             [settings.input_topic],
             on_assign=lambda _, parts: on_assign(_partitions(parts)),
@@ -93,20 +111,6 @@ class FrameConsumer:
         self._consumer.commit(
             offsets=[TopicPartition(t, p, offset) for (t, p), offset in positions.items()], asynchronous=False
         )
-
-    def lag(self, partitions: Iterable[Partition]) -> dict[Partition, int]:
-        """High watermark minus position, from what the fetcher already knows (no broker round trip)."""
-        lags = {}
-        wanted = [TopicPartition(t, p) for t, p in partitions]
-        if not wanted:
-            return lags
-        for position in self._consumer.position(wanted):
-            if position.offset < 0:
-                continue
-            _, high = self._consumer.get_watermark_offsets(position, cached=True)
-            if high >= 0:
-                lags[(position.topic, position.partition)] = max(0, high - position.offset)
-        return lags
 
     def close(self) -> None:
         self._consumer.close()
