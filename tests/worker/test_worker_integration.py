@@ -533,3 +533,48 @@ def test_sigterm_drains_commits_and_exits_0_within_the_timeout(
         assert processed[partition] == set(range(max(committed[partition], 0))), (partition, committed)
     assert set(Counter(outputs.sources()).values()) <= {1}
     print(f"\nSIGTERM: exited 0 in {took:.1f} s; committed {committed}")
+
+
+def test_bad_input_is_dead_lettered_with_its_reason_and_never_stops_the_worker(
+    kafka_bootstrap, triton_url, topics, outputs, start_worker, small_jpeg
+):
+    assert len(small_jpeg) < 1000
+    cases = [  # (key, value, headers, expected reason or None for an event)
+        (b"cam-0", small_jpeg, [], None),
+        (b"cam-0", b"\xff\xd8" + b"x" * 2000, [], "frame_too_large"),
+        (b"cam-0", None, [], "empty_frame"),
+        (None, small_jpeg, [], "missing_camera_id"),
+        (b"cam-0", small_jpeg, [("captured_at", b"yesterday")], "invalid_header"),
+        (b"cam-0", small_jpeg, [("camera_id", b"\xff\xfe")], "invalid_header"),
+        (None, small_jpeg, [("camera_id", b"cam-0")], None),
+        (b"cam-0", b"\xff\xd8\xff truncated", [], "invalid_image"),
+        (b"cam-0", small_jpeg, [("captured_at", b"1738324800250")], None),
+    ]
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
+    for key, value, headers in [case[:3] for case in cases]:
+        producer.produce(topics.frames, value=value, key=key, partition=0, headers=headers)
+    assert producer.flush(60) == 0
+
+    worker = start_worker(triton_url, "--max-frame-bytes", "1000")
+    expected = {(0, offset): reason for offset, (*_, reason) in enumerate(cases)}
+    outputs.wait_for_all([Sent("cam-0", "", "", b"", source) for source in expected], [worker])
+
+    assert set(outputs.sources().values()) == {1}
+    assert {record.event["source"]["offset"] for record in outputs.events.records} == {
+        offset for (_, offset), reason in expected.items() if reason is None
+    }
+    dead = {record.dlq_source: record for record in outputs.dlq.records}
+    assert {source: r.headers["error.reason"].decode() for source, r in dead.items()} == {
+        source: reason for source, reason in expected.items() if reason is not None
+    }
+    assert dead[(0, 1)].headers["error.stage"] == b"validate"
+    assert dead[(0, 1)].value == cases[1][1]  # the original frame, for inspection or replay
+    assert dead[(0, 2)].value is None
+    assert dead[(0, 7)].headers["error.stage"] == b"decode"
+    assert b"--max-frame-bytes" in dead[(0, 1)].headers["error.detail"]
+    # A camera's dead letters keep their order too (the keyless one may land on any DLQ partition).
+    keyed = sorted((r for r in dead.values() if r.key == b"cam-0"), key=lambda r: r.offset)
+    assert len({r.partition for r in keyed}) == 1
+    assert [r.dlq_source[1] for r in keyed] == [1, 2, 4, 5, 7]
+    assert worker.is_running()
+    assert worker.stop() == 0
