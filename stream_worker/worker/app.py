@@ -7,7 +7,9 @@ Guarantees and how they are kept:
   last commit; the re-published events carry the same `event_id`.
 - Bounded duplicates: a batch holds its in-flight slot until its offsets are committed, so at
   most `max_inflight_batches x max_batch_frames` frames can be published but uncommitted.
-- Per-camera order: outcomes are published in offset order per partition (ordering.py).
+- Per-camera order: outcomes are published in offset order per partition (ordering.py), and
+  the idempotent producer keeps that order through its retries. (A record the broker refuses
+  outright, after all of librdkafka's retries, is published again, possibly out of order.)
 - Bounded memory: consumption pauses at `max_pending_frames` read-but-unacknowledged frames.
 - Rebalance: frames of revoked partitions not yet sent to Triton are dropped uncommitted (the
   next owner reads them); their batches in flight get `revoke_timeout_s` to finish, publish and
@@ -185,11 +187,11 @@ class Worker:
         self.metrics.frames_in.inc()
         checked = validate(record, self.settings.max_frame_bytes, self.epochs[partition])
         if isinstance(checked, Rejection):
-            self._reject(record, checked)
+            self.ordering.resolve(partition, record.offset, self._dead_letter(record, checked))
         elif batch := self.batcher.add(checked):
             self.ready.append(batch)
 
-    def _reject(self, record: InputRecord, rejection: Rejection) -> None:
+    def _dead_letter(self, record: InputRecord, rejection: Rejection) -> OutgoingRecord:
         log.warning(
             "frame dead-lettered",
             extra={
@@ -199,11 +201,7 @@ class Worker:
                 "source": record.source_id,
             },
         )
-        self.ordering.resolve(
-            (record.topic, record.partition),
-            record.offset,
-            dead_letter_record(self.settings.dlq_topic, record, rejection),
-        )
+        return dead_letter_record(self.settings.dlq_topic, record, rejection)
 
     def _pump(self) -> None:
         """One turn of everything after consumption; also used to drain on revoke and shutdown."""
@@ -264,16 +262,7 @@ class Worker:
                 if self.settings.skip_empty and not event.plates:
                     return None
                 return event_record(self.settings.output_topic, event)
-        log.warning(
-            "frame dead-lettered",
-            extra={
-                "stage": rejection.stage.value,
-                "reason": rejection.reason.value,
-                "detail": rejection.detail,
-                "source": frame.record.source_id,
-            },
-        )
-        return dead_letter_record(self.settings.dlq_topic, frame.record, rejection)
+        return self._dead_letter(frame.record, rejection)
 
     def _publish_released(self) -> None:
         for partition, offset, record in self.ordering.release():
