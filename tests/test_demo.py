@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -339,3 +340,34 @@ def test_killed_demo_is_cleaned_up_by_its_watchdog(start_demo: Callable[..., Dem
     run.process.wait(timeout=30)
     left = [info for info in _wait_without_leftovers(run, patience_s=60) if info.pid != run.process.pid]
     assert left == [], "\n".join(info.cmdline for info in left)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_demo_attaches_to_given_servers_and_starts_neither(
+    start_demo: Callable[..., DemoRun], kafka_bootstrap: str, triton_url: str
+) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    run = start_demo(
+        "--bootstrap-servers",
+        kafka_bootstrap,
+        "--triton-url",
+        triton_url,
+        "--cameras",
+        "1",
+        "--duration",
+        "2",
+    )
+    assert run.process.wait(timeout=240) == 0, run.output
+    time.sleep(0.5)  # the output reader catches up
+    assert run.plate_seen.is_set(), run.output
+    assert "missing           0" in run.output
+    commands = " | ".join(info.cmdline for info in run.seen.values())
+    assert "stream_worker run" in commands
+    assert "tansu" not in commands and "tritonserver" not in commands
+    assert _leftovers(run) == []
+    created = re.search(r"creating topics (stream-worker-demo-\w+)\.frames,", run.output)
+    assert created is not None, run.output
+    topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=30).topics
+    assert [name for name in topics if name.startswith(created.group(1))] == [], "demo topics left behind"
