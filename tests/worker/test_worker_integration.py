@@ -578,3 +578,23 @@ def test_bad_input_is_dead_lettered_with_its_reason_and_never_stops_the_worker(
     assert [r.dlq_source[1] for r in keyed] == [1, 2, 4, 5, 7]
     assert worker.is_running()
     assert worker.stop() == 0
+
+
+def test_skip_empty_publishes_only_frames_with_plates_and_still_commits_all(
+    kafka_bootstrap, triton_url, topics, outputs, start_worker, car_jpeg, small_jpeg, unique_name
+):
+    pattern = [("small", small_jpeg), ("car", car_jpeg), ("small", small_jpeg)]
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=3, per_camera=3, pattern=pattern))
+    cars = {s.source for s in sent if s.kind == "car"}
+    worker = start_worker(triton_url, "--skip-empty")
+    outputs.wait_until(lambda: set(outputs.sources()) >= cars, "the car events", [worker])
+    group = f"{unique_name}-group"
+    per_partition = Counter(partition for partition, _ in (s.source for s in sent))
+    deadline = time.monotonic() + WAIT_S
+    while committed_offsets(kafka_bootstrap, group, topics.frames) != dict(per_partition):
+        assert time.monotonic() < deadline, committed_offsets(kafka_bootstrap, group, topics.frames)
+        time.sleep(0.5)
+    outputs.poll()
+    assert set(outputs.sources()) == cars  # the empty frames were committed without an event
+    assert all(record.event["plates"] for record in outputs.events.records)
+    assert worker.stop() == 0
