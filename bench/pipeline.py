@@ -3,8 +3,10 @@
 Ours: JPEG bytes over gRPC, `batch` frames per request, `concurrency` requests in flight, through
 the worker's own client. Baseline: the original design's client, per frame: decode the JPEG,
 resize to 1920x1080, one HTTP request with the raw uint8 image to the `baseline` BLS (detector,
-then STN, then LPRNet, for that frame only). Same frames, same server process, same cores; the
-two alternate round by round (A/B/A/B) so that other load on the machine hits both alike.
+then STN, then LPRNet, blocking, for that frame only), configured as the original was (Triton's
+default of one instance); `baseline_per_core` is the same code with one instance per core. Same
+frames, same server process, same cores, same client concurrency; the systems alternate round
+by round (A/B/C/A/B/C) so that other load on the machine hits them alike.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from bench.frames import CAMERA_HEIGHT, CAMERA_WIDTH, BenchFrame
 from bench.report import latency_ms, rate, ratio
 from stream_worker.triton_client import PlateRecognitionClient
 
-BASELINE_MODEL = "baseline"
+# The original design as configured there (no instance_group: Triton's default of one instance),
+# and the same code with one instance per core.
+BASELINE_MODELS = ("baseline", "baseline_per_core")
 REQUEST_TIMEOUT_S = 600.0
 
 
@@ -143,14 +147,18 @@ class Ours:
 class Baseline:
     """The original design's client: decode, resize to 1920x1080, one HTTP request per frame."""
 
-    def __init__(self, http_url: str, concurrency: int, cpu: CpuMeter) -> None:
+    def __init__(
+        self, http_url: str, concurrency: int, cpu: CpuMeter, model: str = BASELINE_MODELS[0]
+    ) -> None:
         self.http_url = http_url
         self.concurrency = concurrency
         self.cpu = cpu
+        self.model = model
         self._local = threading.local()  # tritonclient's HTTP client is not thread-safe: one per thread
 
     def settings(self) -> dict[str, Any]:
         return {
+            "model": self.model,
             "transport": "http",
             "frames_per_request": 1,
             "requests_in_flight": self.concurrency,
@@ -173,13 +181,13 @@ class Baseline:
         tensor = httpclient.InferInput("image", list(image.shape), "UINT8")
         tensor.set_data_from_numpy(image, binary_data=True)
         outputs = [httpclient.InferRequestedOutput(name, binary_data=True) for name in ("boxes", "texts")]
-        result = self._client().infer(BASELINE_MODEL, [tensor], outputs=outputs)
+        result = self._client().infer(self.model, [tensor], outputs=outputs)
         texts = result.as_numpy("texts")
         return int(texts is not None and any(text for text in texts.reshape(-1)))
 
     def run(self, frames: Sequence[BenchFrame]) -> Measurement:
         jobs = [[frame] for frame in frames]
-        return timed_parallel("baseline", jobs, self.concurrency, self.handle, self.cpu)
+        return timed_parallel(self.model, jobs, self.concurrency, self.handle, self.cpu)
 
 
 def interleaved(
@@ -212,19 +220,19 @@ def run_pipeline(
     concurrency: int,
     baseline_concurrency: int,
 ) -> dict[str, Any]:
-    # Both clients run in this process, both servers in Triton's process group.
-    ours = Ours(grpc_url, batch, concurrency, meter(groups=[triton_pid]))
-    baseline = Baseline(http_url, baseline_concurrency, meter(groups=[triton_pid]))
-    rows, merged = interleaved([ours, baseline], frames, rounds, warmup=frames[: max(batch, 2)])
-    ours_fps = merged["ours"].summary()["frames_per_s"]
-    baseline_fps = merged["baseline"].summary()["frames_per_s"]
+    # All clients run in this process, all servers in Triton's process group.
+    cpu = meter(groups=[triton_pid])
+    ours = Ours(grpc_url, batch, concurrency, cpu)
+    baselines = [Baseline(http_url, baseline_concurrency, cpu, model) for model in BASELINE_MODELS]
+    rows, merged = interleaved([ours, *baselines], frames, rounds, warmup=frames[: max(batch, 2)])
+    summaries = {name: measurement.summary() for name, measurement in merged.items()}
     return {
         "settings": {
             "frames_per_round": len(frames),
             "rounds": rounds,
-            "order": "A/B per round: ours then baseline",
+            "order": "per round: " + ", then ".join(summaries),
             "ours": ours.settings(),
-            "baseline": baseline.settings(),
+            **{baseline.model: baseline.settings() for baseline in baselines},
         },
         # What crosses the network per frame: the camera's JPEG, or the decoded image.
         "request_bytes_per_frame": {
@@ -232,9 +240,14 @@ def run_pipeline(
             "baseline": CAMERA_WIDTH * CAMERA_HEIGHT * 3,
         },
         "rounds": rows,
-        "systems": {name: measurement.summary() for name, measurement in merged.items()},
-        "ratio_frames_per_s": ratio(ours_fps, baseline_fps),
-        "ratio_cpu_per_frame": ratio(
-            merged["baseline"].summary()["cpu_ms_per_frame"], merged["ours"].summary()["cpu_ms_per_frame"]
-        ),
+        "systems": summaries,
+        # ours / baseline in frames/s; baseline / ours in CPU per frame (above 1: ours is better).
+        "ratio_frames_per_s": {
+            model: ratio(summaries["ours"]["frames_per_s"], summaries[model]["frames_per_s"])
+            for model in BASELINE_MODELS
+        },
+        "ratio_cpu_per_frame": {
+            model: ratio(summaries[model]["cpu_ms_per_frame"], summaries["ours"]["cpu_ms_per_frame"])
+            for model in BASELINE_MODELS
+        },
     }

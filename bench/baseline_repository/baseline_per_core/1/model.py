@@ -1,0 +1,1 @@
+../../baseline/1/model.py
