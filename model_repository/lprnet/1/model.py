@@ -30,7 +30,10 @@ class TritonPythonModel:
         # Spinning threads burn the cores the detector and the other network need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         path = Path(args["model_repository"]) / args["model_version"] / "model.onnx"
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        # Comma-separated, by preference; e.g. "CUDAExecutionProvider,CPUExecutionProvider" where
+        # onnxruntime-gpu is installed (bench/gpu.sh). CPU when unset.
+        providers = [p for p in parameters.get("onnx_providers", "CPUExecutionProvider").split(",") if p]
+        self.session = ort.InferenceSession(str(path), options, providers=providers)
 
     def execute(self, requests: list) -> list:
         batches = [pb_utils.get_input_tensor_by_name(r, INPUT).as_numpy() for r in requests]
