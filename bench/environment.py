@@ -97,6 +97,10 @@ def versions(tritonserver: str | None = None) -> dict[str, Any]:
     """Library versions, the server's own version (from its metadata) and the git commit."""
     found: dict[str, Any] = {"python": platform.python_version(), "python_executable": sys.executable}
     found.update({name: _version(distribution) for name, distribution in DISTRIBUTIONS.items()})
+    if found["stream_worker"] is None:  # run from a source tree on PYTHONPATH (bench/gpu.sh)
+        import stream_worker
+
+        found["stream_worker"] = stream_worker.__version__
     try:
         import confluent_kafka
 

@@ -96,7 +96,8 @@ class InProcessPipeline:
     def settings(self) -> dict[str, Any]:
         return {
             "detector_parameters": self.detector_parameters,
-            "onnx_providers": self.providers,
+            "onnx_providers_asked": self.providers,
+            "onnx_providers_used": self.stn.get_providers(),
             "onnx_intra_op_threads": 1,
         }
 

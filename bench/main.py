@@ -2,8 +2,9 @@
 
 Scenarios: pipeline (ours vs the original design, Triton only), limit (the in-process compute
 floor vs ours), stream (Kafka end to end: backlog drain and paced live load), sweep (worker
-batching settings), all (every scenario against one Triton and one broker, plus the ratios
-between them). Every report carries the machine, the versions and each run's settings.
+batching settings), triton (pipeline and limit, no Kafka), all (every scenario against one
+Triton and one broker, plus the ratios between them). Every report carries the machine, the
+versions and each run's settings.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bench.frames import camera_frames, samples_dir
 from bench.report import format_table, ratio, write_json
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ("pipeline", "limit", "stream", "sweep", "all")
+SCENARIOS = ("pipeline", "limit", "stream", "sweep", "triton", "all")
 
 
 def _int_list(text: str) -> list[int]:

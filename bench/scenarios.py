@@ -5,19 +5,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.frames import BenchFrame, cycle
 from bench.limit import run_limit
 from bench.pipeline import run_pipeline
 from bench.servers import start_triton, triton_version
-from bench.stream import StreamBench
+
+if TYPE_CHECKING:  # imported when needed: pipeline and limit must run without confluent-kafka
+    from bench.stream import StreamBench
 
 INCLUDED = {
     "pipeline": ("pipeline",),
     "limit": ("limit",),
     "stream": ("stream",),
     "sweep": ("sweep",),
+    "triton": ("pipeline", "limit"),  # no Kafka: what bench/gpu.sh runs
     "all": ("pipeline", "limit", "stream", "sweep"),
 }
 BACKLOG_CAMERAS = 4
@@ -59,6 +62,7 @@ def run_scenarios(
                 [p for p in args.providers.split(",") if p],
             )
         if "stream" in included or "sweep" in included:
+            from bench.stream import StreamBench
             from stream_worker.launchers.broker import LocalBroker
 
             broker = stack.enter_context(LocalBroker())
