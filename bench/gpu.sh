@@ -122,7 +122,7 @@ report = json.load(open(sys.argv[1]))
 results, machine = report["results"], report["machine"]
 print(f"machine: {machine['cpu_model']} x{machine['usable_cores']}, GPU: {', '.join(machine['gpus']) or 'none'}")
 print(f"limit providers used: {results['limit']['settings']['limit']['onnx_providers_used']}")
-print(f"{"system":<28}{'frames/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'CPU ms/frame':>14}")
+print(f"{'system':<28}{'frames/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'CPU ms/frame':>14}")
 for section in ("pipeline", "limit"):
     for name, system in results[section]["systems"].items():
         label = f"{section}:{name}"
