@@ -64,6 +64,7 @@ BUSY_POLL_S = 0.005  # loop period while batches are out: how soon a finished ba
 IDLE_POLL_S = 0.1
 READY_PROBE_TIMEOUT_S = 2.0
 CLOSE_RESERVE_S = 3.0  # of the shutdown timeout, kept for the final flush, commit and group leave
+STATUS_LOG_EVERY_S = 15.0
 
 
 class Worker:
@@ -84,6 +85,7 @@ class Worker:
         self.fatal: BaseException | None = None
         self.closing = False
         self._next_batch_id = 0
+        self._last_status_log = time.monotonic()
 
         # First, so that a busy --metrics-port fails before anything connects anywhere.
         self.http = HealthServer(
@@ -216,6 +218,7 @@ class Worker:
         self.metrics.pending_frames.set(self.tracker.pending())
         self.metrics.inflight_batches.set(len(self.inflight))
         self.loop_clock.tick()
+        self._log_status()
 
     def _submit_ready(self) -> None:
         while self.ready and len(self.inflight) < self.settings.max_inflight_batches:
@@ -440,6 +443,28 @@ class Worker:
     def _record_request(self, frames: int, seconds: float) -> None:
         self.metrics.batch_size.observe(frames)
         self.metrics.batch_latency.observe(seconds)
+
+    def _log_status(self) -> None:
+        """A periodic progress line, so that a stalled worker shows where frames are waiting."""
+        now = time.monotonic()
+        if now - self._last_status_log < STATUS_LOG_EVERY_S:
+            return
+        self._last_status_log = now
+        log.info(
+            "status",
+            extra={
+                "frames_in": self.metrics.registry.get_sample_value("stream_worker_frames_in_total"),
+                "events_out": self.metrics.registry.get_sample_value("stream_worker_events_out_total"),
+                "pending": self.tracker.pending(),
+                "batching": len(self.batcher),
+                "ready_batches": len(self.ready),
+                "inflight_batches": len(self.inflight),
+                "awaiting_order": self.ordering.waiting(),
+                "unacked_records": len(self.publisher),
+                "paused": bool(self.paused),
+                "assigned": _names(sorted(self.assigned)),
+            },
+        )
 
     def _record_lag(self, lags: dict[Partition, int]) -> None:
         for (topic, partition), lag in lags.items():

@@ -112,11 +112,11 @@ def produce(bootstrap: str, topic: str, frames: list[Sent]) -> list[Sent]:
     return frames
 
 
-def frames_for(cameras: int, per_camera: int, pattern: list[tuple[str, bytes]]) -> list[Sent]:
+def frames_for(cameras: int, per_camera: int, pattern: list[tuple[str, bytes]], start: int = 0) -> list[Sent]:
     """Interleaved across cameras, each camera cycling through `pattern`."""
     return [
         Sent(f"cam-{c}", f"cam-{c}/{i}", *pattern[(i + c) % len(pattern)])
-        for i in range(per_camera)
+        for i in range(start, start + per_camera)
         for c in range(cameras)
     ]
 
@@ -193,7 +193,8 @@ class Outputs:
         while not condition():
             for worker in workers:
                 assert worker.is_running(), f"worker exited with {worker.returncode}:\n{worker.log_tail()}"
-            assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{workers[0].log_tail()}"
+            logs = "\n".join(f"--- {worker.log_path.name}\n{worker.log_tail()}" for worker in workers)
+            assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{logs}"
             self.poll()
 
     def wait_for_all(self, sent: list[Sent], workers: list[WorkerProcess]) -> None:
@@ -481,17 +482,21 @@ def test_two_workers_split_the_partitions_and_one_takes_over(
     kafka_bootstrap, triton_url, topics, outputs, start_worker, car_jpeg, small_jpeg
 ):
     pattern = [("car", car_jpeg), ("small", small_jpeg), ("car", car_jpeg)]
-    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=6, per_camera=20, pattern=pattern))
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=6, per_camera=10, pattern=pattern))
+    everything = [f"{topics.frames}:{p}" for p in range(PARTITIONS)]
 
     first = start_worker(triton_url)
     first.wait_for_log(lambda line: line.get("msg") == "partitions assigned", "first assignment")
     second = start_worker(triton_url)
-    second.wait_for_log(
-        lambda line: line.get("msg") == "partitions assigned" and line["partitions"], "second assignment"
-    )
-    first_now, second_now = first.assignments()[-1], second.assignments()[-1]
-    assert first_now and second_now
-    assert sorted(first_now + second_now) == [f"{topics.frames}:{p}" for p in range(PARTITIONS)]
+
+    def split() -> bool:
+        mine, theirs = first.assignments()[-1], (second.assignments() or [[]])[-1]
+        return bool(mine and theirs) and sorted(mine + theirs) == everything
+
+    outputs.wait_until(split, "the partitions split between the workers", [first, second])
+    # Fresh frames on every partition, so that both workers have work whatever the first one
+    # finished before the split.
+    sent += produce(kafka_bootstrap, topics.frames, frames_for(6, 10, pattern, start=10))
     second_busy = lambda: second.metric("stream_worker_events_out_total") > 0  # noqa: E731
     outputs.wait_until(second_busy, "the second worker's events", [first, second])
 
