@@ -71,8 +71,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fps", type=float, default=1.0, help="Live load: frames per second per camera.")
     p.add_argument("--live-seconds", type=float, default=60.0, help="Live load: how long cameras publish.")
     p.add_argument("--partitions", type=int, default=4, help="Partitions of the benchmark topics.")
-    p.add_argument("--sweep-batch", type=_int_list, default=[4, 8, 16, 32], help="max_batch_frames grid.")
-    p.add_argument("--sweep-inflight", type=_int_list, default=[2, 4, 8], help="max_inflight_batches grid.")
+    p.add_argument("--sweep-batch", type=_int_list, default=[8, 16, 32], help="max_batch_frames grid.")
+    p.add_argument("--sweep-inflight", type=_int_list, default=[2, 4], help="max_inflight_batches grid.")
     return p
 
 
@@ -175,8 +175,8 @@ def render(report: dict[str, Any]) -> str:
         ]
         parts.append("\nstream live load:\n" + format_table([stream["live"]], live_columns))
     if sweep := results.get("sweep"):
-        columns = ["max_batch_frames", "max_inflight_batches", "frames", "frames_per_s"]
-        columns.append("worker_peak_rss_mib")
+        columns = ["max_batch_frames", "max_inflight_batches", "frames", "frames_per_s", "p50_ms"]
+        columns += ["cpu_ms_per_frame", "worker_peak_rss_mib"]
         parts.append("\nsweep:\n" + format_table(sweep["runs"], columns))
     parts.append("\nsummary:\n" + "\n".join(f"  {key}: {value}" for key, value in report["summary"].items()))
     return "\n".join(parts)

@@ -67,7 +67,7 @@ def run_scenarios(
 
             broker = stack.enter_context(LocalBroker())
             # Both servers run in their own session: each is the leader of its process group.
-            servers = [triton.pid, broker.pid]
+            servers = {"triton": triton.pid, "broker": broker.pid}
             bench = StreamBench(broker.bootstrap_servers, triton.grpc_url, args.partitions, servers)
             if "stream" in included:
                 results["stream"] = run_stream(bench, args, distinct)

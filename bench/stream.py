@@ -49,6 +49,7 @@ WORKER_READY_TIMEOUT_S = 120.0
 WORKER_STOP_TIMEOUT_S = 60.0
 STALL_TIMEOUT_S = 180.0  # no new output for this long while frames are missing: the run failed
 LAG_SAMPLE_S = 0.5
+FETCH_WAIT_MS = 100
 MIB = 1024 * 1024
 
 
@@ -188,7 +189,10 @@ class OutputCollector:
                     "bootstrap.servers": self._bootstrap,
                     "group.id": f"bench-reader-{uuid.uuid4().hex}",
                     "enable.auto.commit": False,
-                    "fetch.wait.max.ms": 10,
+                    # Tansu answers an empty fetch only when this expires (new data does not
+                    # wake it): 100 ms gives ~15 ms of latency resolution for ~2% of a core;
+                    # 10 ms would cost the broker ~9% of a core, stolen from the system measured.
+                    "fetch.wait.max.ms": FETCH_WAIT_MS,
                 }
             )
             metadata = consumer.list_topics(timeout=30).topics
@@ -206,9 +210,15 @@ class OutputCollector:
         self._assigned.set()
         try:
             while not self._stop.is_set():
-                for message in consumer.consume(500, 0.1):
+                # poll() returns as soon as one record is there (consume() would wait for all
+                # 500 or its timeout); then whatever else has arrived, without waiting.
+                first = consumer.poll(0.2)
+                if first is None:
+                    continue
+                arrived = time.time()
+                for message in [first, *consumer.consume(500, 0)]:
                     if message.error() is None:
-                        self.received.append(Received(time.time(), message.topic(), message.value() or b""))
+                        self.received.append(Received(arrived, message.topic(), message.value() or b""))
         finally:
             consumer.close()
 
@@ -310,12 +320,17 @@ class StreamBench:
     """The broker, the Triton URL and a scratch folder for worker logs, shared by the runs."""
 
     def __init__(
-        self, bootstrap_servers: str, triton_url: str, partitions: int, server_groups: Sequence[int] = ()
+        self,
+        bootstrap_servers: str,
+        triton_url: str,
+        partitions: int,
+        server_groups: dict[str, int] | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.triton_url = triton_url
         self.partitions = partitions
-        self.server_groups = list(server_groups)  # process groups of Triton and the broker, for CPU time
+        # Process groups of the servers ({"triton": pgid, "broker": pgid}), for their CPU time.
+        self.server_groups = dict(server_groups or {})
         self.log_dir = Path(tempfile.mkdtemp(prefix="stream-worker-bench-"))
         self.run_id = uuid.uuid4().hex[:8]
         self._backlogs = 0
@@ -347,10 +362,13 @@ class StreamBench:
         worker = self.worker(name, topics, settings)
         try:
             worker.start()
-            cpu = meter(groups=self.server_groups, processes=[worker.pid], this_process=False)
-            cpu_before = cpu()
+            meters = {"worker": meter(processes=[worker.pid], this_process=False)}
+            meters.update(
+                {name: meter(groups=[pgid], this_process=False) for name, pgid in self.server_groups.items()}
+            )
+            cpu_before = {name: read() for name, read in meters.items()}
             collector.wait_for(count, worker.is_running)
-            cpu_seconds = cpu() - cpu_before
+            cpu_by_process = {name: read() - cpu_before[name] for name, read in meters.items()}
             peak_rss = worker.peak_rss_bytes()
         finally:
             exit_code = worker.stop()
@@ -370,8 +388,12 @@ class StreamBench:
             "frames_with_plates": sum(1 for e in drained.events if e["plates"]),
             "latency": "worker: consumed -> event built",
             **latency_ms([e["latency_ms"] / 1000 for e in drained.events]),
-            "cpu_counted": "worker + Triton + broker",
-            **cpu_figures(cpu_seconds, len(drained.events)),
+            "cpu_counted": " + ".join(cpu_by_process),
+            **cpu_figures(sum(cpu_by_process.values()), len(drained.events)),
+            "cpu_ms_per_frame_by_process": {
+                name: round(seconds * 1000 / len(drained.events), 1)
+                for name, seconds in cpu_by_process.items()
+            },
         }
 
     def live(
