@@ -118,12 +118,18 @@ class WorkerProcess:
         except (urllib.error.URLError, OSError):
             return False
 
-    def peak_rss_bytes(self) -> int:
-        """VmHWM: the process's peak resident set size so far, from /proc."""
+    def _status_bytes(self, field: str) -> int:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
-        raise BenchError(f"no VmHWM in /proc/{self.pid}/status")
+        raise BenchError(f"no {field} in /proc/{self.pid}/status")
+
+    def peak_rss_bytes(self) -> int:
+        """VmHWM: the process's peak resident set size so far."""
+        return self._status_bytes("VmHWM")
+
+    def rss_bytes(self) -> int:
+        return self._status_bytes("VmRSS")
 
     def stop(self) -> int | None:
         """SIGTERM (the worker drains and commits), then SIGKILL; the exit code."""
@@ -144,6 +150,45 @@ class WorkerProcess:
             return self.log_path.read_text(errors="replace")[-chars:]
         except OSError:
             return "(no log)"
+
+
+class RssSampler:
+    """The worker's RSS once a second next to the frames out so far: shows whether it plateaus."""
+
+    def __init__(self, worker: WorkerProcess, collector: OutputCollector, max_points: int = 40) -> None:
+        self.samples: list[tuple[float, int, float]] = []  # seconds, records out, RSS MiB
+        self._worker = worker
+        self._collector = collector
+        self._max_points = max_points
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-rss", daemon=True)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        while not self._stop.wait(1.0):
+            try:
+                rss = self._worker.rss_bytes()
+            except (OSError, BenchError):
+                return  # the worker has exited
+            self.samples.append(
+                (round(time.monotonic() - started, 1), self._collector.count(), round(rss / MIB, 1))
+            )
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def points(self) -> list[tuple[float, int, float]]:
+        """At most `max_points` samples, evenly spread, the last one always included."""
+        step = max(1, -(-len(self.samples) // self._max_points))
+        picked = self.samples[::step]
+        if self.samples and picked[-1] != self.samples[-1]:
+            picked.append(self.samples[-1])
+        return picked
 
 
 @dataclass(frozen=True)
@@ -367,12 +412,15 @@ class StreamBench:
                 {name: meter(groups=[pgid], this_process=False) for name, pgid in self.server_groups.items()}
             )
             cpu_before = {name: read() for name, read in meters.items()}
-            collector.wait_for(count, worker.is_running)
+            with RssSampler(worker, collector) as rss:
+                collector.wait_for(count, worker.is_running)
             cpu_by_process = {name: read() - cpu_before[name] for name, read in meters.items()}
             peak_rss = worker.peak_rss_bytes()
         finally:
-            exit_code = worker.stop()
-            collector.stop()
+            try:
+                exit_code = worker.stop()
+            finally:
+                collector.stop()
         drained = split(collector.received, topics.plates)
         if drained.dead_letters:
             raise BenchError(f"{drained.dead_letters} frames were dead-lettered: {worker.log_tail()}")
@@ -384,6 +432,7 @@ class StreamBench:
             "seconds": round(seconds, 3),
             "frames_per_s": rate(len(drained.events), seconds),
             "worker_peak_rss_mib": round(peak_rss / MIB, 1),
+            "worker_rss_samples": {"columns": ["seconds", "events_out", "rss_mib"], "rows": rss.points()},
             "worker_exit_code": exit_code,
             "frames_with_plates": sum(1 for e in drained.events if e["plates"]),
             "latency": "worker: consumed -> event built",
@@ -431,8 +480,10 @@ class StreamBench:
             collector.wait_for(total, worker.is_running)
             peak_rss = worker.peak_rss_bytes()
         finally:
-            exit_code = worker.stop()
-            collector.stop()
+            try:
+                exit_code = worker.stop()
+            finally:
+                collector.stop()
         drained = split(collector.received, topics.plates)
         if drained.dead_letters:
             raise BenchError(f"{drained.dead_letters} frames were dead-lettered: {worker.log_tail()}")
