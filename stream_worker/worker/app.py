@@ -148,7 +148,7 @@ class Worker:
     def _shutdown(self) -> int:
         started = self.stop_requested_at or time.monotonic()
         deadline = started + self.settings.shutdown_timeout_s
-        reserve = min(CLOSE_RESERVE_S, self.settings.shutdown_timeout_s * 0.2)
+        reserve = self._close_reserve_s()
         log.info("stopping: draining in-flight frames", extra={"pending": self.tracker.pending()})
         if self.fatal is None:
             self.consumer.pause(self.assigned)
@@ -388,15 +388,28 @@ class Worker:
         return dropped
 
     def _drain(self, done: Callable[[], bool], deadline: float) -> bool:
-        """Pump without consuming until `done()` or the deadline; True when done."""
+        """Pump without consuming until `done()` or the deadline; True when done.
+
+        A stop signal arriving meanwhile (e.g. during a rebalance) brings the deadline forward to
+        the shutdown's, so that the worker still exits within `shutdown_timeout_s`.
+        """
         while True:
             self._pump()
             if done() or self.fatal is not None:
                 return done()
-            remaining = deadline - time.monotonic()
+            remaining = min(deadline, self._drain_deadline()) - time.monotonic()
             if remaining <= 0:
                 return False
             self.publisher.poll(min(BUSY_POLL_S, remaining))
+
+    def _close_reserve_s(self) -> float:
+        return min(CLOSE_RESERVE_S, self.settings.shutdown_timeout_s * 0.2)
+
+    def _drain_deadline(self) -> float:
+        """When a stop-time drain must end: never, unless a stop was requested."""
+        if self.stop_requested_at is None:
+            return float("inf")
+        return self.stop_requested_at + self.settings.shutdown_timeout_s - self._close_reserve_s()
 
     def _inflight_settled(self, partitions: Collection[Partition] | None = None) -> bool:
         return all(self._settled(job, partitions) for job in self.inflight.values())
