@@ -114,7 +114,7 @@ def triton(
     )
 )
 def recognize(
-    images: list[Path] = typer.Argument(..., help="Image files (JPEG, PNG, ...) sent as one request."),
+    images: list[Path] = typer.Argument(..., help="JPEG files, sent together as one request."),
     url: str = typer.Option(
         "localhost:8001", "--url", envvar="STREAM_WORKER_TRITON_URL", help="Triton gRPC address HOST:PORT."
     ),

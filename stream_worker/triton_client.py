@@ -45,9 +45,16 @@ _RETRYABLE_STATUSES = frozenset(
         "StatusCode.CANCELLED",
     }
 )
-# Triton reports a model that is not (yet) loaded, or a crashed Python-backend stub it is
-# restarting, with these phrases; the request itself is fine, so they are retryable too.
-_RETRYABLE_MESSAGES = ("unknown model", "is not ready", "no available versions", "is not healthy")
+# Triton reports a model that is not (yet) loaded, a crashed Python-backend stub it is
+# restarting, or (INTERNAL "Server not ready") a server shutting down with these phrases; the
+# request itself is fine, so they are retryable too.
+_RETRYABLE_MESSAGES = (
+    "unknown model",
+    "is not ready",
+    "server not ready",
+    "no available versions",
+    "is not healthy",
+)
 
 
 # gRPC waits up to 120 s between reconnection attempts by default, so after a longer outage a
@@ -85,7 +92,7 @@ class TritonInferenceError(TritonError):
 def _translate(error: InferenceServerException, url: str) -> TritonError:
     message = error.message() or str(error)
     status = error.status() or ""
-    if status in _RETRYABLE_STATUSES or any(m in message for m in _RETRYABLE_MESSAGES):
+    if status in _RETRYABLE_STATUSES or any(m in message.lower() for m in _RETRYABLE_MESSAGES):
         return TritonUnavailableError(f"Triton at {url} is unavailable ({status}): {message}")
     return TritonInferenceError(f"Triton at {url} rejected the request ({status}): {message}")
 

@@ -121,6 +121,7 @@ def test_missing_output_is_an_inference_error() -> None:
         ("StatusCode.NOT_FOUND", "Request for unknown model: 'plate_recognition' is not found"),
         ("StatusCode.INTERNAL", "Request for unknown model: 'plate_recognition' has no available versions"),
         ("StatusCode.INTERNAL", "Stub process 'plate_recognition_0_0' is not healthy."),
+        ("StatusCode.INTERNAL", "Server not ready"),
     ],
 )
 def test_server_down_or_model_not_ready_is_unavailable(status: str, message: str) -> None:
