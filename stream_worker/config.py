@@ -49,7 +49,13 @@ def env_var(field: str) -> str:
 class WorkerSettings(BaseSettings):
     """Settings of `stream-worker run`. Each --flag-name is also the env variable
     STREAM_WORKER_FLAG_NAME (e.g. --max-batch-frames: STREAM_WORKER_MAX_BATCH_FRAMES); a flag
-    wins over its env variable."""
+    wins over its env variable.
+
+    Examples:
+      stream-worker run --bootstrap-servers kafka:9092 --triton-url triton:8001
+      STREAM_WORKER_MAX_BATCH_FRAMES=32 stream-worker run --group-id plates-eu
+      stream-worker run --kafka-config security.protocol=SASL_SSL --kafka-config sasl.mechanism=PLAIN
+    """
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
