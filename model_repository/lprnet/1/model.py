@@ -1,11 +1,12 @@
-"""LPRNet: rectified plate crops [B,3,24,94] -> CTC logits [B,23 classes,18 steps].
+"""A network exported to ONNX (`stn`, `lprnet`): one input tensor in, one output tensor out.
 
-This machine's variant: Python backend + ONNX Runtime CPU.
+This machine's variant: Python backend + ONNX Runtime CPU. `stn/1/model.py` is a link to this
+file: both models run `model.onnx` from their own version folder (exported by
+`stream-worker models prepare`) and take the tensor names from their config.pbtxt.
 
-Runs `model.onnx` from this folder (exported by `stream-worker models prepare`). Triton's dynamic
-batcher hands several requests to one execute(): they are concatenated into one ONNX Runtime run
-and split back. The GPU variant (configs/gpu.pbtxt) runs the same file on the native onnxruntime
-backend instead.
+Triton's dynamic batcher hands several requests to one execute(): they are concatenated into one
+ONNX Runtime run and split back. The GPU variant (configs/gpu.pbtxt) runs the same file on the
+native onnxruntime backend instead.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import numpy as np
 import onnxruntime as ort
 import triton_python_backend_utils as pb_utils
 
-INPUT, OUTPUT = "input", "logits"
-
 
 class TritonPythonModel:
     def initialize(self, args: dict) -> None:
         config = json.loads(args["model_config"])
+        self.input_name = config["input"][0]["name"]
+        self.output_name = config["output"][0]["name"]
         parameters = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(parameters.get("intra_op_threads", 2))
@@ -36,14 +37,15 @@ class TritonPythonModel:
         self.session = ort.InferenceSession(str(path), options, providers=providers)
 
     def execute(self, requests: list) -> list:
-        batches = [pb_utils.get_input_tensor_by_name(r, INPUT).as_numpy() for r in requests]
+        batches = [pb_utils.get_input_tensor_by_name(r, self.input_name).as_numpy() for r in requests]
         try:
-            (result,) = self.session.run([OUTPUT], {INPUT: np.concatenate(batches).astype(np.float32)})
+            feed = {self.input_name: np.concatenate(batches).astype(np.float32)}
+            (result,) = self.session.run([self.output_name], feed)
         except Exception as error:
             failure = pb_utils.TritonError(f"ONNX Runtime: {error}")
             return [pb_utils.InferenceResponse(error=failure) for _ in requests]
         splits = np.cumsum([len(b) for b in batches])[:-1]
         return [
-            pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(OUTPUT, part)])
+            pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(self.output_name, part)])
             for part in np.split(result, splits)
         ]
