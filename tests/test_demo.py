@@ -20,24 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from support import EXPECTED_PLATE, edit_distance
 
 from stream_worker.children import Watchdog, terminate
 from stream_worker.demo import CORRUPT_FRAME, DemoError, camera_frames, resolve_inputs
 from stream_worker.demo_report import Results, dead_letter_row, event_rows, percentile, summary_lines
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
-
-EXPECTED_PLATE = "B840CK197"
-
-
-def edit_distance(a: str, b: str) -> int:
-    previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, 1):
-        current = [i]
-        for j, char_b in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
-        previous = current
-    return previous[-1]
-
 
 # --- without servers -----------------------------------------------------------------------
 
@@ -208,6 +196,13 @@ class DemoRun:
     lines: list[str] = field(default_factory=list)
     seen: dict[int, ProcessInfo] = field(default_factory=dict)
     plate_seen: threading.Event = field(default_factory=threading.Event)
+    reader: threading.Thread | None = None
+
+    def wait_for_output(self) -> str:
+        """All the demo printed: the reader thread ends at EOF, after the demo exits."""
+        assert self.reader is not None
+        self.reader.join(timeout=60)
+        return self.output
 
     @property
     def output(self) -> str:
@@ -230,7 +225,8 @@ def start_demo() -> Iterator[Callable[..., DemoRun]]:
         )
         run = DemoRun(process)
         runs.append(run)
-        threading.Thread(target=_read_output, args=(run,), daemon=True).start()
+        run.reader = threading.Thread(target=_read_output, args=(run,), daemon=True)
+        run.reader.start()
         threading.Thread(target=_watch_descendants, args=(run,), daemon=True).start()
         return run
 
@@ -307,8 +303,7 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
 ) -> None:
     run = start_demo("--cameras", "2", "--fps", "2", "--duration", "3")
     assert run.process.wait(timeout=240) == 0, run.output
-    time.sleep(0.5)  # the output reader catches up
-    output = run.output
+    output = run.wait_for_output()
     assert run.plate_seen.is_set(), output
     assert "summary" in output
     assert "missing           0" in output
@@ -360,9 +355,9 @@ def test_demo_attaches_to_given_servers_and_starts_neither(
         "2",
     )
     assert run.process.wait(timeout=240) == 0, run.output
-    time.sleep(0.5)  # the output reader catches up
-    assert run.plate_seen.is_set(), run.output
-    assert "missing           0" in run.output
+    output = run.wait_for_output()
+    assert run.plate_seen.is_set(), output
+    assert "missing           0" in output
     commands = " | ".join(info.cmdline for info in run.seen.values())
     assert "stream_worker run" in commands
     assert "tansu" not in commands and "tritonserver" not in commands

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+from support import edit_distance
 from tritonclient.utils import InferenceServerException
 
 from tests.model_repository.test_frames import declared_jpeg
@@ -42,15 +43,6 @@ def iou(a, b) -> float:
     height = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
     inter = width * height
     return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
-
-
-def edit_distance(a: str, b: str) -> int:
-    row = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        previous, row[0] = row[0], i
-        for j, cb in enumerate(b, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
-    return row[-1]
 
 
 def character_confidences(url: str, frames, car_jpeg: bytes, box: np.ndarray) -> tuple[str, list[float]]:

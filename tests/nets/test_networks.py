@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from support import edit_distance
 
 from stream_worker.nets.export import load_net
 from stream_worker.nets.lprnet import BLANK_INDEX, VOCABULARY, LPRNet
@@ -30,16 +31,6 @@ def greedy_ctc(logits: torch.Tensor) -> tuple[str, list[float]]:
     best = probabilities.argmax(dim=0).tolist()
     text = [VOCABULARY[c] for i, c in enumerate(best) if c != BLANK_INDEX and (i == 0 or c != best[i - 1])]
     return "".join(text), probabilities.max(dim=0).values.tolist()
-
-
-def edit_distance(a: str, b: str) -> int:
-    previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, 1):
-        current = [i]
-        for j, char_b in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
-        previous = current
-    return previous[-1]
 
 
 @pytest.fixture(scope="module")

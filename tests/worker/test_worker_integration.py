@@ -23,6 +23,7 @@ import numpy as np
 import orjson
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from support import edit_distance
 
 from stream_worker.launchers.broker import create_topics
 
@@ -36,16 +37,6 @@ WAIT_S = 300.0  # generous bound for "eventually"; the CPU Triton is slow and th
 INVALID = b"these bytes are not a JPEG"
 
 Source = tuple[int, int]  # (partition, offset) of an input record
-
-
-def edit_distance(a: str, b: str) -> int:
-    previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, 1):
-        current = [i]
-        for j, char_b in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
-        previous = current
-    return previous[-1]
 
 
 @pytest.fixture(scope="module")
