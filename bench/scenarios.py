@@ -11,6 +11,7 @@ from bench.frames import BenchFrame, cycle
 from bench.limit import run_limit
 from bench.pipeline import run_pipeline
 from bench.servers import start_triton, triton_version
+from stream_worker.children import Watchdog
 
 if TYPE_CHECKING:  # imported when needed: pipeline and limit must run without confluent-kafka
     from bench.stream import StreamBench
@@ -33,8 +34,13 @@ def run_scenarios(
     included = INCLUDED[args.scenario]
     frames = cycle(list(distinct), args.frames)
     results: dict[str, Any] = {}
+    # Servers and workers run in their own sessions: should this process be killed, the watchdog
+    # stops them (normally they are stopped below and the watchdog is released).
+    watchdog = Watchdog()
     with contextlib.ExitStack() as stack:
+        stack.callback(watchdog.release)
         triton = start_triton(args.repository, args.model_config_name)
+        watchdog.watch(triton.pid)
         stack.callback(triton.close)
         version = triton_version(triton.http_url)
         if "pipeline" in included:
@@ -66,9 +72,12 @@ def run_scenarios(
             from stream_worker.launchers.broker import LocalBroker
 
             broker = stack.enter_context(LocalBroker())
+            watchdog.watch(broker.pid)
             # Both servers run in their own session: each is the leader of its process group.
             servers = {"triton": triton.pid, "broker": broker.pid}
-            bench = StreamBench(broker.bootstrap_servers, triton.grpc_url, args.partitions, servers)
+            bench = StreamBench(
+                broker.bootstrap_servers, triton.grpc_url, args.partitions, servers, watchdog.watch
+            )
             if "stream" in included:
                 results["stream"] = run_stream(bench, args, distinct)
             if "sweep" in included:

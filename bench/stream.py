@@ -64,8 +64,10 @@ class WorkerProcess:
         topics: Topics,
         settings: dict[str, int],
         log_dir: Path,
+        on_started: Callable[[int], None] = lambda pgid: None,
     ) -> None:
         self.metrics_port = free_port()
+        self._on_started = on_started
         self.log_path = log_dir / f"worker-{group_id}.log"
         self.command = [
             sys.executable,
@@ -100,6 +102,7 @@ class WorkerProcess:
             self._process = subprocess.Popen(
                 self.command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, start_new_session=True
             )
+        self._on_started(self._process.pid)  # its own session: its pid is its process group
         deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if not self.is_running():
@@ -370,12 +373,14 @@ class StreamBench:
         triton_url: str,
         partitions: int,
         server_groups: dict[str, int] | None = None,
+        on_worker_started: Callable[[int], None] = lambda pgid: None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.triton_url = triton_url
         self.partitions = partitions
         # Process groups of the servers ({"triton": pgid, "broker": pgid}), for their CPU time.
         self.server_groups = dict(server_groups or {})
+        self.on_worker_started = on_worker_started  # gets each worker's process group
         self.log_dir = Path(tempfile.mkdtemp(prefix="stream-worker-bench-"))
         self.run_id = uuid.uuid4().hex[:8]
         self._backlogs = 0
@@ -392,7 +397,15 @@ class StreamBench:
 
     def worker(self, name: str, topics: Topics, settings: dict[str, int]) -> WorkerProcess:
         group = f"bench-{self.run_id}-{name}"
-        return WorkerProcess(self.bootstrap_servers, self.triton_url, group, topics, settings, self.log_dir)
+        return WorkerProcess(
+            self.bootstrap_servers,
+            self.triton_url,
+            group,
+            topics,
+            settings,
+            self.log_dir,
+            self.on_worker_started,
+        )
 
     def publish_backlog(self, frames: Sequence[BenchFrame], count: int, cameras: int) -> tuple[str, float]:
         """A fresh frames topic holding `count` frames; its name and the seconds publishing took."""
