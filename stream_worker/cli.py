@@ -394,7 +394,7 @@ def demo(
     add_help_option=False,
 )
 def bench(ctx: typer.Context) -> None:
-    """Benchmarks: pipeline | limit | stream | sweep | all, printing a table and writing JSON (bench --help).
+    """Benchmarks: pipeline | limit | stream | sweep | triton | all; a table and a JSON report (bench --help).
 
     Example: stream-worker bench pipeline --frames 64 --report reports/pipeline.json
     """
