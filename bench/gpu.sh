@@ -21,7 +21,7 @@
 # backend, so configs/gpu.pbtxt (native onnxruntime + TensorRT) cannot load here. Instead a copy
 # of model_repository/ runs the CPU configs with stn and lprnet asking ONNX Runtime for
 # CUDAExecutionProvider (their `onnx_providers` parameter); the Haar detector and JPEG decoding
-# stay on the CPU, with DETECTORS plate_detector instances (default: half the cores, at most 8)
+# stay on the CPU, with DETECTORS plate_detector instances (default: half the cores, 2 to 8)
 # and as many in-process limit threads. Without a usable CUDA provider everything runs on CPU:
 # the preflight line says so and the report records the providers the limit actually used.
 #
@@ -35,7 +35,7 @@ WORK=${WORK:-${TMPDIR:-/tmp}/stream-worker-gpu-bench}
 FRAMES=${FRAMES:-96}
 ROUNDS=${ROUNDS:-2}
 CORES=$(nproc)
-DEFAULT_DETECTORS=$(( CORES / 2 > 8 ? 8 : (CORES / 2 < 1 ? 1 : CORES / 2) ))
+DEFAULT_DETECTORS=$(( CORES / 2 > 8 ? 8 : (CORES / 2 < 2 ? 2 : CORES / 2) ))
 DETECTORS=${DETECTORS:-$DEFAULT_DETECTORS}
 PROVIDERS="CUDAExecutionProvider,CPUExecutionProvider"
 started=$(date +%s)
