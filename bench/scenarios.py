@@ -78,6 +78,7 @@ def run_scenarios(
             bench = StreamBench(
                 broker.bootstrap_servers, triton.grpc_url, args.partitions, servers, watchdog.watch
             )
+            stack.callback(bench.close)
             if "stream" in included:
                 results["stream"] = run_stream(bench, args, distinct)
             if "sweep" in included:

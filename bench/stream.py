@@ -18,6 +18,7 @@ topic from the side and times each event when it becomes readable there.
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -384,6 +385,10 @@ class StreamBench:
         self.log_dir = Path(tempfile.mkdtemp(prefix="stream-worker-bench-"))
         self.run_id = uuid.uuid4().hex[:8]
         self._backlogs = 0
+
+    def close(self) -> None:
+        """Remove the worker logs (a failure's BenchError already carries the log's tail)."""
+        shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def topics(self, name: str, frames_topic: str | None = None) -> Topics:
         """Fresh output and dead-letter topics (and a fresh frames topic unless one is given)."""
