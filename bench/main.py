@@ -43,6 +43,11 @@ def parser() -> argparse.ArgumentParser:
         prog="stream-worker bench",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog=(
+            "Examples: stream-worker bench all --frames 96 --report reports/all.json | "
+            "stream-worker bench pipeline --frames 64 --rounds 3 | "
+            "stream-worker bench stream --backlog 5000 --report reports/stream5000.json"
+        ),
     )
     p.add_argument("scenario", choices=SCENARIOS)
     p.add_argument(

@@ -13,12 +13,6 @@ import typer
 
 from stream_worker.cli import app
 
-# Commands whose --help comes from another parser (argparse via pydantic-settings) and does not
-# show examples yet; strict, so the mark must go once they do.
-WITHOUT_EXAMPLES_YET = {
-    ("bench",): "examples belong in the bench parser (bench/main.py)",
-}
-
 
 def _command_paths(command: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     paths = [prefix]
@@ -64,9 +58,7 @@ def test_help_runs_without_servers(path: tuple[str, ...]) -> None:
 @pytest.mark.parametrize(
     "path",
     [
-        pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=WITHOUT_EXAMPLES_YET[path]))
-        if path in WITHOUT_EXAMPLES_YET
-        else path
+        path
         for path in COMMANDS
         if path not in {("models",), ("schemas",)}  # groups: their commands carry the examples
     ],
