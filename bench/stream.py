@@ -313,6 +313,20 @@ def split(received: Sequence[Received], plates_topic: str) -> Drained:
     return Drained(events, readable_at, dead_letters)
 
 
+def _stop_and_split(
+    worker: WorkerProcess, collector: OutputCollector, topics: Topics
+) -> tuple[int | None, Drained]:
+    """Stop the worker, then the reader; a run whose frames were dead-lettered measured nothing."""
+    try:
+        exit_code = worker.stop()
+    finally:
+        collector.stop()
+    drained = split(collector.received, topics.plates)
+    if drained.dead_letters:
+        raise BenchError(f"{drained.dead_letters} frames were dead-lettered: {worker.log_tail()}")
+    return exit_code, drained
+
+
 def _timestamp(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
@@ -435,13 +449,7 @@ class StreamBench:
             cpu_by_process = {name: read() - cpu_before[name] for name, read in meters.items()}
             peak_rss = worker.peak_rss_bytes()
         finally:
-            try:
-                exit_code = worker.stop()
-            finally:
-                collector.stop()
-        drained = split(collector.received, topics.plates)
-        if drained.dead_letters:
-            raise BenchError(f"{drained.dead_letters} frames were dead-lettered: {worker.log_tail()}")
+            exit_code, drained = _stop_and_split(worker, collector, topics)
         first_consumed = min(_timestamp(e["processed_at"]) - e["latency_ms"] / 1000 for e in drained.events)
         seconds = max(drained.readable_at) - first_consumed
         return {
@@ -498,13 +506,7 @@ class StreamBench:
             collector.wait_for(total, worker.is_running)
             peak_rss = worker.peak_rss_bytes()
         finally:
-            try:
-                exit_code = worker.stop()
-            finally:
-                collector.stop()
-        drained = split(collector.received, topics.plates)
-        if drained.dead_letters:
-            raise BenchError(f"{drained.dead_letters} frames were dead-lettered: {worker.log_tail()}")
+            exit_code, drained = _stop_and_split(worker, collector, topics)
         latencies = [
             readable - _timestamp(event["captured_at"])
             for event, readable in zip(drained.events, drained.readable_at, strict=True)
