@@ -343,14 +343,27 @@ def assert_duplicates_are_twins(outputs: Outputs, bound: int) -> int:
         event = record.event
         by_source[(event["source"]["partition"], event["source"]["offset"])].append(event)
     duplicates = {source: events for source, events in by_source.items() if len(events) > 1}
-    dlq_counts = Counter(record.dlq_source for record in outputs.dlq.records)
-    dlq_duplicates = [source for source, count in dlq_counts.items() if count > 1]
+    dead_by_source: dict[Source, list[Record]] = defaultdict(list)
+    for record in outputs.dlq.records:
+        dead_by_source[record.dlq_source].append(record)
+    dlq_duplicates = {source: records for source, records in dead_by_source.items() if len(records) > 1}
     assert len(duplicates) + len(dlq_duplicates) <= bound
     volatile = ("processed_at", "latency_ms")
     for twins in duplicates.values():
         assert len({event["event_id"] for event in twins}) == 1
         assert len({orjson.dumps({k: v for k, v in e.items() if k not in volatile}) for e in twins}) == 1
+    for twins in dlq_duplicates.values():
+        assert len({(r.key, r.value, tuple(sorted(r.headers.items()))) for r in twins}) == 1
     return len(duplicates) + len(dlq_duplicates)
+
+
+def rewind_group(bootstrap: str, group: str, topic: str) -> None:
+    """Commit offset 0 on every partition of an idle group: an operator's offset reset."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, 0) for p in range(PARTITIONS)], asynchronous=False)
+    finally:
+        consumer.close()
 
 
 # --- the acceptance tests --------------------------------------------------------------------
@@ -440,6 +453,38 @@ def test_sigkill_mid_stream_then_restart_loses_nothing(
     duplicates = assert_duplicates_are_twins(outputs, bound=MAX_INFLIGHT_BATCHES * MAX_BATCH_FRAMES)
     print(f"\nSIGKILL: {duplicates} duplicates (bound {MAX_INFLIGHT_BATCHES * MAX_BATCH_FRAMES})")
     assert second.stop() == 0
+
+
+def test_replay_after_an_offset_reset_republishes_identical_records(
+    kafka_bootstrap, triton_url, topics, outputs, start_worker, car_jpeg, small_jpeg, unique_name
+):
+    """At-least-once means replays: a reprocessed frame must yield the same event_id and content.
+
+    The SIGKILL test rarely meets a duplicate (offsets are committed soon after the broker's ack),
+    so this test makes every frame a duplicate on purpose by rewinding the group.
+    """
+    pattern = [("car", car_jpeg), ("small", small_jpeg), ("invalid", INVALID)]
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=3, per_camera=4, pattern=pattern))
+    group = f"{unique_name}-group"
+
+    first = start_worker(triton_url)
+    outputs.wait_for_all(sent, [first])
+    assert first.stop() == 0
+    assert set(outputs.sources().values()) == {1}
+    rewind_group(kafka_bootstrap, group, topics.frames)
+    assert set(committed_offsets(kafka_bootstrap, group, topics.frames).values()) == {0}
+
+    second = start_worker(triton_url)
+    everything = {s.source for s in sent}
+    outputs.wait_until(
+        lambda: set(outputs.sources()) == everything and set(outputs.sources().values()) == {2},
+        "every frame a second time",
+        [second],
+    )
+    assert second.stop() == 0
+    outputs.poll()
+    assert assert_duplicates_are_twins(outputs, bound=len(sent)) == len(sent)
+    assert {s.kind for s in sent} == {"car", "small", "invalid"}  # events with plates, without, dead letters
 
 
 def test_triton_outage_is_waited_out_without_loss_or_dead_letters(
