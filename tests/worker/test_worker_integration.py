@@ -35,6 +35,7 @@ MAX_INFLIGHT_BATCHES = 4
 MAX_BATCH_FRAMES = 16
 WAIT_S = 300.0  # generous bound for "eventually"; the CPU Triton is slow and the cores are shared
 INVALID = b"these bytes are not a JPEG"
+HUGE_FRAME_BYTES = 1_200_000  # above librdkafka's default message.max.bytes (1 MB)
 
 Source = tuple[int, int]  # (partition, offset) of an input record
 
@@ -590,8 +591,13 @@ def test_bad_input_is_dead_lettered_with_its_reason_and_never_stops_the_worker(
         (None, small_jpeg, [("camera_id", b"cam-0")], None),
         (b"cam-0", b"\xff\xd8\xff truncated", [], "invalid_image"),
         (b"cam-0", small_jpeg, [("captured_at", b"1738324800250")], None),
+        # Too large for the worker's producer too (its 1 MB message.max.bytes): dead-lettered
+        # without the frame, its size in a header.
+        (b"cam-0", b"\xff\xd8" + b"x" * HUGE_FRAME_BYTES, [], "frame_too_large"),
     ]
-    producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
+    producer = Producer(
+        {"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True, "message.max.bytes": 2_000_000}
+    )
     for key, value, headers in [case[:3] for case in cases]:
         producer.produce(topics.frames, value=value, key=key, partition=0, headers=headers)
     assert producer.flush(60) == 0
@@ -613,10 +619,13 @@ def test_bad_input_is_dead_lettered_with_its_reason_and_never_stops_the_worker(
     assert dead[(0, 2)].value is None
     assert dead[(0, 7)].headers["error.stage"] == b"decode"
     assert b"--max-frame-bytes" in dead[(0, 1)].headers["error.detail"]
+    assert "error.value_omitted" not in dead[(0, 1)].headers
+    assert dead[(0, 9)].value is None
+    assert dead[(0, 9)].headers["error.value_omitted"] == str(len(cases[9][1])).encode()
     # A camera's dead letters keep their order too (the keyless one may land on any DLQ partition).
     keyed = sorted((r for r in dead.values() if r.key == b"cam-0"), key=lambda r: r.offset)
     assert len({r.partition for r in keyed}) == 1
-    assert [r.dlq_source[1] for r in keyed] == [1, 2, 4, 5, 7]
+    assert [r.dlq_source[1] for r in keyed] == [1, 2, 4, 5, 7, 9]
     assert worker.is_running()
     assert worker.stop() == 0
 
