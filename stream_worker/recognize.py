@@ -11,22 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import cv2
 import numpy as np
 import orjson
 
+from stream_worker.media import MediaSupportMissing, opencv
 from stream_worker.recognition import FrameResult
 
 EXIT_OK = 0
-EXIT_UNREADABLE_IMAGE = 2
+EXIT_UNREADABLE_IMAGE = 2  # also: --annotate without OpenCV installed
 EXIT_TRITON_UNAVAILABLE = 3
 EXIT_TRITON_ERROR = 4
 
 BOX_COLOUR = (0, 255, 0)  # BGR green: stands out on grey roads and cars
 TEXT_COLOUR = (0, 0, 0)  # black on the green label
-FONT = cv2.FONT_HERSHEY_SIMPLEX
 
 
 class RecognizeError(Exception):
@@ -74,8 +74,18 @@ def result_record(path: Path, result: FrameResult) -> dict[str, Any]:
     }
 
 
+def annotation_opencv() -> ModuleType:
+    """OpenCV for `--annotate`, or a RecognizeError saying how to install it."""
+    try:
+        return opencv("recognize --annotate")
+    except MediaSupportMissing as error:
+        raise RecognizeError(str(error), EXIT_UNREADABLE_IMAGE) from error
+
+
 def draw_plates(image: np.ndarray, result: FrameResult) -> np.ndarray:
     """A copy of `image` with each plate's box and `text confidence` label above it."""
+    cv2 = annotation_opencv()
+    font = cv2.FONT_HERSHEY_SIMPLEX
     canvas = image.copy()
     height, width = canvas.shape[:2]
     thickness = max(2, round(min(width, height) / 300))
@@ -84,7 +94,7 @@ def draw_plates(image: np.ndarray, result: FrameResult) -> np.ndarray:
         x1, y1, x2, y2 = (round(v) for v in plate.box)
         cv2.rectangle(canvas, (x1, y1), (x2, y2), BOX_COLOUR, thickness)
         label = f"{plate.text} {plate.confidence:.2f}"
-        (text_w, text_h), baseline = cv2.getTextSize(label, FONT, font_scale, thickness=1)
+        (text_w, text_h), baseline = cv2.getTextSize(label, font, font_scale, thickness=1)
         label_h = text_h + baseline + 2 * thickness
         # Above the box when there is room, else just below it.
         top = y1 - thickness - label_h if y1 - thickness - label_h >= 0 else y2 + thickness
@@ -94,7 +104,7 @@ def draw_plates(image: np.ndarray, result: FrameResult) -> np.ndarray:
             canvas,
             label,
             (left + thickness, top + thickness + text_h),
-            FONT,
+            font,
             font_scale,
             TEXT_COLOUR,
             1,
@@ -117,6 +127,7 @@ def annotated_path(source: Path, out_dir: Path, taken: set[Path]) -> Path:
 
 def write_annotated(image: ImageFile, result: FrameResult, target: Path) -> bool:
     """Write the annotated copy; False when the image cannot be decoded here either."""
+    cv2 = annotation_opencv()
     decoded = cv2.imdecode(np.frombuffer(image.data, dtype=np.uint8), cv2.IMREAD_COLOR)
     if decoded is None:
         return False
@@ -142,6 +153,7 @@ def run(
 
     images = read_images(paths)
     if annotate_dir is not None:
+        annotation_opencv()  # before Triton is asked anything
         try:
             annotate_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:

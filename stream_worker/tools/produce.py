@@ -13,10 +13,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from stream_worker.contracts import FrameHeader
+from stream_worker.media import MediaSupportMissing, opencv
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,13 @@ VIDEO_JPEG_QUALITY = 90
 
 class FrameSourceError(ValueError):
     """A path given to `produce` is neither a JPEG file, a folder, nor a readable video."""
+
+
+def _video_opencv(path: Path) -> ModuleType:
+    try:
+        return opencv(f"reading {path} as a video")
+    except MediaSupportMissing as error:
+        raise FrameSourceError(str(error)) from error
 
 
 @dataclass(frozen=True)
@@ -45,13 +54,12 @@ class ProduceReport:
 
 def check_sources(paths: Sequence[Path]) -> None:
     """Fail before anything is sent if a path cannot be read as frames."""
-    import cv2
-
     for path in paths:
         if path.is_dir() or (path.is_file() and path.suffix.lower() in JPEG_SUFFIXES):
             continue
         if not path.is_file():
             raise FrameSourceError(f"{path}: no such file or folder")
+        cv2 = _video_opencv(path)
         capture = cv2.VideoCapture(str(path))
         try:
             if not capture.isOpened():
@@ -91,8 +99,7 @@ def _jpegs_of(path: Path) -> Iterator[bytes]:
 
 
 def _video_jpegs(path: Path) -> Iterator[bytes]:
-    import cv2
-
+    cv2 = _video_opencv(path)
     capture = cv2.VideoCapture(str(path))
     if not capture.isOpened():
         raise FrameSourceError(f"{path}: OpenCV cannot open it as a video")

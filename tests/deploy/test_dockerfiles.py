@@ -174,6 +174,16 @@ def test_worker_runtime_has_no_build_tools(worker: list[Stage]) -> None:
     assert copied == ["--from=builder /opt/stream-worker /opt/stream-worker"]
 
 
+def test_worker_image_installs_no_extras_so_no_opencv_or_onnxruntime(worker: list[Stage]) -> None:
+    """The worker never decodes an image; tests/test_media.py checks that it runs without both."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    core = {Requirement(spec).name for spec in project["dependencies"]}
+    assert not core & {"opencv-python-headless", "onnxruntime", "torch"}
+    installs = [args for stage in worker for args in stage.args_of("RUN") if "pip install" in args]
+    assert len(installs) == 1
+    assert "stream_worker-*.whl" in installs[0] and "[" not in installs[0]
+
+
 def test_worker_entrypoint_and_healthcheck(worker: list[Stage]) -> None:
     runtime = worker[-1]
     assert exec_form(runtime.args_of("ENTRYPOINT")[-1]) == ["stream-worker", "run"]
@@ -213,10 +223,10 @@ def test_weights_only_arrive_through_the_named_context(triton: list[Stage]) -> N
 
 def test_triton_python_dependencies_meet_the_projects_limits(triton: list[Stage]) -> None:
     """numpy < 2 for the Python backend stub, and the project's own ranges for the others."""
-    declared = {
-        Requirement(spec).name: Requirement(spec)
-        for spec in tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    }
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    # The `local` extra is what the model repository's Python-backend models import.
+    specs = project["dependencies"] + project["optional-dependencies"]["local"]
+    declared = {Requirement(spec).name: Requirement(spec) for spec in specs}
     args_defaults = dict(
         args.split("=", 1) for stage in triton for args in stage.args_of("ARG") if "=" in args
     )
