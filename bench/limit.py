@@ -15,10 +15,14 @@ classifier (OpenCV does not promise that one is thread-safe); the ONNX sessions 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
 import re
 import threading
-from collections.abc import Sequence
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,6 +36,8 @@ from bench.pipeline import BenchError, Measurement, Ours, batches, interleaved, 
 from bench.report import ratio
 
 MAX_PIXELS = 40_000_000
+STAGES = ("decode", "detect", "crop", "stn", "lprnet", "ctc")
+PROFILE_FRAMES = 16
 _PARAMETER = re.compile(
     r'parameters:\s*\{\s*key:\s*"(?P<key>[^"]+)"\s*,?\s*value:\s*\{\s*string_value:\s*"(?P<value>[^"]*)"\s*\}\s*\}'
 )
@@ -57,6 +63,26 @@ def config_path(repository: Path, model: str, model_config_name: str | None) -> 
 def config_parameters(path: Path) -> dict[str, str]:
     """The `parameters` of a config.pbtxt (string values), as the Python backend hands them over."""
     return {match["key"]: match["value"] for match in _PARAMETER.finditer(path.read_text())}
+
+
+class StageClock:
+    """Process CPU seconds per stage. Process-wide, so OpenCV's own threads count: only meaningful
+    while a single thread does the work."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.process_time()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.process_time() - started
+
+
+def _untimed(_name: str) -> contextlib.AbstractContextManager[None]:
+    return contextlib.nullcontext()
 
 
 class InProcessPipeline:
@@ -101,26 +127,53 @@ class InProcessPipeline:
             "onnx_intra_op_threads": 1,
         }
 
-    def recognize(self, jpegs: Sequence[bytes]) -> list[list[str]]:
-        """The plate texts of each frame."""
+    def recognize(self, jpegs: Sequence[bytes], clock: StageClock | None = None) -> list[list[str]]:
+        """The plate texts of each frame; `clock` times each stage."""
+        stage: Callable[[str], contextlib.AbstractContextManager[None]] = clock.stage if clock else _untimed
         detector = self._detector()
-        images = [self.frames.decode_jpeg(jpeg, MAX_PIXELS) for jpeg in jpegs]
+        with stage("decode"):
+            images = [self.frames.decode_jpeg(jpeg, MAX_PIXELS) for jpeg in jpegs]
+        with stage("detect"):
+            detections = [detector.detect(image)[0] for image in images]
         owners: list[int] = []
         crops: list[np.ndarray] = []
-        for index, image in enumerate(images):
-            boxes, _scores = detector.detect(image)
-            for box in boxes:
-                owners.append(index)
-                crops.append(self.frames.plate_tensor(image, box))
+        with stage("crop"):
+            for index, (image, boxes) in enumerate(zip(images, detections, strict=True)):
+                for box in boxes:
+                    owners.append(index)
+                    crops.append(self.frames.plate_tensor(image, box))
         texts: list[list[str]] = [[] for _ in images]
         if crops:
-            (rectified,) = self.stn.run(["output"], {"input": np.stack(crops)})
-            (logits,) = self.lprnet.run(["logits"], {"input": rectified})
-            for owner, plate_logits in zip(owners, logits, strict=True):
-                text, _ = self.frames.ctc_greedy_decode(plate_logits)
-                if text:
-                    texts[owner].append(text)
+            with stage("stn"):
+                (rectified,) = self.stn.run(["output"], {"input": np.stack(crops)})
+            with stage("lprnet"):
+                (logits,) = self.lprnet.run(["logits"], {"input": rectified})
+            with stage("ctc"):
+                for owner, plate_logits in zip(owners, logits, strict=True):
+                    text, _ = self.frames.ctc_greedy_decode(plate_logits)
+                    if text:
+                        texts[owner].append(text)
         return texts
+
+
+def stage_profile(pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch: int) -> dict[str, Any]:
+    """Where the compute goes: CPU per frame of each stage, one batch at a time in this thread.
+
+    `detector_bound_frames_per_s` is what every core running the detector and nothing else would
+    reach: no design that runs this detector on every frame, serving or not, can exceed it.
+    """
+    clock = StageClock()
+    for job in batches(frames, batch):
+        pipeline.recognize([frame.jpeg for frame in job], clock)
+    per_frame = {name: clock.seconds[name] / len(frames) for name in STAGES}
+    total = sum(per_frame.values())
+    return {
+        "frames": len(frames),
+        "stage_cpu_ms_per_frame": {name: round(seconds * 1000, 2) for name, seconds in per_frame.items()},
+        "total_cpu_ms_per_frame": round(total * 1000, 1),
+        "detect_share": round(per_frame["detect"] / total, 3),
+        "detector_bound_frames_per_s": round(len(os.sched_getaffinity(0)) / per_frame["detect"], 2),
+    }
 
 
 class Limit:
@@ -158,6 +211,7 @@ def run_limit(
     limit = Limit(InProcessPipeline(repository, model_config_name, providers), batch, workers)
     ours = Ours(grpc_url, batch, concurrency, meter(groups=[triton_pid]))
     rows, merged = interleaved([limit, ours], frames, rounds, warmup=frames[: max(batch, 2)])
+    profile = stage_profile(limit.pipeline, frames[:PROFILE_FRAMES], batch)
     limit_fps = merged["limit"].summary()["frames_per_s"]
     ours_fps = merged["ours"].summary()["frames_per_s"]
     return {
@@ -175,4 +229,5 @@ def run_limit(
         "ours_cpu_fraction_of_limit": ratio(
             merged["limit"].summary()["cpu_ms_per_frame"], merged["ours"].summary()["cpu_ms_per_frame"]
         ),
+        "stage_profile": profile,
     }

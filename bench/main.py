@@ -136,6 +136,14 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         summary["limit_frames_per_s"] = limit["limit_frames_per_s"]
         summary["triton_fraction_of_limit"] = limit["ours_fraction_of_limit"]
         summary["triton_cpu_fraction_of_limit"] = limit["ours_cpu_fraction_of_limit"]
+        summary["detect_share_of_compute"] = limit["stage_profile"]["detect_share"]
+        summary["detector_bound_frames_per_s"] = limit["stage_profile"]["detector_bound_frames_per_s"]
+        if pipeline:
+            # Above this, a design must run a cheaper detector than the baseline, not serve better.
+            summary["pipeline_ceiling_vs_baseline"] = ratio(
+                limit["stage_profile"]["detector_bound_frames_per_s"],
+                pipeline["systems"]["baseline"]["frames_per_s"],
+            )
     if stream := results.get("stream"):
         summary["stream_drain_frames_per_s"] = stream["backlog"]["frames_per_s"]
         summary["worker_peak_rss_mib"] = stream["backlog"]["worker_peak_rss_mib"]
@@ -165,6 +173,13 @@ def render(report: dict[str, Any]) -> str:
         if name in results:
             rows = list(results[name]["systems"].values())
             parts.append(f"\n{name}:\n" + format_table(rows, system_columns))
+    if "limit" in results:
+        profile = results["limit"]["stage_profile"]
+        row = {**profile["stage_cpu_ms_per_frame"], "total": profile["total_cpu_ms_per_frame"]}
+        parts.append(
+            f"\nlimit, CPU ms per frame by stage ({profile['frames']} frames, one thread):\n"
+            + format_table([row], list(row))
+        )
     if stream := results.get("stream"):
         backlog_columns = ["frames", "seconds", "frames_per_s", "worker_peak_rss_mib", "p50_ms", "p99_ms"]
         backlog_columns += ["cpu_ms_per_frame", "cpu_bound_fps"]

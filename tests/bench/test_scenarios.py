@@ -87,6 +87,18 @@ def test_limit_runs_the_same_work_in_process(report: dict) -> None:
     assert limit["limit_frames_per_s"] > 0 and limit["ours_fraction_of_limit"] > 0
 
 
+def test_limit_profiles_where_the_compute_goes(report: dict) -> None:
+    profile = report["results"]["limit"]["stage_profile"]
+    stages = profile["stage_cpu_ms_per_frame"]
+    assert list(stages) == ["decode", "detect", "crop", "stn", "lprnet", "ctc"]
+    # The 3 plates among the 4 frames went through every stage; detection is never free.
+    assert profile["frames"] == 4 and all(stages[name] > 0 for name in ("decode", "detect", "stn", "lprnet"))
+    assert sum(stages.values()) == pytest.approx(profile["total_cpu_ms_per_frame"], abs=0.2)
+    assert 0 < profile["detect_share"] < 1
+    cores = report["machine"]["usable_cores"]
+    assert profile["detector_bound_frames_per_s"] == pytest.approx(cores * 1000 / stages["detect"], rel=0.01)
+
+
 def test_stream_drains_the_backlog_and_keeps_up_with_live_cameras(report: dict) -> None:
     stream = report["results"]["stream"]
     backlog, live = stream["backlog"], stream["live"]
@@ -115,6 +127,9 @@ def test_summary_holds_the_headline_ratios(report: dict) -> None:
         "pipeline_ratio_vs_baseline_per_core",
         "triton_fraction_of_limit",
         "stream_fraction_of_limit",
+        "detect_share_of_compute",
+        "detector_bound_frames_per_s",
+        "pipeline_ceiling_vs_baseline",
         "worker_peak_rss_mib",
     ):
         assert summary[name] > 0, name
