@@ -19,7 +19,6 @@ JPEG_QUALITY = 85  # typical of IP cameras' 1080p snapshots: ~300 KB per frame h
 # (left, top) offsets as fractions of the photo, with a 96% crop: the van's plate stays in view.
 CAR_OFFSETS = ((0.0, 0.04), (0.01, 0.03), (0.02, 0.02), (0.03, 0.01), (0.04, 0.0), (0.02, 0.04))
 CROP = 0.96
-PLATE_TEXT = "B840CK197"  # the van's plate (../shared/README.md)
 
 
 @dataclass(frozen=True)

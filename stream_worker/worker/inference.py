@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tenacity import Retrying, retry_if_exception, stop_when_event_set, wait_exponential, wait_random
 
@@ -53,9 +53,6 @@ class BatchJob:
     images: list[bytes]
     results: list[FrameResult | InferenceFailure] | None = None  # None: abandoned at shutdown
     model_version: str = ""
-    elapsed_s: float = 0.0
-    requests: int = 0
-    submitted_at: float = field(default_factory=time.monotonic)
 
 
 class Abandoned(Exception):
@@ -184,13 +181,11 @@ class InferencePool:
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
-            started = time.monotonic()
             try:
                 job.results = self._runner.run(job.images)
                 job.model_version = self._current_version()
             except Abandoned:
                 job.results = None
-            job.elapsed_s = time.monotonic() - started
             self.completed.put(job)
 
     def _current_version(self) -> str:

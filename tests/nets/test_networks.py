@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from support import edit_distance
 
 from stream_worker.nets.export import load_net
-from stream_worker.nets.lprnet import BLANK_INDEX, VOCABULARY, LPRNet
+from stream_worker.nets.lprnet import BLANK_INDEX, NUM_CLASSES, SEQUENCE_LENGTH, VOCABULARY, LPRNet
 from stream_worker.nets.stn import STNet
 
 EXPECTED_PLATE = "B840CK197"
@@ -99,5 +99,5 @@ def test_reads_the_sample_plate(stn: STNet, lprnet: LPRNet, plate_crop: np.ndarr
         logits = lprnet(stn(torch.from_numpy(plate_crop[None])))[0]
     text, step_probabilities = greedy_ctc(logits)
     print(f"read {text!r}; per-step max probability {[round(p, 2) for p in step_probabilities]}")
-    assert logits.shape == (23, 18)
+    assert logits.shape == (NUM_CLASSES, SEQUENCE_LENGTH) == (23, 18)
     assert edit_distance(text, EXPECTED_PLATE) <= 1
