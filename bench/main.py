@@ -177,7 +177,7 @@ def render(report: dict[str, Any]) -> str:
         profile = results["limit"]["stage_profile"]
         row = {**profile["stage_cpu_ms_per_frame"], "total": profile["total_cpu_ms_per_frame"]}
         parts.append(
-            f"\nlimit, CPU ms per frame by stage ({profile['frames']} frames, one thread):\n"
+            f"\nlimit, CPU ms per frame by stage ({profile['frames']} frames, all on one thread):\n"
             + format_table([row], list(row))
         )
     if stream := results.get("stream"):
