@@ -115,7 +115,9 @@ def test_sweep_tries_every_setting_and_names_the_best(report: dict) -> None:
     sweep = report["results"]["sweep"]
     settings = [(run["max_batch_frames"], run["max_inflight_batches"]) for run in sweep["runs"]]
     assert settings == [(2, 1), (2, 2)]
+    # --rounds=1: one drain of the 4 frames per setting.
     assert [(run["frames"], run["frames_per_s"] > 0) for run in sweep["runs"]] == [(4, True), (4, True)]
+    assert [run["worker_exit_codes"] for run in sweep["runs"]] == [[0], [0]]
     assert (sweep["best"]["max_batch_frames"], sweep["best"]["max_inflight_batches"]) in settings
     assert sweep["defaults"] == {"max_batch_frames": 16, "max_inflight_batches": 4}
 
