@@ -183,7 +183,7 @@ def render(report: dict[str, Any]) -> str:
         )
     if stream := results.get("stream"):
         backlog_columns = ["frames", "seconds", "frames_per_s", "worker_peak_rss_mib", "p50_ms", "p99_ms"]
-        backlog_columns += ["cpu_ms_per_frame", "cpu_bound_fps"]
+        backlog_columns += ["cpu_ms_per_frame", "cpu_bound_fps", "frames_not_delivered_by_broker"]
         parts.append("\nstream backlog drain:\n" + format_table([stream["backlog"]], backlog_columns))
         live_columns = [
             "offered_fps",

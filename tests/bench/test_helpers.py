@@ -12,7 +12,9 @@ from bench.cpu import group_cpu_s, meter, process_cpu_s
 from bench.frames import CAMERA_HEIGHT, CAMERA_WIDTH, camera_frames, cycle, samples_dir
 from bench.limit import config_parameters
 from bench.main import parser
+from bench.pipeline import BenchError
 from bench.report import format_table, latency_ms, rate, ratio
+from bench.stream import OutputCollector, Received
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,3 +78,44 @@ def test_sweep_grid_must_be_positive_integers(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         parser().parse_args(["sweep", "--sweep-batch", "0"])
     assert "positive integers" in capsys.readouterr().err
+
+
+class _Worker:
+    """Stands in for the worker process: alive, and its own count of frames received."""
+
+    def __init__(self, received: int | None) -> None:
+        self.received = received
+
+    def is_running(self) -> bool:
+        return True
+
+    def frames_in(self) -> int | None:
+        return self.received
+
+
+def _collector(outputs: int) -> OutputCollector:
+    collector = OutputCollector("unused:9092", ["plates"])  # never started: `received` is set here
+    collector.received = [Received(0.0, "plates", b"") for _ in range(outputs)]
+    return collector
+
+
+@pytest.fixture
+def short_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("bench.stream.UNDELIVERED_SETTLE_S", 0.1)
+    monkeypatch.setattr("bench.stream.STALL_TIMEOUT_S", 1.5)
+
+
+def test_wait_for_returns_at_once_when_every_frame_is_out(short_waits: None) -> None:
+    assert _collector(5).wait_for(5, _Worker(5)) == 0
+
+
+def test_wait_for_counts_frames_the_broker_never_delivered(short_waits: None) -> None:
+    # 4 of 5 out, and the worker itself received only those 4: the fifth never reached it.
+    assert _collector(4).wait_for(5, _Worker(4)) == 1
+
+
+@pytest.mark.parametrize("received", [5, None])
+def test_wait_for_fails_when_a_received_frame_has_no_output(short_waits: None, received: int | None) -> None:
+    # The worker got all 5 (or cannot say) but only 4 are out: that is a lost frame, not the broker.
+    with pytest.raises(BenchError, match="no output for"):
+        _collector(4).wait_for(5, _Worker(received))

@@ -106,7 +106,10 @@ def test_stream_drains_the_backlog_and_keeps_up_with_live_cameras(report: dict) 
     assert_positive(backlog, ("frames_per_s", "worker_peak_rss_mib", "p50_ms", "cpu_ms_per_frame"))
     assert backlog["settings"] == {"max_batch_frames": 2, "max_inflight_batches": 2}
     assert backlog["worker_exit_code"] == 0
-    assert live["offered_fps"] == 4 and live["frames"] == 8
+    # The local broker may skip a record on a live fetch (bench/stream.py): counted, never hidden.
+    assert backlog["frames_not_delivered_by_broker"] == 0  # pre-published, never seen to skip
+    assert live["offered_fps"] == 4 and live["frames"] + live["frames_not_delivered_by_broker"] == 8
+    assert 0 <= live["frames_not_delivered_by_broker"] <= 1
     assert_positive(live, ("achieved_fps", "p50_ms", "p99_ms", "worker_peak_rss_mib"))
     assert live["max_lag_frames"] >= 0
 
