@@ -193,6 +193,7 @@ def render(report: dict[str, Any]) -> str:
             "mean_lag_frames",
             "p50_ms",
             "p99_ms",
+            "frames_not_delivered_by_broker",
         ]
         parts.append("\nstream live load:\n" + format_table([stream["live"]], live_columns))
     if sweep := results.get("sweep"):
