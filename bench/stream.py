@@ -43,6 +43,7 @@ from bench.pipeline import BenchError, cpu_figures
 from bench.report import latency_ms, rate
 from stream_worker.launchers.broker import create_topics, free_port
 from stream_worker.tools.produce import produce_frames
+from stream_worker.worker.metrics import read_frames_in
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SESSION_TIMEOUT_MS = 6000  # a group join takes about half of it on Tansu
@@ -154,16 +155,7 @@ class WorkerProcess:
 
     def frames_in(self) -> int | None:
         """Frames the worker has received from the broker (its own counter), None if unreadable."""
-        try:
-            url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-            with urllib.request.urlopen(url, timeout=5) as response:
-                text = response.read().decode()
-        except (urllib.error.URLError, OSError):
-            return None
-        for line in text.splitlines():
-            if line.startswith("stream_worker_frames_in_total "):
-                return int(float(line.split()[1]))
-        return None
+        return read_frames_in(f"http://127.0.0.1:{self.metrics_port}/metrics")
 
     def log_tail(self, chars: int = 3000) -> str:
         try:

@@ -21,6 +21,7 @@ class Results:
     dead_letters: dict[str, dict[str, str]] = field(default_factory=dict)
     first_published_at: float | None = None
     last_received_at: float | None = None
+    never_delivered: int = 0  # published frames the broker never delivered to the worker
 
     @property
     def accounted(self) -> int:
@@ -102,7 +103,12 @@ def summary_lines(results: Results, published: int, cameras: int, produce_second
         + (
             " (" + ", ".join(f"{reason} x{n}" for reason, n in reasons.most_common()) + ")" if reasons else ""
         ),
-        f"missing           {missing}",
+        f"missing           {missing}"
+        + (
+            f" (never delivered to the worker by the broker: {results.never_delivered})"
+            if results.never_delivered
+            else ""
+        ),
     ]
     if results.first_published_at is not None and results.last_received_at is not None:
         span = max(results.last_received_at - results.first_published_at, 1e-6)

@@ -111,6 +111,10 @@ def test_rows_and_summary() -> None:
     assert "plates read       B840OK197 x1" in lines
     assert "dead letters      1 (invalid_image x1)" in lines
     assert "missing           1" in lines
+    results.never_delivered = 1
+    assert "missing           1 (never delivered to the worker by the broker: 1)" in summary_lines(
+        results, published=4, cameras=1, produce_seconds=1.5
+    )
     assert "throughput        1.5 frames/s (first frame sent to last result)" in lines
     assert "latency (worker)  p50 80 ms, p99 120 ms" in lines
     assert any(line.startswith("latency (camera)  p50 500 ms") for line in lines)
@@ -289,6 +293,16 @@ def _wait_without_leftovers(run: DemoRun, patience_s: float) -> list[ProcessInfo
     return left
 
 
+def _assert_the_worker_lost_nothing(output: str, exit_code: int) -> None:
+    """Every frame accounted for, or the rest never delivered by the local broker, which now and
+    then skips a record on a live fetch (README, Limitations): then the demo exits 1 and says so."""
+    found = re.search(r"missing +(\d+)(?: \(never delivered to the worker by the broker: (\d+)\))?", output)
+    assert found, output
+    missing, never_delivered = int(found[1]), int(found[2] or 0)
+    assert missing == never_delivered, output
+    assert exit_code == (0 if missing == 0 else 1), output
+
+
 def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
     commands = " | ".join(info.cmdline for info in run.seen.values())
     for marker in ("tansu broker", "tritonserver", "triton_python_backend_stub", "stream_worker run"):
@@ -302,11 +316,11 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
     start_demo: Callable[..., DemoRun],
 ) -> None:
     run = start_demo("--cameras", "2", "--fps", "2", "--duration", "3")
-    assert run.process.wait(timeout=240) == 0, run.output
+    exit_code = run.process.wait(timeout=240)
     output = run.wait_for_output()
     assert run.plate_seen.is_set(), output
     assert "summary" in output
-    assert "missing           0" in output
+    _assert_the_worker_lost_nothing(output, exit_code)
     assert "dead letters      1 (invalid_image x1)" in output
     assert "frames published  13 by 2 camera(s)" in output
     _assert_saw_every_kind_of_child(run)
@@ -354,10 +368,10 @@ def test_demo_attaches_to_given_servers_and_starts_neither(
         "--duration",
         "2",
     )
-    assert run.process.wait(timeout=240) == 0, run.output
+    exit_code = run.process.wait(timeout=240)
     output = run.wait_for_output()
     assert run.plate_seen.is_set(), output
-    assert "missing           0" in output
+    _assert_the_worker_lost_nothing(output, exit_code)
     commands = " | ".join(info.cmdline for info in run.seen.values())
     assert "stream_worker run" in commands
     assert "tansu" not in commands and "tritonserver" not in commands

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -156,3 +158,20 @@ class LoopClock:
 
     def age_s(self) -> float:
         return time.monotonic() - self._last
+
+
+def read_frames_in(metrics_url: str, timeout_s: float = 5.0) -> int | None:
+    """A running worker's count of frames received from the broker, read from its `/metrics`.
+
+    What the demo and the benchmark compare their outputs with, to tell a frame the worker lost
+    from one the broker never delivered. None when the endpoint cannot be read.
+    """
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=timeout_s) as response:
+            text = response.read().decode()
+    except (urllib.error.URLError, OSError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("stream_worker_frames_in_total "):
+            return int(float(line.split()[1]))
+    return None

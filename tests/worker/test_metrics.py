@@ -7,7 +7,8 @@ import urllib.request
 
 import pytest
 
-from stream_worker.worker.metrics import HealthServer, Metrics
+from stream_worker.launchers.broker import free_port
+from stream_worker.worker.metrics import HealthServer, Metrics, read_frames_in
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -66,3 +67,15 @@ def test_healthz_fails_when_the_main_loop_is_stuck(served):
 
 def test_unknown_paths_are_404(served):
     assert get(served[1], "/nope")[0] == 404
+
+
+def test_read_frames_in_reads_the_counter_back(served):
+    metrics, port, _ = served
+    url = f"http://127.0.0.1:{port}/metrics"
+    assert read_frames_in(url) == 0
+    metrics.frames_in.inc(239)
+    assert read_frames_in(url) == 239
+
+
+def test_read_frames_in_is_none_without_a_worker():
+    assert read_frames_in(f"http://127.0.0.1:{free_port()}/metrics", timeout_s=2) is None
