@@ -43,7 +43,18 @@ def _help(path: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_command_is_listed() -> None:
-    expected = {"demo", "run", "broker", "produce", "tail", "triton", "recognize", "models", "schemas"}
+    expected = {
+        "demo",
+        "run",
+        "broker",
+        "produce",
+        "tail",
+        "triton",
+        "recognize",
+        "eval",
+        "models",
+        "schemas",
+    }
     assert expected <= {path[0] for path in COMMANDS if path}
 
 

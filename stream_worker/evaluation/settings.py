@@ -1,0 +1,21 @@
+"""What one evaluation run was asked to do; recorded in its JSON report so runs can be compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EvalSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    folder: Path
+    url: str | None = None  # None: export the models if needed and start the local Triton
+    repository: Path = Path("model_repository")  # served by the local Triton
+    weights_dir: Path | None = None  # checkpoints for the local Triton; None: the default folder
+    batch_size: int = Field(8, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    min_found: float | None = Field(None, ge=0, le=1)
+    min_exact: float | None = Field(None, ge=0, le=1)
+    report: Path | None = None

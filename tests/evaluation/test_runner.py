@@ -1,0 +1,101 @@
+"""`stream-worker eval` end to end: errors exit 1 without a traceback; on the real Triton the
+figures of a tiny labelled folder built here from the sample photos (a car, a cat, a corrupt file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from support import EXPECTED_PLATE
+from typer.testing import CliRunner
+
+from stream_worker.cli import app
+from stream_worker.evaluation.runner import EXIT_BELOW_THRESHOLD, EXIT_FAILED, EXIT_OK
+from stream_worker.evaluation.scoring import edit_distance
+from stream_worker.launchers.triton import free_port
+from tests.conftest import samples_dir
+
+CAR_PLATE_BOX = [94, 331, 132, 342]  # the van's plate in samples/car.jpg (780x439)
+
+
+def labelled_folder(folder: Path, car_box: list[int] = CAR_PLATE_BOX) -> Path:
+    folder.mkdir()
+    (folder / "car.jpg").write_bytes((samples_dir() / "car.jpg").read_bytes())
+    (folder / "cat.jpeg").write_bytes((samples_dir() / "cat.jpeg").read_bytes())
+    (folder / "corrupt.jpg").write_bytes(b"\xff\xd8\xff\xe0 a JPEG header and nothing else")
+    labels = {
+        "car.jpg": {"plates": [EXPECTED_PLATE], "boxes": [car_box], "image_size": [780, 439]},
+        "cat.jpeg": {"plates": [], "boxes": []},
+        "corrupt.jpg": {"plates": [], "boxes": []},
+    }
+    (folder / "labels.json").write_bytes(orjson.dumps(labels))
+    return folder
+
+
+def evaluate(*args: str) -> Any:
+    return CliRunner().invoke(app, ["eval", *args])
+
+
+def test_bad_folder_exits_1_with_the_reason(tmp_path: Path) -> None:
+    result = evaluate(str(tmp_path / "missing"), "--url", "127.0.0.1:9")
+    assert result.exit_code == EXIT_FAILED
+    assert "is not a folder" in result.output and "Traceback" not in result.output
+
+
+def test_bad_labels_exit_1_before_any_server(tmp_path: Path) -> None:
+    (tmp_path / "labels.json").write_text('{"a.jpg": {"boxes": [[1, 2, 3]]}}')
+    result = evaluate(str(tmp_path))  # no --url: a server would be started after the labels pass
+    assert result.exit_code == EXIT_FAILED
+    assert "a.jpg -> boxes -> 0" in result.output and "Traceback" not in result.output
+
+
+def test_unreachable_triton_exits_1_with_the_fix(tmp_path: Path) -> None:
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    (folder / "a.jpg").write_bytes(b"\xff\xd8\xff")
+    (folder / "labels.json").write_text('{"a.jpg": {"boxes": []}}')
+    url = f"127.0.0.1:{free_port()}"
+    result = evaluate(str(folder), "--url", url, "--timeout", "5")
+    assert result.exit_code == EXIT_FAILED
+    assert f"Triton at {url} is not ready" in result.output and "stream-worker triton" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.integration
+def test_eval_scores_a_labelled_folder_on_the_real_triton(triton_url: str, tmp_path: Path) -> None:
+    report = tmp_path / "reports" / "eval.json"
+    folder = labelled_folder(tmp_path / "photos")
+    result = evaluate(str(folder), "--url", triton_url, "--report", str(report), "--batch-size", "2")
+    assert result.exit_code == EXIT_OK, result.output
+
+    data = orjson.loads(report.read_bytes())
+    assert data["triton_url"] == triton_url and data["model_version"]
+    assert data["settings"]["batch_size"] == 2
+    rows = {row["file"]: row for row in data["images"]}
+    assert list(rows) == ["car.jpg", "cat.jpeg", "corrupt.jpg"]
+
+    car = rows["car.jpg"]
+    assert (car["status"], car["labelled"], car["found"]) == ("ok", 1, 1)
+    (plate,) = car["plates"]
+    assert plate["iou"] >= 0.5
+    assert edit_distance(plate["read"], EXPECTED_PLATE) <= 1
+    assert car["char_errors"] == edit_distance(plate["read"], EXPECTED_PLATE)
+    assert (rows["cat.jpeg"]["status"], rows["cat.jpeg"]["other_boxes"]) == ("ok", 0)
+    assert rows["corrupt.jpg"]["status"].startswith("invalid_image")
+
+    totals = data["totals"]
+    assert (totals["images"], totals["rejected"]) == (3, 1)
+    assert (totals["plates_labelled"], totals["plates_found"], totals["found_rate"]) == (1, 1, 1.0)
+    assert (totals["texts_labelled"], totals["texts_within_one"]) == (1, 1)
+    assert totals["other_boxes"] == car["other_boxes"]
+    assert "plates found      1/1 (100.0%)" in result.output
+
+
+@pytest.mark.integration
+def test_eval_exits_2_below_a_threshold(triton_url: str, tmp_path: Path) -> None:
+    folder = labelled_folder(tmp_path / "photos", car_box=[600, 20, 700, 60])  # where no plate is
+    result = evaluate(str(folder), "--url", triton_url, "--min-found", "0.5")
+    assert result.exit_code == EXIT_BELOW_THRESHOLD, result.output
+    assert "below threshold: plates found: 0.0% < 50.0%" in result.output
