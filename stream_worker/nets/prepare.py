@@ -1,31 +1,78 @@
-"""`models prepare`: verify the pinned checkpoints and export them into the Triton model repository.
+"""`models prepare`: verify the pinned weights and turn them into the Triton model repository's ONNX files.
 
-Idempotent: a stamp JSON beside each `model.onnx` records the checkpoint's sha256 and the export
-format; when both still match (and the ONNX file is the one stamped) nothing is exported. torch is
-imported only when an export is actually needed, so serving hosts never need it.
+`stn` and `lprnet` are exported from their PyTorch checkpoints (export.py, needs torch);
+`plate_detector` is rewritten from the published ONNX graph (detector_graph.py, needs only onnx).
+Idempotent: a stamp JSON beside each `model.onnx` records the source file's sha256 and the build
+format; when both still match (and the ONNX file is the one stamped) nothing is rebuilt. The build
+modules are imported only when a build is actually needed, so serving hosts need neither torch nor
+onnx, and rebuilding only the detector never imports torch.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import orjson
 
 from stream_worker.nets.errors import ModelPrepareError
-from stream_worker.nets.weights import CHECKPOINTS, UPSTREAM_BASE_URL, ensure_weights, sha256_of
+from stream_worker.nets.weights import PINNED_FILES, ensure_weights, sha256_of
 
 # Bump whenever export.py changes what it writes (opset, graph shape, names), to force re-export.
 EXPORT_FORMAT_VERSION = 1
+# Bump whenever detector_graph.py changes what it writes (input layout, names, shapes), to force a rewrite.
+DETECTOR_FORMAT_VERSION = 1
 MODEL_FILE = "model.onnx"
 STAMP_FILE = "model.stamp.json"
 MODEL_VERSION = "1"
 EXPORT_EXTRA = "pip install 'stream-worker[export]'"
+BUILD_PACKAGES = {"torch", "onnx", "onnxscript", "onnxruntime"}
 
 log = logging.getLogger(__name__)
+
+
+def _builder(model: str, module: str) -> ModuleType:
+    """The build module `stream_worker.nets.<module>`, or a clear error naming the missing package."""
+    try:
+        return importlib.import_module(f"stream_worker.nets.{module}")
+    except ModuleNotFoundError as error:
+        package = (error.name or "").split(".")[0]
+        if package in BUILD_PACKAGES:
+            raise ModelPrepareError(
+                f"Building {model}/{MODEL_VERSION}/{MODEL_FILE} needs the '{package}' package, which is not "
+                f"installed. Install the export extra: {EXPORT_EXTRA}"
+            ) from error
+        raise
+
+
+def _export_checkpoint(model: str, source: Path, target: Path) -> float:
+    return _builder(model, "export").export_net(model, source, target).max_abs_diff
+
+
+def _rewrite_detector(model: str, source: Path, target: Path) -> float:
+    return _builder(model, "detector_graph").build_detector(source, target)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """How one model's `model.onnx` is built from its pinned weights file, and what its stamp says."""
+
+    format_version: int
+    diff_key: str  # the stamp key of the max abs diff the build measured, named after its reference
+    build: Callable[[str, Path, Path], float]  # (model, source, target) -> max abs diff
+
+
+ARTIFACTS: dict[str, Artifact] = {
+    "stn": Artifact(EXPORT_FORMAT_VERSION, "max_abs_diff_vs_torch", _export_checkpoint),
+    "lprnet": Artifact(EXPORT_FORMAT_VERSION, "max_abs_diff_vs_torch", _export_checkpoint),
+    "plate_detector": Artifact(DETECTOR_FORMAT_VERSION, "max_abs_diff_vs_source", _rewrite_detector),
+}
 
 
 def artifact_path(repository: Path, name: str) -> Path:
@@ -40,12 +87,12 @@ def _read_stamp(path: Path) -> dict | None:
     return stamp if isinstance(stamp, dict) else None
 
 
-def _is_current(model: Path, checkpoint_sha256: str) -> bool:
+def _is_current(model: Path, source_sha256: str, format_version: int) -> bool:
     stamp = _read_stamp(model.parent / STAMP_FILE)
     return (
         stamp is not None
-        and stamp.get("checkpoint_sha256") == checkpoint_sha256
-        and stamp.get("export_format") == EXPORT_FORMAT_VERSION
+        and stamp.get("checkpoint_sha256") == source_sha256
+        and stamp.get("export_format") == format_version
         and model.is_file()
         and stamp.get("onnx_sha256") == sha256_of(model)
     )
@@ -59,44 +106,29 @@ def _write_stamp(path: Path, stamp: dict) -> None:
     os.replace(temp_name, path)
 
 
-def _exporter() -> ModuleType:
-    """The torch-based export module, or a clear error naming the missing package."""
-    try:
-        from stream_worker.nets import export
-    except ModuleNotFoundError as error:
-        package = (error.name or "").split(".")[0]
-        if package in {"torch", "onnx", "onnxscript"}:
-            raise ModelPrepareError(
-                f"Exporting the networks to ONNX needs the '{package}' package, which is not installed. "
-                f"Install the export extra: {EXPORT_EXTRA}"
-            ) from error
-        raise
-    return export
-
-
 def prepare_models(
-    weights_dir: Path, repository: Path, download: bool = False, base_url: str = UPSTREAM_BASE_URL
+    weights_dir: Path, repository: Path, download: bool = False, base_url: str | None = None
 ) -> None:
-    """Write `repository/{stn,lprnet}/1/model.onnx` from the verified checkpoints in `weights_dir`.
+    """Write `repository/{stn,lprnet,plate_detector}/1/model.onnx` from the verified weights in `weights_dir`.
 
-    With `download`, missing or corrupt checkpoints are first fetched from `base_url`.
-    Raises ModelPrepareError (with what, where and how to fix) on any failure.
+    With `download`, missing or corrupt files are first fetched from their pinned URLs (or from the
+    mirror `base_url`). Raises ModelPrepareError (with what, where and how to fix) on any failure.
     """
-    checkpoints = ensure_weights(Path(weights_dir), download=download, base_url=base_url)
-    for name, checkpoint_path in checkpoints.items():
-        checkpoint_sha256 = CHECKPOINTS[name].sha256
+    sources = ensure_weights(Path(weights_dir), download=download, base_url=base_url)
+    for name, artifact in ARTIFACTS.items():
+        pinned = PINNED_FILES[name]
         model = artifact_path(Path(repository), name)
-        if _is_current(model, checkpoint_sha256):
+        if _is_current(model, pinned.sha256, artifact.format_version):
             log.info("%s is up to date (%s)", model, STAMP_FILE)
             continue
-        report = _exporter().export_net(name, checkpoint_path, model)
+        diff = artifact.build(name, sources[name], model)
         _write_stamp(
             model.parent / STAMP_FILE,
             {
-                "checkpoint": CHECKPOINTS[name].file_name,
-                "checkpoint_sha256": checkpoint_sha256,
-                "export_format": EXPORT_FORMAT_VERSION,
+                "checkpoint": pinned.file_name,
+                "checkpoint_sha256": pinned.sha256,
+                "export_format": artifact.format_version,
                 "onnx_sha256": sha256_of(model),
-                "max_abs_diff_vs_torch": report.max_abs_diff,
+                artifact.diff_key: diff,
             },
         )

@@ -1,4 +1,4 @@
-"""Shared inputs for the network tests: the real checkpoints, a real plate crop, other real crops."""
+"""Shared inputs for the network tests: the real weights, a real plate crop, other real crops."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def other_crops(car_image: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def exported_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model repository holding both ONNX artifacts, exported once for the whole session.
+    """A model repository holding the three ONNX artifacts, built once for the whole session.
 
     Tests that change it must work on a copy (`shutil.copytree`)."""
     from stream_worker.nets.prepare import prepare_models

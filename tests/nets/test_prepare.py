@@ -1,7 +1,8 @@
-"""`prepare_models` and `stream-worker models prepare`: idempotence, weight checks, lazy torch."""
+"""`prepare_models` and `stream-worker models prepare`: idempotence, weight checks, lazy torch and onnx."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import sys
@@ -12,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
-from stream_worker.nets import export
+from stream_worker.nets import detector_graph, export, prepare
 from stream_worker.nets.prepare import STAMP_FILE, artifact_path, prepare_models
-from stream_worker.nets.weights import WeightsError
+from stream_worker.nets.weights import PINNED_FILES, WeightsError
 from tests.conftest import weights_dir
 
-NAMES = ("stn", "lprnet")
+NAMES = ("stn", "lprnet", "plate_detector")
 
 
 @pytest.fixture
@@ -36,6 +37,7 @@ def _forbid_export(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError(f"unexpected export {args}")
 
     monkeypatch.setattr(export, "export_net", fail)
+    monkeypatch.setattr(detector_graph, "build_detector", fail)
 
 
 def test_second_prepare_exports_nothing(repository: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -45,11 +47,21 @@ def test_second_prepare_exports_nothing(repository: Path, monkeypatch: pytest.Mo
     assert _snapshot(repository) == before
 
 
-def test_stamp_records_the_checkpoint(repository: Path) -> None:
+def test_stamp_records_the_source(repository: Path) -> None:
     for name in NAMES:
         stamp = orjson.loads((repository / name / "1" / STAMP_FILE).read_bytes())
-        assert stamp["checkpoint"] == f"{name}.pth"
-        assert stamp["max_abs_diff_vs_torch"] < 1e-4
+        assert (stamp["checkpoint"], stamp["checkpoint_sha256"]) == (
+            PINNED_FILES[name].file_name,
+            PINNED_FILES[name].sha256,
+        )
+    detector_stamp = orjson.loads((repository / "plate_detector" / "1" / STAMP_FILE).read_bytes())
+    print("plate_detector stamp", detector_stamp)
+    assert detector_stamp["max_abs_diff_vs_source"] < 1e-3
+    assert (repository / "plate_detector" / "1" / "model.onnx").stat().st_mode & 0o777 == 0o644
+    for name in ("stn", "lprnet"):
+        assert (
+            orjson.loads((repository / name / "1" / STAMP_FILE).read_bytes())["max_abs_diff_vs_torch"] < 1e-4
+        )
 
 
 def test_changed_checkpoint_is_re_exported(repository: Path) -> None:
@@ -65,11 +77,34 @@ def test_changed_checkpoint_is_re_exported(repository: Path) -> None:
     assert after[str(stn_onnx)] == before[str(stn_onnx)]
 
 
+def test_new_detector_format_is_rewritten_alone(repository: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    detector = artifact_path(repository, "plate_detector")
+    before = _snapshot(repository)
+    monkeypatch.setattr(export, "export_net", lambda *args: pytest.fail("stn/lprnet were up to date"))
+    monkeypatch.setitem(
+        prepare.ARTIFACTS,
+        "plate_detector",
+        dataclasses.replace(
+            prepare.ARTIFACTS["plate_detector"], format_version=prepare.DETECTOR_FORMAT_VERSION + 1
+        ),
+    )
+    prepare_models(weights_dir(), repository)
+    after = _snapshot(repository)
+    assert after[str(detector)][0] != before[str(detector)][0]
+    assert after[str(detector)][1] == before[str(detector)][1]  # the rewrite is deterministic
+    stamp = orjson.loads((detector.parent / STAMP_FILE).read_bytes())
+    assert stamp["export_format"] == prepare.DETECTOR_FORMAT_VERSION + 1
+    assert {k: v for k, v in after.items() if "plate_detector" not in k} == {
+        k: v for k, v in before.items() if "plate_detector" not in k
+    }
+
+
 def _copy_weights(tmp_path: Path, names: tuple[str, ...] = NAMES) -> Path:
     copy = tmp_path / "weights"
     copy.mkdir()
     for name in names:
-        shutil.copyfile(weights_dir() / f"{name}.pth", copy / f"{name}.pth")
+        file_name = PINNED_FILES[name].file_name
+        shutil.copyfile(weights_dir() / file_name, copy / file_name)
     return copy
 
 
@@ -97,6 +132,40 @@ def test_missing_checkpoint_is_named(tmp_path: Path, repository: Path) -> None:
     assert "LPR_WEIGHTS_DIR" in message and "--download" in message
 
 
+def test_corrupt_detector_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    weights = _copy_weights(tmp_path)
+    detector = weights / "y5fu_640x_sim.onnx"
+    data = bytearray(detector.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    detector.write_bytes(bytes(data))
+    with pytest.raises(WeightsError) as raised:
+        prepare_models(weights, tmp_path / "repo")
+    message = str(raised.value)
+    assert (
+        f"{detector}: corrupt (sha256 " in message
+        and f"expected {PINNED_FILES['plate_detector'].sha256}" in message
+    )
+    assert (
+        f"y5fu_640x_sim.onnx: {PINNED_FILES['plate_detector'].url} (Apache-2.0, szad670401/HyperLPR)"
+        in message
+    )
+    assert "stn.pth:" not in message and "lprnet.pth:" not in message
+    assert not (tmp_path / "repo").exists()
+
+
+def test_missing_detector_is_named_with_its_url_and_licence(tmp_path: Path, repository: Path) -> None:
+    weights = _copy_weights(tmp_path, names=("stn", "lprnet"))
+    with pytest.raises(WeightsError) as raised:
+        prepare_models(weights, repository)
+    message = str(raised.value)
+    assert f"{weights / 'y5fu_640x_sim.onnx'}: missing" in message
+    assert (
+        "https://raw.githubusercontent.com/szad670401/HyperLPR/58ad4ef736fec5289e8c8cb842e066e70c4672c3/"
+        "resource/models/onnx/y5fu_640x_sim.onnx (Apache-2.0, szad670401/HyperLPR)"
+    ) in message
+    assert "LPR_WEIGHTS_DIR" in message and "--download" in message
+
+
 def _run_without_torch(code: str) -> subprocess.CompletedProcess[str]:
     """Run `code` in a fresh interpreter in which `import torch` fails, as on a serving host."""
     prelude = "import sys; sys.modules['torch'] = None\n"
@@ -111,6 +180,17 @@ def test_up_to_date_prepare_never_imports_torch(repository: Path) -> None:
         f"prepare_models(Path({str(weights_dir())!r}), Path({str(repository)!r}))\n"
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_rebuilding_only_the_detector_never_imports_torch(repository: Path) -> None:
+    detector = artifact_path(repository, "plate_detector")
+    detector.unlink()
+    result = _run_without_torch(
+        "from pathlib import Path\nfrom stream_worker.nets.prepare import prepare_models\n"
+        f"prepare_models(Path({str(weights_dir())!r}), Path({str(repository)!r}))\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert detector.is_file()
 
 
 def test_export_without_torch_says_how_to_install_it(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
-"""Downloading the pinned checkpoints, against a loopback HTTP server serving temp copies."""
+"""Downloading the pinned weights files, against a loopback HTTP server serving temp copies."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import shutil
 import threading
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from stream_worker.nets import export
+from stream_worker.nets import detector_graph, export
 from stream_worker.nets.prepare import prepare_models
-from stream_worker.nets.weights import CHECKPOINTS, WeightsError, ensure_weights, sha256_of
+from stream_worker.nets.weights import PINNED_FILES, WeightsError, ensure_weights, sha256_of
 from tests.conftest import weights_dir
 
 
@@ -27,8 +28,8 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """(folder served, base URL) of a loopback server; the folder starts with intact copies."""
     folder = tmp_path / "served"
     folder.mkdir()
-    for checkpoint in CHECKPOINTS.values():
-        shutil.copyfile(weights_dir() / checkpoint.file_name, folder / checkpoint.file_name)
+    for pinned in PINNED_FILES.values():
+        shutil.copyfile(weights_dir() / pinned.file_name, folder / pinned.file_name)
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(folder)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -41,18 +42,19 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
 
 
 def _intact(folder: Path) -> bool:
-    return all(sha256_of(folder / c.file_name) == c.sha256 for c in CHECKPOINTS.values())
+    return all(sha256_of(folder / p.file_name) == p.sha256 for p in PINNED_FILES.values())
 
 
-def test_download_fetches_missing_and_corrupt_checkpoints(served: tuple[Path, str], tmp_path: Path) -> None:
+def test_download_fetches_missing_and_corrupt_files(served: tuple[Path, str], tmp_path: Path) -> None:
     _, base_url = served
     target = tmp_path / "cache" / "weights"
     target.mkdir(parents=True)
     (target / "stn.pth").write_bytes(b"truncated")
+    (target / "y5fu_640x_sim.onnx").write_bytes(b"truncated")
     paths = ensure_weights(target, download=True, base_url=base_url)
-    assert paths == {name: target / c.file_name for name, c in CHECKPOINTS.items()}
+    assert paths == {name: target / p.file_name for name, p in PINNED_FILES.items()}
     assert _intact(target)
-    assert sorted(p.name for p in target.iterdir()) == ["lprnet.pth", "stn.pth"]
+    assert sorted(p.name for p in target.iterdir()) == ["lprnet.pth", "stn.pth", "y5fu_640x_sim.onnx"]
 
 
 def test_download_rejects_a_wrong_file(served: tuple[Path, str], tmp_path: Path) -> None:
@@ -63,6 +65,35 @@ def test_download_rejects_a_wrong_file(served: tuple[Path, str], tmp_path: Path)
         ensure_weights(target, download=True, base_url=base_url)
     assert not (target / "lprnet.pth").exists()
     assert not list(target.glob("*.part"))
+
+
+def test_download_rejects_a_wrong_detector(served: tuple[Path, str], tmp_path: Path) -> None:
+    folder, base_url = served
+    detector = folder / "y5fu_640x_sim.onnx"
+    detector.write_bytes(detector.read_bytes()[:-1])
+    target = tmp_path / "weights"
+    with pytest.raises(WeightsError, match=r"y5fu_640x_sim\.onnx has sha256 .* expected 0306de93"):
+        ensure_weights(target, download=True, base_url=base_url)
+    assert not (target / "y5fu_640x_sim.onnx").exists()
+    assert not list(target.glob("*.part"))
+
+
+def test_without_a_mirror_each_file_comes_from_its_own_url(
+    served: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, base_url = served
+    (folder / "hyperlpr").mkdir()
+    shutil.move(folder / "y5fu_640x_sim.onnx", folder / "hyperlpr" / "y5fu_640x_sim.onnx")
+    detector = dataclasses.replace(
+        PINNED_FILES["plate_detector"], url=f"{base_url}/hyperlpr/y5fu_640x_sim.onnx"
+    )
+    monkeypatch.setitem(PINNED_FILES, "plate_detector", detector)
+    target = tmp_path / "weights"
+    target.mkdir()
+    for name in ("stn", "lprnet"):
+        shutil.copyfile(weights_dir() / PINNED_FILES[name].file_name, target / PINNED_FILES[name].file_name)
+    ensure_weights(target, download=True)
+    assert _intact(target)
 
 
 def test_download_failure_names_the_url(served: tuple[Path, str], tmp_path: Path) -> None:
@@ -87,6 +118,9 @@ def test_prepare_downloads_then_verifies(
     _, base_url = served
     repository = Path(shutil.copytree(exported_repository, tmp_path / "model_repository"))
     monkeypatch.setattr(export, "export_net", lambda *args: pytest.fail("artifacts were up to date"))
+    monkeypatch.setattr(
+        detector_graph, "build_detector", lambda *args: pytest.fail("detector was up to date")
+    )
     target = tmp_path / "downloaded"
     prepare_models(target, repository, download=True, base_url=base_url)
     assert _intact(target)
