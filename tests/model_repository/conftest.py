@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -17,6 +18,7 @@ def load_model_file(model: str, name: str) -> ModuleType:
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -28,4 +30,9 @@ def frames() -> ModuleType:
 
 @pytest.fixture(scope="session")
 def detectors() -> ModuleType:
-    return load_model_file("plate_detector", "detectors")
+    return load_model_file("haar_detector", "detectors")
+
+
+@pytest.fixture(scope="session")
+def detections() -> ModuleType:
+    return load_model_file("plate_recognition", "detections")

@@ -9,8 +9,10 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 MODEL_REPOSITORY = Path(__file__).resolve().parents[2] / "model_repository"
-MODELS = ("plate_recognition", "plate_detector", "stn", "lprnet")
-NETWORKS = ("stn", "lprnet")
+MODELS = ("plate_recognition", "plate_detector", "haar_detector", "stn", "lprnet")
+# The ONNX networks `stream-worker models prepare` writes: batched, on the GPU in the gpu variant.
+NETWORKS = ("plate_detector", "stn", "lprnet")
+RECOGNIZERS = ("stn", "lprnet")
 
 
 def _config(path: Path) -> model_config_pb2.ModelConfig:
@@ -24,45 +26,69 @@ def _signature(config: model_config_pb2.ModelConfig) -> tuple:
     return tensors(config.input), tensors(config.output), config.max_batch_size
 
 
+def _variants(model: str) -> tuple[model_config_pb2.ModelConfig, model_config_pb2.ModelConfig]:
+    return (
+        _config(MODEL_REPOSITORY / model / "config.pbtxt"),
+        _config(MODEL_REPOSITORY / model / "configs" / "gpu.pbtxt"),
+    )
+
+
 def test_the_repository_holds_exactly_the_pipeline_models() -> None:
     assert sorted(p.name for p in MODEL_REPOSITORY.iterdir() if p.is_dir()) == sorted(MODELS)
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_gpu_variant_has_the_default_contract(model: str) -> None:
-    default = _config(MODEL_REPOSITORY / model / "config.pbtxt")
-    gpu = _config(MODEL_REPOSITORY / model / "configs" / "gpu.pbtxt")
+    default, gpu = _variants(model)
     assert default.name == gpu.name == model
     assert _signature(gpu) == _signature(default)
     assert gpu.HasField("dynamic_batching") == default.HasField("dynamic_batching")
+    assert gpu.dynamic_batching == default.dynamic_batching
 
 
 @pytest.mark.parametrize("model", NETWORKS)
 def test_networks_run_on_the_gpu_with_tensorrt_fp16(model: str) -> None:
-    gpu = _config(MODEL_REPOSITORY / model / "configs" / "gpu.pbtxt")
+    _, gpu = _variants(model)
     assert gpu.backend == "onnxruntime"
+    assert gpu.default_model_filename == "model.onnx"
     assert [group.kind for group in gpu.instance_group] == [model_config_pb2.ModelInstanceGroup.KIND_GPU]
     (accelerator,) = gpu.optimization.execution_accelerators.gpu_execution_accelerator
     assert accelerator.name == "tensorrt"
     assert accelerator.parameters["precision_mode"] == "FP16"
+    assert accelerator.parameters["trt_engine_cache_path"] == f"/tmp/trt_cache_{model}"
 
 
 @pytest.mark.parametrize("model", NETWORKS)
-def test_networks_batch_dynamically_with_a_bounded_delay(model: str) -> None:
-    for path in (
-        MODEL_REPOSITORY / model / "config.pbtxt",
-        MODEL_REPOSITORY / model / "configs" / "gpu.pbtxt",
-    ):
-        config = _config(path)
-        assert config.max_batch_size >= 64
+def test_networks_batch_dynamically_with_a_bounded_delay_and_queue(model: str) -> None:
+    for config in _variants(model):
+        assert config.max_batch_size >= 32
         assert 0 < config.dynamic_batching.max_queue_delay_microseconds <= 10_000
+        assert config.dynamic_batching.default_queue_policy.max_queue_size > 0
         assert all(size <= config.max_batch_size for size in config.dynamic_batching.preferred_batch_size)
 
 
+@pytest.mark.parametrize("model", NETWORKS)
+def test_networks_run_the_shared_onnx_runtime_model_on_the_cpu(model: str) -> None:
+    default, _ = _variants(model)
+    assert default.backend == "python"
+    script = MODEL_REPOSITORY / model / "1" / "model.py"
+    assert script.resolve() == (MODEL_REPOSITORY / "lprnet" / "1" / "model.py").resolve()
+    if model != "lprnet":
+        assert script.is_symlink() and not Path(script.readlink()).is_absolute()
+
+
+def test_plate_detector_takes_uint8_frames() -> None:
+    for config in _variants("plate_detector"):
+        assert _signature(config) == (
+            [("images", model_config_pb2.TYPE_UINT8, (640, 640, 3))],
+            [("detections", model_config_pb2.TYPE_FP32, (25200, 15))],
+            32,
+        )
+
+
 def test_recognition_chunks_no_larger_than_the_networks_accept() -> None:
-    for path in (
-        MODEL_REPOSITORY / "plate_recognition" / "config.pbtxt",
-        MODEL_REPOSITORY / "plate_recognition" / "configs" / "gpu.pbtxt",
-    ):
-        chunk = int(_config(path).parameters["recognizer_max_batch"].string_value)
-        assert all(chunk <= _config(MODEL_REPOSITORY / n / "config.pbtxt").max_batch_size for n in NETWORKS)
+    for config in _variants("plate_recognition"):
+        chunk = int(config.parameters["recognizer_max_batch"].string_value)
+        assert all(
+            chunk <= _config(MODEL_REPOSITORY / n / "config.pbtxt").max_batch_size for n in RECOGNIZERS
+        )

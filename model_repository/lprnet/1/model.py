@@ -1,8 +1,10 @@
-"""A network exported to ONNX (`stn`, `lprnet`): one input tensor in, one output tensor out.
+"""A network in ONNX (`stn`, `lprnet`, `plate_detector`): one input tensor in, one output tensor out.
 
-This machine's variant: Python backend + ONNX Runtime CPU. `stn/1/model.py` is a link to this
-file: both models run `model.onnx` from their own version folder (exported by
-`stream-worker models prepare`) and take the tensor names from their config.pbtxt.
+This machine's variant: Python backend + ONNX Runtime CPU. `stn/1/model.py` and
+`plate_detector/1/model.py` are links to this file: each model runs `model.onnx` from its own
+version folder (written by `stream-worker models prepare`) and takes the tensor names from its
+config.pbtxt. The input goes to ONNX Runtime in the config's data type as Triton delivers it
+(float32 crops for stn/lprnet, uint8 frames for plate_detector), never converted here.
 
 Triton's dynamic batcher hands several requests to one execute(): they are concatenated into one
 ONNX Runtime run and split back. The GPU variant (configs/gpu.pbtxt) runs the same file on the
@@ -28,7 +30,7 @@ class TritonPythonModel:
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(parameters.get("intra_op_threads", 2))
         options.inter_op_num_threads = 1
-        # Spinning threads burn the cores the detector and the other network need.
+        # Spinning threads burn the cores the other models need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         path = Path(args["model_repository"]) / args["model_version"] / "model.onnx"
         # Comma-separated, by preference; e.g. "CUDAExecutionProvider,CPUExecutionProvider" where
@@ -39,7 +41,7 @@ class TritonPythonModel:
     def execute(self, requests: list) -> list:
         batches = [pb_utils.get_input_tensor_by_name(r, self.input_name).as_numpy() for r in requests]
         try:
-            feed = {self.input_name: np.concatenate(batches).astype(np.float32)}
+            feed = {self.input_name: batches[0] if len(batches) == 1 else np.concatenate(batches)}
             (result,) = self.session.run([self.output_name], feed)
         except Exception as error:
             failure = pb_utils.TritonError(f"ONNX Runtime: {error}")
