@@ -16,7 +16,11 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+# schema_version: the major version, incremented only by a breaking change. schema_revision:
+# incremented by each compatible addition (new optional fields), so a consumer can tell which
+# fields to expect; events without it are revision 1.
 SCHEMA_VERSION = 1
+SCHEMA_REVISION = 2
 SCHEMAS_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 # Russian civil plates: letter, three digits, two letters, two- or three-digit region, using
@@ -122,13 +126,44 @@ class Box(BaseModel):
     y2: float
 
 
+class Point(BaseModel):
+    x: float
+    y: float
+
+
+class PlateLayout(StrEnum):
+    SINGLE_ROW = "single_row"
+    DOUBLE_ROW = "double_row"
+
+
 class PlateReading(BaseModel):
     text: str = Field(description="Recognised characters (Latin look-alikes of the Cyrillic letters).")
-    confidence: float = Field(description="Recogniser confidence in [0, 1], rounded to 4 decimals.")
+    confidence: float = Field(
+        description="Recogniser confidence in [0, 1]: the least sure character's, rounded to 4 decimals."
+    )
     box: Box
-    detection_score: float = Field(description="The detector's score for the box, rounded to 4 decimals.")
+    detection_score: float = Field(
+        description="The detector's score for the plate in [0, 1] (objectness x layout probability for "
+        "the learned detector), rounded to 4 decimals."
+    )
     format_valid: bool = Field(
         description=f"Whether `text` matches the Russian plate pattern {PLATE_FORMAT}."
+    )
+    corners: list[Point] | None = Field(
+        None,
+        min_length=4,
+        max_length=4,
+        description="Since revision 2. The plate's four corners in source pixels: top-left, top-right, "
+        "bottom-right, bottom-left (a tilted plate's quadrilateral; the box's corners from the Haar "
+        "fallback). Rounded to 2 decimals.",
+    )
+    character_confidences: list[float] | None = Field(
+        None,
+        description="Since revision 2. One confidence in [0, 1] per character of `text`, in order, "
+        "rounded to 4 decimals; `confidence` is their minimum.",
+    )
+    layout: PlateLayout | None = Field(
+        None, description="Since revision 2. Single- or double-row plate, as the detector classified it."
     )
 
 
@@ -143,6 +178,12 @@ class PlateEvent(BaseModel):
     model_config = ConfigDict(title="PlateEvent")
 
     schema_version: Literal[1] = SCHEMA_VERSION
+    schema_revision: int = Field(
+        1,
+        ge=1,
+        description="Compatible additions within schema_version 1; absent means 1. Revision 2 adds "
+        "`corners`, `character_confidences` and `layout` to each plate.",
+    )
     event_id: str = Field(
         description="UUIDv5 of 'topic:partition:offset' of the input frame: the same frame always "
         "gets the same id, so consumers can drop the duplicates that at-least-once delivery allows."

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 FRAME_OK = "ok"
 INVALID_IMAGE = "invalid_image"
+SINGLE_ROW, DOUBLE_ROW = "single_row", "double_row"
+
+Point = tuple[float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +21,10 @@ class Plate:
     confidence: float
     box: tuple[float, float, float, float]  # x1, y1, x2, y2 in the source image's pixels
     detection_score: float
+    # top-left, top-right, bottom-right, bottom-left in source pixels; () when the model sent none
+    corners: tuple[Point, ...] = ()
+    character_confidences: tuple[float, ...] = ()  # one per character of `text`
+    layout: str = SINGLE_ROW  # or DOUBLE_ROW, as the detector classified the plate
 
 
 @dataclass(frozen=True, slots=True)

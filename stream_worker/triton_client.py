@@ -28,9 +28,12 @@ INPUT_NAME = "images"
 OUTPUT_NAMES = (
     "plate_frame",
     "plate_box",
+    "plate_corners",
     "plate_text",
     "plate_confidence",
+    "plate_character_confidences",
     "plate_detection_score",
+    "plate_layout",
     "frame_status",
     "frame_size",
 )
@@ -118,14 +121,30 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
         )
     plate_frames = outputs["plate_frame"].reshape(-1)
     boxes = outputs["plate_box"].reshape(-1, 4)
-    texts = outputs["plate_text"].reshape(-1)
+    corners = outputs["plate_corners"].reshape(-1, 4, 2)
+    texts = [_decode(text) for text in outputs["plate_text"].reshape(-1)]
     confidences = outputs["plate_confidence"].reshape(-1)
+    character_confidences = outputs["plate_character_confidences"].reshape(-1)
     scores = outputs["plate_detection_score"].reshape(-1)
+    layouts = outputs["plate_layout"].reshape(-1)
     plate_count = len(plate_frames)
-    if not len(boxes) == len(texts) == len(confidences) == len(scores) == plate_count:
+    lengths = {
+        "box": len(boxes),
+        "corners": len(corners),
+        "text": len(texts),
+        "confidence": len(confidences),
+        "detection score": len(scores),
+        "layout": len(layouts),
+    }
+    if any(length != plate_count for length in lengths.values()):
         raise TritonInferenceError(
-            f"Triton's per-plate outputs disagree in length: frame {plate_count}, box {len(boxes)}, "
-            f"text {len(texts)}, confidence {len(confidences)}, detection score {len(scores)}"
+            f"Triton's per-plate outputs disagree in length: frame {plate_count}, "
+            + ", ".join(f"{name} {length}" for name, length in lengths.items())
+        )
+    if sum(len(text) for text in texts) != len(character_confidences):
+        raise TritonInferenceError(
+            f"Triton sent {len(character_confidences)} character confidences for "
+            f"{sum(len(text) for text in texts)} characters"
         )
     if plate_count and (plate_frames.min() < 0 or plate_frames.max() >= frame_count):
         raise TritonInferenceError(
@@ -133,14 +152,20 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
         )
 
     plates_by_frame: list[list[Plate]] = [[] for _ in range(frame_count)]
+    first_character = 0
     for i in range(plate_count):
         x1, y1, x2, y2 = (float(v) for v in boxes[i])
+        characters = character_confidences[first_character : first_character + len(texts[i])]
+        first_character += len(texts[i])
         plates_by_frame[int(plate_frames[i])].append(
             Plate(
-                text=_decode(texts[i]),
+                text=texts[i],
                 confidence=float(confidences[i]),
                 box=(x1, y1, x2, y2),
                 detection_score=float(scores[i]),
+                corners=tuple((float(x), float(y)) for x, y in corners[i]),
+                character_confidences=tuple(float(c) for c in characters),
+                layout=_decode(layouts[i]),
             )
         )
     return [

@@ -64,9 +64,32 @@ EVENT = {
 }
 
 
+REVISION_2_PLATE = {
+    **EVENT["plates"][0],
+    "corners": [
+        {"x": 90.19, "y": 330.5},
+        {"x": 134.06, "y": 329.06},
+        {"x": 133.9, "y": 343.69},
+        {"x": 90.5, "y": 342.1},
+    ],
+    "character_confidences": [0.99, 0.98, 0.97, 0.96, 0.8563, 0.95, 0.94, 0.93, 0.92],
+    "layout": "single_row",
+}
+REVISION_2_EVENT = {**EVENT, "schema_revision": 2, "plates": [REVISION_2_PLATE]}
+
+
 def test_an_event_validates_against_the_schema_and_the_model():
     jsonschema.validate(EVENT, _schema("plate_event.schema.json"))
     assert PlateEvent.model_validate(EVENT).processed_at == datetime(2025, 2, 1, 8, 30, tzinfo=UTC)
+
+
+def test_revision_1_and_2_events_both_validate_and_tell_themselves_apart():
+    schema = _schema("plate_event.schema.json")
+    jsonschema.validate(REVISION_2_EVENT, schema)
+    old, new = PlateEvent.model_validate(EVENT), PlateEvent.model_validate(REVISION_2_EVENT)
+    assert (old.schema_revision, old.plates[0].corners, old.plates[0].layout) == (1, None, None)
+    assert new.schema_revision == 2 and len(new.plates[0].corners) == 4
+    assert new.plates[0].layout == "single_row"
 
 
 @pytest.mark.parametrize(
@@ -76,6 +99,9 @@ def test_an_event_validates_against_the_schema_and_the_model():
         {key: value for key, value in EVENT.items() if key != "event_id"},
         {**EVENT, "source": {"topic": "frames", "partition": -1, "offset": 0}},
         {**EVENT, "plates": [{"text": "X"}]},
+        {**REVISION_2_EVENT, "plates": [{**REVISION_2_PLATE, "corners": REVISION_2_PLATE["corners"][:3]}]},
+        {**REVISION_2_EVENT, "plates": [{**REVISION_2_PLATE, "layout": "three_rows"}]},
+        {**REVISION_2_EVENT, "schema_revision": 0},
     ],
 )
 def test_broken_events_fail_the_schema(broken):

@@ -21,19 +21,33 @@ from stream_worker.triton_client import (
 CAR_BOX = (94.0, 331.0, 132.0, 342.0)
 
 
+def corners_of(box: tuple[float, float, float, float]) -> tuple[tuple[float, float], ...]:
+    x1, y1, x2, y2 = box
+    return ((x1, y1), (x2, y1), (x2, y2), (x1, y2))
+
+
 def outputs(
     frames: list[tuple[bytes, tuple[int, int]]],
     plates: list[tuple[int, tuple[float, float, float, float], bytes, float, float]],
 ) -> dict[str, np.ndarray]:
-    """Arrays shaped as `plate_recognition` sends them (BYTES outputs as object arrays of bytes)."""
+    """Arrays shaped as `plate_recognition` sends them (BYTES outputs as object arrays of bytes).
+
+    Each plate's corners are its box's; its characters' confidences are 0.5, 0.75, 1.0, 0.5, ...
+    """
+    characters = [
+        [(0.5, 0.75, 1.0)[i % 3] for i in range(len(p[2].decode(errors="replace")))] for p in plates
+    ]
     return {
         "frame_status": np.array([status for status, _ in frames], dtype=np.object_),
         "frame_size": np.array([size for _, size in frames], dtype=np.int32).reshape(-1, 2),
         "plate_frame": np.array([p[0] for p in plates], dtype=np.int32),
         "plate_box": np.array([p[1] for p in plates], dtype=np.float32).reshape(-1, 4),
+        "plate_corners": np.array([corners_of(p[1]) for p in plates], dtype=np.float32).reshape(-1, 4, 2),
         "plate_text": np.array([p[2] for p in plates], dtype=np.object_),
         "plate_confidence": np.array([p[3] for p in plates], dtype=np.float32),
+        "plate_character_confidences": np.array([c for cs in characters for c in cs], dtype=np.float32),
         "plate_detection_score": np.array([p[4] for p in plates], dtype=np.float32),
+        "plate_layout": np.array([b"single_row"] * len(plates), dtype=np.object_),
     }
 
 
@@ -74,9 +88,25 @@ def test_plates_are_regrouped_by_frame_in_order() -> None:
     results = parse_outputs(raw, frame_count=3)
     assert [len(r.plates) for r in results] == [2, 0, 1]
     assert results[0].plates == (
-        Plate(text="B840CK197", confidence=0.875, box=CAR_BOX, detection_score=0.75),
-        Plate(text="E123KX99", confidence=0.625, box=(10.0, 20.0, 50.0, 30.0), detection_score=0.5),
+        Plate(
+            text="B840CK197",
+            confidence=0.875,
+            box=CAR_BOX,
+            detection_score=0.75,
+            corners=corners_of(CAR_BOX),
+            character_confidences=(0.5, 0.75, 1.0) * 3,
+            layout="single_row",
+        ),
+        Plate(
+            text="E123KX99",
+            confidence=0.625,
+            box=(10.0, 20.0, 50.0, 30.0),
+            detection_score=0.5,
+            corners=corners_of((10.0, 20.0, 50.0, 30.0)),
+            character_confidences=(0.5, 0.75, 1.0, 0.5, 0.75, 1.0, 0.5, 0.75),
+        ),
     )
+    assert results[2].plates[0].character_confidences == (0.5, 0.75, 1.0, 0.5, 0.75, 1.0, 0.5, 0.75)
     assert results[2].plates[0].box == (1.5, 2.5, 30.0, 12.0)
     assert all(isinstance(v, float) for v in results[2].plates[0].box)
 
@@ -101,6 +131,20 @@ def test_answer_for_fewer_frames_than_sent_is_an_inference_error() -> None:
 def test_plate_of_a_frame_not_in_the_request_is_an_inference_error() -> None:
     with pytest.raises(TritonInferenceError, match="plate for frame 1"):
         parse_outputs(outputs([(b"ok", (1, 1))], [(1, CAR_BOX, b"X", 0.1, 0.1)]), frame_count=1)
+
+
+def test_per_plate_outputs_of_different_lengths_are_an_inference_error() -> None:
+    raw = outputs([(b"ok", (1, 1))], [(0, CAR_BOX, b"X", 0.1, 0.1)])
+    raw["plate_corners"] = np.zeros((0, 4, 2), np.float32)
+    with pytest.raises(TritonInferenceError, match="corners 0"):
+        parse_outputs(raw, frame_count=1)
+
+
+def test_character_confidences_not_matching_the_texts_are_an_inference_error() -> None:
+    raw = outputs([(b"ok", (1, 1))], [(0, CAR_BOX, b"AB", 0.1, 0.1)])
+    raw["plate_character_confidences"] = np.zeros(3, np.float32)
+    with pytest.raises(TritonInferenceError, match="3 character confidences for 2 characters"):
+        parse_outputs(raw, frame_count=1)
 
 
 def test_missing_output_is_an_inference_error() -> None:
@@ -161,6 +205,10 @@ def test_recognize_car_and_cat_in_one_request(triton_url: str, car_jpeg: bytes, 
         car, bad, cat = client.recognize([car_jpeg, b"not a jpeg", cat_jpeg])
         assert client.model_version == "1"
     assert (car.status, car.width, car.height, len(car.plates)) == ("ok", 780, 439, 1)
+    [plate] = car.plates
+    assert len(plate.corners) == 4 and len(plate.character_confidences) == len(plate.text)
+    assert plate.confidence == pytest.approx(min(plate.character_confidences))
+    assert plate.layout == "single_row"
     assert bad.status.startswith("invalid_image") and bad.plates == ()
     assert (cat.status, cat.plates) == ("ok", ())
 

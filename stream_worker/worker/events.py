@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from stream_worker.contracts import (
     PLATE_FORMAT,
+    SCHEMA_REVISION,
     Box,
     DeadLetterHeader,
     ErrorReason,
@@ -16,7 +17,9 @@ from stream_worker.contracts import (
     ImageSize,
     ModelInfo,
     PlateEvent,
+    PlateLayout,
     PlateReading,
+    Point,
     Source,
 )
 from stream_worker.recognition import INVALID_IMAGE, FrameResult
@@ -59,6 +62,7 @@ def build_event(
 ) -> PlateEvent:
     record = frame.record
     return PlateEvent(
+        schema_revision=SCHEMA_REVISION,
         event_id=event_id(record.topic, record.partition, record.offset),
         camera_id=frame.camera_id,
         frame_id=frame.frame_id,
@@ -75,6 +79,9 @@ def build_event(
                 box=Box(**dict(zip(("x1", "y1", "x2", "y2"), (round(v, 2) for v in plate.box), strict=True))),
                 detection_score=round(plate.detection_score, 4),
                 format_valid=format_valid(plate.text),
+                corners=[Point(x=round(x, 2), y=round(y, 2)) for x, y in plate.corners] or None,
+                character_confidences=[round(c, 4) for c in plate.character_confidences] or None,
+                layout=PlateLayout(plate.layout),
             )
             for plate in result.plates
         ],

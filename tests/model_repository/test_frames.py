@@ -75,18 +75,48 @@ def test_decode_returns_the_bgr_image(frames) -> None:
     assert image.shape == (30, 40, 3) and image.dtype == np.uint8
 
 
-def test_crop_is_widened_vertically_by_a_fifth_of_the_box_height_and_clipped(frames) -> None:
-    assert frames.plate_crop_region(np.array([10, 20, 60, 30]), 100, 100) == (10, 18, 60, 32)
-    assert frames.plate_crop_region(np.array([-5, 0, 120, 10]), 100, 100) == (0, 0, 100, 12)
+def _corners(x1: float, y1: float, x2: float, y2: float) -> np.ndarray:
+    return np.array([[x1, y1], [x2, y1], [x2, y2], [x1, y2]], np.float32)
 
 
 def test_plate_tensor_is_normalised_channels_first(frames) -> None:
     image = np.zeros((50, 80, 3), np.uint8)
     image[..., 2] = 255
-    tensor = frames.plate_tensor(image, np.array([10, 10, 60, 30]))
+    tensor = frames.plate_tensor(image, _corners(10, 10, 60, 30))
     assert tensor.shape == (3, 24, 94) and tensor.dtype == np.float32
     np.testing.assert_allclose(tensor[0], -0.99609375)
     np.testing.assert_allclose(tensor[2], 0.99609375)
+
+
+def test_the_plate_lands_inside_the_margins(frames) -> None:
+    """A white plate on black: white exactly where the margins say, black around it."""
+    image = np.zeros((200, 400, 3), np.uint8)
+    image[80:120, 100:300] = 255
+    tensor = frames.plate_tensor(
+        image, _corners(100, 80, 300, 120), vertical_margin=0.2, horizontal_margin=0.1
+    )
+    white = tensor[0] > 0
+    rows, columns = np.flatnonzero(white.any(axis=1)), np.flatnonzero(white.any(axis=0))
+    # plate height 24 / 1.4 = 17.1 px centred -> rows 3..20; width 94 / 1.2 = 78.3 px -> columns 8..86
+    assert (rows[0], rows[-1]) in {(3, 20), (4, 20), (3, 19), (4, 19)}
+    assert (columns[0], columns[-1]) in {(8, 86), (8, 85), (9, 86), (9, 85)}
+
+
+def test_a_tilted_plate_is_warped_upright(frames) -> None:
+    """A plate rotated by 10 degrees reads the same as the upright one once warped from its corners."""
+    import cv2
+
+    upright = np.zeros((200, 400, 3), np.uint8)
+    upright[80:120, 100:300] = 255
+    cv2.putText(upright, "A123BC", (110, 112), cv2.FONT_HERSHEY_SIMPLEX, 1.1, (0, 0, 0), 3)
+    rotation = cv2.getRotationMatrix2D((200, 100), 10, 1.0)
+    tilted = cv2.warpAffine(upright, rotation, (400, 200))
+    corners = _corners(100, 80, 300, 120)
+    tilted_corners = cv2.transform(corners[None], rotation)[0]
+    expected = frames.plate_tensor(upright, corners)
+    actual = frames.plate_tensor(tilted, tilted_corners)
+    assert np.abs(actual - expected).mean() < 0.1
+    assert np.abs(frames.plate_tensor(tilted, corners) - expected).mean() > 0.2
 
 
 def _logits(path: list[int], confidence: float = 0.9) -> np.ndarray:

@@ -34,7 +34,17 @@ CAR = FrameResult(
     status="ok",
     width=780,
     height=439,
-    plates=(Plate("B840CK197", 0.85633778572, (90.18751, 329.0625, 134.0625, 343.6875), 0.964522659),),
+    plates=(
+        Plate(
+            "B840CK197",
+            0.85633778572,
+            (90.18751, 329.0625, 134.0625, 343.6875),
+            0.964522659,
+            corners=((90.18751, 330.5), (134.0625, 329.0625), (133.9, 343.6875), (90.5, 342.111)),
+            character_confidences=(0.99, 0.9812345, 0.97, 0.96, 0.85633778572, 0.95, 0.94, 0.93, 0.92),
+            layout="single_row",
+        ),
+    ),
 )
 
 
@@ -58,11 +68,37 @@ def test_event_fields():
     assert plate.detection_score == 0.9645
     assert plate.box.model_dump() == {"x1": 90.19, "y1": 329.06, "x2": 134.06, "y2": 343.69}
     assert plate.format_valid
+    assert [(c.x, c.y) for c in plate.corners] == [
+        (90.19, 330.5),
+        (134.06, 329.06),
+        (133.9, 343.69),
+        (90.5, 342.11),
+    ]
+    assert plate.character_confidences == [0.99, 0.9812, 0.97, 0.96, 0.8563, 0.95, 0.94, 0.93, 0.92]
+    assert plate.layout == "single_row"
+    assert event.schema_revision == 2
+
+
+def test_a_plate_without_corners_or_character_confidences_leaves_them_out():
+    bare = FrameResult("ok", 780, 439, (Plate("B840CK197", 0.5, CAR.plates[0].box, 0.5),))
+    [plate] = build_event(frame(), bare).plates
+    assert plate.corners is None and plate.character_confidences is None
 
 
 def test_float_noise_between_batches_does_not_change_the_event():
-    noisy = FrameResult("ok", 780, 439, (Plate("B840CK197", 0.8563380241, CAR.plates[0].box, 0.96452266),))
-    assert build_event(frame(), noisy).plates == build_event(frame(), CAR).plates
+    [car] = CAR.plates
+    noisy = Plate(
+        car.text,
+        0.8563380241,
+        car.box,
+        0.96452266,
+        corners=tuple((x + 1e-4, y - 1e-4) for x, y in car.corners),
+        character_confidences=tuple(c + 1e-6 for c in car.character_confidences),
+        layout=car.layout,
+    )
+    assert (
+        build_event(frame(), FrameResult("ok", 780, 439, (noisy,))).plates == build_event(frame(), CAR).plates
+    )
 
 
 def test_event_id_is_a_deterministic_uuid5_of_the_source():

@@ -16,7 +16,11 @@ STANDALONE_MARKERS = frozenset({0x01, *range(0xD0, 0xDA)})
 START_OF_SCAN = 0xDA
 
 PLATE_WIDTH, PLATE_HEIGHT = 94, 24
-PLATE_VERTICAL_PADDING = 0.2  # of the box height, above and below: how the checkpoints were trained
+# Margins around the plate in the crop, as fractions of its height (above and below) and width (each
+# side). 20% vertically is how the checkpoints were trained; 8% horizontally read the most texts
+# exactly on ../shared/evalset/scenes (57 of 61, against 52 with none; 56-57 for 10-25% vertically).
+PLATE_VERTICAL_MARGIN = 0.2
+PLATE_HORIZONTAL_MARGIN = 0.08
 VOCABULARY = "0123456789ABEKMHOPCTYX"
 CTC_BLANK = len(VOCABULARY)  # class 22
 
@@ -75,22 +79,28 @@ def decode_jpeg(data: bytes, max_pixels: int) -> np.ndarray:
     return image
 
 
-def plate_crop_region(box: np.ndarray, width: int, height: int) -> tuple[int, int, int, int]:
-    """Integer crop of a detector box widened vertically by 20% of its height each way, clipped."""
-    x1, y1, x2, y2 = (float(v) for v in box)
-    pad = (y2 - y1) * PLATE_VERTICAL_PADDING
-    left = min(max(int(np.floor(x1)), 0), width - 1)
-    top = min(max(int(np.floor(y1 - pad)), 0), height - 1)
-    right = max(min(int(np.ceil(x2)), width), left + 1)
-    bottom = max(min(int(np.ceil(y2 + pad)), height), top + 1)
-    return left, top, right, bottom
+def plate_tensor(
+    image: np.ndarray,
+    corners: np.ndarray,
+    vertical_margin: float = PLATE_VERTICAL_MARGIN,
+    horizontal_margin: float = PLATE_HORIZONTAL_MARGIN,
+) -> np.ndarray:
+    """One network input [3, 24, 94] float32: the plate warped flat, (p - 127.5) / 128, channels first.
 
-
-def plate_tensor(image: np.ndarray, box: np.ndarray) -> np.ndarray:
-    """One network input [3, 24, 94] float32: crop, cubic resize, (p - 127.5) / 128, channels first."""
-    left, top, right, bottom = plate_crop_region(box, image.shape[1], image.shape[0])
-    crop = cv2.resize(
-        image[top:bottom, left:right], (PLATE_WIDTH, PLATE_HEIGHT), interpolation=cv2.INTER_CUBIC
+    The four corners (top-left, top-right, bottom-right, bottom-left) are mapped onto the 94x24
+    input, inset by the margins (fractions of the plate's height and width on each side), so a
+    tilted or skewed plate reaches LPRNet upright. Pixels outside the frame repeat its border.
+    """
+    plate_h = PLATE_HEIGHT / (1 + 2 * vertical_margin)
+    plate_w = PLATE_WIDTH / (1 + 2 * horizontal_margin)
+    left, top = (PLATE_WIDTH - plate_w) / 2, (PLATE_HEIGHT - plate_h) / 2
+    target = np.array(
+        [[left, top], [left + plate_w, top], [left + plate_w, top + plate_h], [left, top + plate_h]],
+        np.float32,
+    )
+    transform = cv2.getPerspectiveTransform(np.asarray(corners, np.float32).reshape(4, 2), target)
+    crop = cv2.warpPerspective(
+        image, transform, (PLATE_WIDTH, PLATE_HEIGHT), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE
     )
     return ((crop.astype(np.float32) - 127.5) * 0.0078125).transpose(2, 0, 1)
 

@@ -3,13 +3,17 @@
 Per request (one micro-batch of frames):
 1. every frame is checked from its JPEG header (size limit `max_pixels`) and decoded; a bad frame
    gets `invalid_image: <reason>` and never fails the other frames;
-2. the detector runs on all decoded frames concurrently (async BLS);
-3. all plates of all frames are cropped and normalised together, then sent as ONE `stn` request
-   and ONE `lprnet` request (chunked only beyond their max_batch_size), which Triton's dynamic
-   batcher may merge further with other requests;
+2. detection: all frames, letterboxed at every scale of `detector_scales`, go to `plate_detector`
+   as ONE uint8 request (chunked only beyond `detector_max_batch`); boxes, corners and scores are
+   decoded, suppressed (NMS) and mapped back to each frame's pixels. With `detector: haar` the
+   fallback `haar_detector` runs instead, one request per frame;
+3. each plate is warped flat from its four corners into the 94x24 input; all plates of all frames
+   go as ONE `stn` request and ONE `lprnet` request (chunked only beyond their max_batch_size),
+   which Triton's dynamic batcher may merge further with other requests;
 4. greedy CTC decoding. `plate_confidence` is the minimum over the plate's characters of each
-   character's softmax probability (the best one among the time steps that emitted it): the plate
-   is only as sure as its least sure character. Empty readings are dropped.
+   character's softmax probability (the plate is only as sure as its least sure character);
+   `plate_character_confidences` holds those per-character values, all plates flattened in order
+   (plate i owns as many as its text has characters). Empty readings are dropped.
 A failing sub-model fails the whole request with a TritonError (the client retries the batch).
 """
 
@@ -20,9 +24,20 @@ import json
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from detections import (
+    DOUBLE_ROW,
+    SINGLE_ROW,
+    Detections,
+    box_corners,
+    canvases_for,
+    frame_detections,
+    parse_scales,
+    usable_corners,
+)
 from frames import InvalidImage, ctc_greedy_decode, decode_jpeg, plate_confidence, plate_tensor
 
 DEFAULT_MAX_PIXELS = 40_000_000
+DETECTORS = ("yolo", "haar")
 
 
 class SubModelError(RuntimeError):
@@ -34,7 +49,19 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         parameters = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         self.max_pixels = int(parameters.get("max_pixels", DEFAULT_MAX_PIXELS))
+        self.detector_kind = parameters.get("detector", "yolo")
+        if self.detector_kind not in DETECTORS:
+            raise pb_utils.TritonModelException(
+                f"plate_recognition: detector {self.detector_kind!r} is not one of {', '.join(DETECTORS)}"
+            )
         self.detector = parameters.get("detector_model", "plate_detector")
+        self.haar_detector = parameters.get("haar_detector_model", "haar_detector")
+        self.scales = parse_scales(parameters.get("detector_scales", "1.0,0.75"))
+        self.score_threshold = float(parameters.get("score_threshold", 0.25))
+        self.nms_iou = float(parameters.get("nms_iou", 0.5))
+        self.detector_max_batch = int(parameters.get("detector_max_batch", 32))
+        self.vertical_margin = float(parameters.get("crop_vertical_margin", 0.2))
+        self.horizontal_margin = float(parameters.get("crop_horizontal_margin", 0.08))
         self.stn = parameters.get("stn_model", "stn")
         self.lprnet = parameters.get("lprnet_model", "lprnet")
         self.recognizer_max_batch = int(parameters.get("recognizer_max_batch", 64))
@@ -62,36 +89,55 @@ class TritonPythonModel:
         ).reshape(-1, 2)
 
         valid = [index for index, image in enumerate(images) if image is not None]
-        detections = await asyncio.gather(*(self._detect(images[index]) for index in valid))
+        if self.detector_kind == "yolo":
+            detections = await self._detect([images[index] for index in valid])
+        else:
+            detections = await asyncio.gather(*(self._detect_haar(images[index]) for index in valid))
 
         plate_frames: list[int] = []
-        plate_boxes: list[np.ndarray] = []
-        plate_scores: list[float] = []
-        for index, (boxes, scores) in zip(valid, detections, strict=True):
-            plate_frames.extend([index] * len(boxes))
-            plate_boxes.extend(boxes)
-            plate_scores.extend(float(s) for s in scores)
-        crops = [plate_tensor(images[f], box) for f, box in zip(plate_frames, plate_boxes, strict=True)]
+        found: list[Detections] = []
+        for index, frame_plates in zip(valid, detections, strict=True):
+            plate_frames.extend([index] * len(frame_plates))
+            found.append(frame_plates)
+        plates = Detections.concatenate(found)
+        corners = [usable_corners(c, b) for c, b in zip(plates.corners, plates.boxes, strict=True)]
+        crops = [
+            plate_tensor(images[f], c, self.vertical_margin, self.horizontal_margin)
+            for f, c in zip(plate_frames, corners, strict=True)
+        ]
         logits = await self._read_plates(np.stack(crops)) if crops else np.zeros((0, 23, 18), np.float32)
 
-        keep_frames, keep_boxes, texts, confidences, detection_scores = [], [], [], [], []
+        kept, texts, confidences, character_confidences = [], [], [], []
         for i, plate_logits in enumerate(logits):
-            text, character_confidences = ctc_greedy_decode(plate_logits)
+            text, characters = ctc_greedy_decode(plate_logits)
             if not text:
                 continue
-            keep_frames.append(plate_frames[i])
-            keep_boxes.append(plate_boxes[i])
+            kept.append(i)
             texts.append(text.encode())
-            confidences.append(plate_confidence(character_confidences))
-            detection_scores.append(plate_scores[i])
+            confidences.append(plate_confidence(characters))
+            character_confidences.extend(characters)
+        kept_plates = plates.take(np.array(kept, np.int64))
 
         return pb_utils.InferenceResponse(
             output_tensors=[
-                pb_utils.Tensor("plate_frame", np.array(keep_frames, dtype=np.int32)),
-                pb_utils.Tensor("plate_box", np.array(keep_boxes, dtype=np.float32).reshape(-1, 4)),
+                pb_utils.Tensor("plate_frame", np.array([plate_frames[i] for i in kept], dtype=np.int32)),
+                pb_utils.Tensor("plate_box", kept_plates.boxes.astype(np.float32).reshape(-1, 4)),
+                pb_utils.Tensor(
+                    "plate_corners", np.array([corners[i] for i in kept], np.float32).reshape(-1, 4, 2)
+                ),
                 pb_utils.Tensor("plate_text", np.array(texts, dtype=np.object_)),
                 pb_utils.Tensor("plate_confidence", np.array(confidences, dtype=np.float32)),
-                pb_utils.Tensor("plate_detection_score", np.array(detection_scores, dtype=np.float32)),
+                pb_utils.Tensor(
+                    "plate_character_confidences", np.array(character_confidences, dtype=np.float32)
+                ),
+                pb_utils.Tensor("plate_detection_score", kept_plates.scores.astype(np.float32)),
+                pb_utils.Tensor(
+                    "plate_layout",
+                    np.array(
+                        [(DOUBLE_ROW if d else SINGLE_ROW).encode() for d in kept_plates.double_row],
+                        dtype=np.object_,
+                    ),
+                ),
                 pb_utils.Tensor("frame_status", np.array([s.encode() for s in statuses], dtype=np.object_)),
                 pb_utils.Tensor("frame_size", sizes),
             ]
@@ -111,11 +157,32 @@ class TritonPythonModel:
             raise SubModelError(f"{model} failed: {response.error().message()}")
         return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
 
-    async def _detect(self, image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        boxes, scores = await self._infer(
-            self.detector, [pb_utils.Tensor("image", np.ascontiguousarray(image))], ["boxes", "scores"]
+    async def _detect(self, images: list[np.ndarray]) -> list[Detections]:
+        """All frames at all scales through `plate_detector` in one request per `detector_max_batch`."""
+        if not images:
+            return []
+        canvases, placements = await asyncio.to_thread(canvases_for, images, self.scales)
+        chunks = [
+            canvases[start : start + self.detector_max_batch]
+            for start in range(0, len(canvases), self.detector_max_batch)
+        ]
+        outputs = await asyncio.gather(
+            *(
+                self._infer(self.detector, [pb_utils.Tensor("images", chunk)], ["detections"])
+                for chunk in chunks
+            )
         )
-        return boxes.reshape(-1, 4), scores.reshape(-1)
+        rows = np.concatenate([detections for (detections,) in outputs])
+        sizes = [(image.shape[1], image.shape[0]) for image in images]
+        return frame_detections(rows, placements, sizes, len(self.scales), self.score_threshold, self.nms_iou)
+
+    async def _detect_haar(self, image: np.ndarray) -> Detections:
+        boxes, scores = await self._infer(
+            self.haar_detector, [pb_utils.Tensor("image", np.ascontiguousarray(image))], ["boxes", "scores"]
+        )
+        boxes = boxes.reshape(-1, 4).astype(np.float32)
+        corners = np.array([box_corners(box) for box in boxes], np.float32).reshape(-1, 4, 2)
+        return Detections(boxes, corners, scores.reshape(-1).astype(np.float32), np.zeros(len(boxes), bool))
 
     async def _read_plates(self, crops: np.ndarray) -> np.ndarray:
         """STN then LPRNet over all crops of the request: one request each per max_batch_size chunk."""
