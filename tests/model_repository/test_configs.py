@@ -92,3 +92,9 @@ def test_recognition_chunks_no_larger_than_the_networks_accept() -> None:
         assert all(
             chunk <= _config(MODEL_REPOSITORY / n / "config.pbtxt").max_batch_size for n in RECOGNIZERS
         )
+
+
+def test_recognition_sends_the_detector_no_larger_requests_than_it_accepts() -> None:
+    for config in _variants("plate_recognition"):
+        chunk = int(config.parameters["detector_max_batch"].string_value)
+        assert 0 < chunk <= _config(MODEL_REPOSITORY / "plate_detector" / "config.pbtxt").max_batch_size
