@@ -49,14 +49,16 @@ _RETRYABLE_STATUSES = frozenset(
     }
 )
 # Triton reports a model that is not (yet) loaded, a crashed Python-backend stub it is
-# restarting, or (INTERNAL "Server not ready") a server shutting down with these phrases; the
-# request itself is fine, so they are retryable too.
+# restarting, (INTERNAL "Server not ready") a server shutting down, or a sub-model whose bounded
+# queue is full (an overloaded server) with these phrases; the request itself is fine, so they are
+# retryable too: an overload must not send good frames to the dead-letter topic.
 _RETRYABLE_MESSAGES = (
     "unknown model",
     "is not ready",
     "server not ready",
     "no available versions",
     "is not healthy",
+    "exceeds maximum queue size",
 )
 
 

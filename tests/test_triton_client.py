@@ -166,6 +166,8 @@ def test_missing_output_is_an_inference_error() -> None:
         ("StatusCode.INTERNAL", "Request for unknown model: 'plate_recognition' has no available versions"),
         ("StatusCode.INTERNAL", "Stub process 'plate_recognition_0_0' is not healthy."),
         ("StatusCode.INTERNAL", "Server not ready"),
+        ("StatusCode.INTERNAL", "plate_detector failed: Exceeds maximum queue size"),
+        ("StatusCode.UNAVAILABLE", "Exceeds maximum queue size"),
     ],
 )
 def test_server_down_or_model_not_ready_is_unavailable(status: str, message: str) -> None:

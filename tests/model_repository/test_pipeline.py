@@ -22,9 +22,12 @@ EXPECTED_TEXT = "B840CK197"
 OUTPUTS = (
     "plate_frame",
     "plate_box",
+    "plate_corners",
     "plate_text",
     "plate_confidence",
+    "plate_character_confidences",
     "plate_detection_score",
+    "plate_layout",
     "frame_status",
     "frame_size",
 )
@@ -45,12 +48,12 @@ def iou(a, b) -> float:
     return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
 
 
-def character_confidences(url: str, frames, car_jpeg: bytes, box: np.ndarray) -> tuple[str, list[float]]:
-    """Re-read one plate through stn and lprnet directly, to report per-character confidences."""
+def character_confidences(url: str, frames, car_jpeg: bytes, corners: np.ndarray) -> tuple[str, list[float]]:
+    """Re-read one plate through stn and lprnet directly, to check the per-character confidences."""
     image = frames.decode_jpeg(car_jpeg, 40_000_000)
     client = grpcclient.InferenceServerClient(url)
     tensor = grpcclient.InferInput("input", [1, 3, 24, 94], "FP32")
-    tensor.set_data_from_numpy(frames.plate_tensor(image, box)[None])
+    tensor.set_data_from_numpy(frames.plate_tensor(image, corners)[None])
     rectified = client.infer("stn", [tensor]).as_numpy("output")
     tensor.set_data_from_numpy(rectified)
     logits = client.infer("lprnet", [tensor]).as_numpy("logits")
@@ -65,17 +68,26 @@ def test_car_has_one_plate_read_within_one_edit(triton_url: str, car_jpeg: bytes
     assert result["frame_size"].tolist() == [[780, 439]]
     assert result["plate_frame"].tolist() == [0]
     box, text = result["plate_box"][0], result["plate_text"][0].decode()
-    text_again, confidences = character_confidences(triton_url, frames, car_jpeg, box)
+    corners = result["plate_corners"][0]
+    text_again, confidences = character_confidences(triton_url, frames, car_jpeg, corners)
     print(
         f"read {text!r} confidence {result['plate_confidence'][0]:.3f} "
-        f"detection {result['plate_detection_score'][0]:.3f} box {box.tolist()}; per character: "
+        f"detection {result['plate_detection_score'][0]:.3f} box {box.tolist()} "
+        f"IoU {iou(box, EXPECTED_BOX):.2f}; per character: "
         + " ".join(f"{c}={p:.3f}" for c, p in zip(text_again, confidences, strict=True))
     )
-    assert iou(box, EXPECTED_BOX) >= 0.4
+    assert iou(box, EXPECTED_BOX) >= 0.5
     assert edit_distance(text, EXPECTED_TEXT) <= 1
     assert text_again == text
+    np.testing.assert_allclose(result["plate_character_confidences"], confidences, atol=1e-5)
     assert result["plate_confidence"][0] == pytest.approx(min(confidences), abs=1e-5)
-    assert 0.0 < result["plate_detection_score"][0] <= 1.0
+    # The detector's own score (objectness x layout probability), not a constant.
+    assert 0.3 < result["plate_detection_score"][0] < 1.0
+    assert result["plate_layout"].tolist() == [b"single_row"]
+    # The corners lie on the box's edges, give or take a few pixels.
+    assert (
+        np.abs(corners - [[box[0], box[1]], [box[2], box[1]], [box[2], box[3]], [box[0], box[3]]]).max() < 6
+    )
 
 
 def test_cat_is_ok_without_plates(triton_url: str, cat_jpeg: bytes) -> None:
@@ -91,9 +103,12 @@ def test_an_empty_micro_batch_gets_empty_outputs(triton_url: str) -> None:
     assert {name: array.shape for name, array in result.items()} == {
         "plate_frame": (0,),
         "plate_box": (0, 4),
+        "plate_corners": (0, 4, 2),
         "plate_text": (0,),
         "plate_confidence": (0,),
+        "plate_character_confidences": (0,),
         "plate_detection_score": (0,),
+        "plate_layout": (0,),
         "frame_status": (0,),
         "frame_size": (0, 2),
     }
@@ -162,22 +177,28 @@ def test_bad_frames_fail_alone_and_huge_headers_are_not_decoded(
     assert after - before < 2**30
 
 
-def _lprnet_statistics(url: str) -> tuple[int, int, int, dict[int, int]]:
-    """lprnet's (requests, executions, inferences, executions by batch size) so far."""
-    statistics = grpcclient.InferenceServerClient(url).get_inference_statistics("lprnet", as_json=True)
+def _statistics(url: str, model: str = "lprnet", at_least: int = 0) -> tuple[int, int, int, dict[int, int]]:
+    """A model's (requests, executions, inferences, executions by batch size) so far.
+
+    Triton counts a request once its response is on its way, so a client can see its answer a
+    moment before the statistics do: with `at_least`, wait (up to 10 s) for that many requests.
+    """
+    deadline = time.monotonic() + 10
+    while (statistics := _read_statistics(url, model))[0] < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return statistics
+
+
+def _read_statistics(url: str, model: str) -> tuple[int, int, int, dict[int, int]]:
+    statistics = grpcclient.InferenceServerClient(url).get_inference_statistics(model, as_json=True)
     (model,) = statistics["model_stats"]
     by_size = {int(s["batch_size"]): int(s["compute_infer"]["count"]) for s in model.get("batch_stats", [])}
-    requests = int(model["inference_stats"]["success"]["count"])
+    requests = int(model["inference_stats"]["success"].get("count", 0))
     return requests, int(model.get("execution_count", 0)), int(model.get("inference_count", 0)), by_size
 
 
 def test_concurrent_clients_are_batched_together(triton_url: str) -> None:
-    """8 clients each sending one crop at a time: executions of size > 1 merged several requests.
-
-    The clients call lprnet directly: through plate_recognition on this CPU the Haar detector
-    (~0.1 s per frame) spaces the plates of concurrent single-frame requests far wider apart than the
-    2 ms batching window, so there the batching comes from each request carrying a micro-batch.
-    """
+    """8 clients each sending one crop at a time to lprnet: executions of size > 1 merged requests."""
     crop = grpcclient.InferInput("input", [1, 3, 24, 94], "FP32")
     crop.set_data_from_numpy(np.zeros((1, 3, 24, 94), np.float32))
 
@@ -186,10 +207,10 @@ def test_concurrent_clients_are_batched_together(triton_url: str) -> None:
         for _ in range(20):
             assert connection.infer("lprnet", [crop]).as_numpy("logits").shape == (1, 23, 18)
 
-    requests_before, executions_before, _, sizes_before = _lprnet_statistics(triton_url)
+    requests_before, executions_before, _, sizes_before = _statistics(triton_url)
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(client, range(8)))
-    requests_after, executions_after, _, sizes_after = _lprnet_statistics(triton_url)
+    requests_after, executions_after, _, sizes_after = _statistics(triton_url, at_least=requests_before + 160)
     merged = {size: n - sizes_before.get(size, 0) for size, n in sizes_after.items() if size > 1}
     print(
         f"lprnet: {requests_after - requests_before} requests in "
@@ -200,15 +221,37 @@ def test_concurrent_clients_are_batched_together(triton_url: str) -> None:
     assert executions_after - executions_before < 160
 
 
-def test_a_micro_batch_makes_one_lprnet_request(triton_url: str, car_jpeg: bytes) -> None:
-    requests_before, _, inferences_before, _ = _lprnet_statistics(triton_url)
+def test_concurrent_frames_are_detected_in_shared_batches(triton_url: str, car_jpeg: bytes) -> None:
+    """8 clients sending single frames through plate_recognition: the detector runs them batched."""
+    requests_before, executions_before, _, sizes_before = _statistics(triton_url, "plate_detector")
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: recognize(triton_url, [car_jpeg]), range(32)))
+    requests_after, executions_after, _, sizes_after = _statistics(
+        triton_url, "plate_detector", at_least=requests_before + 32
+    )
+    merged = {size: n - sizes_before.get(size, 0) for size, n in sizes_after.items()}
+    print(
+        f"plate_detector: {requests_after - requests_before} requests in "
+        f"{executions_after - executions_before} executions; by batch size {merged}"
+    )
+    assert all(r["plate_frame"].tolist() == [0] for r in results)
+    assert requests_after - requests_before == 32
+    assert any(n > 0 for size, n in merged.items() if size > 2)  # beyond one frame's two scales
+
+
+def test_a_micro_batch_makes_one_request_to_each_network(triton_url: str, car_jpeg: bytes) -> None:
+    before = {model: _statistics(triton_url, model) for model in ("plate_detector", "stn", "lprnet")}
     started = time.perf_counter()
     result = recognize(triton_url, [car_jpeg] * 16)
     print(f"16 x car.jpg latency {time.perf_counter() - started:.3f} s")
-    requests_after, _, inferences_after, _ = _lprnet_statistics(triton_url)
+    after = {model: _statistics(triton_url, model, before[model][0] + 1) for model in before}
     assert result["plate_frame"].tolist() == list(range(16))
     assert len(set(result["plate_text"].tolist())) == 1
-    assert (requests_after - requests_before, inferences_after - inferences_before) == (1, 16)
+    requests_and_inferences = {
+        model: (after[model][0] - before[model][0], after[model][2] - before[model][2]) for model in after
+    }
+    # The detector sees each frame at two scales: 32 images in one request.
+    assert requests_and_inferences == {"plate_detector": (1, 32), "stn": (1, 16), "lprnet": (1, 16)}
 
 
 def _failing_lprnet(path: Path) -> None:
@@ -242,3 +285,26 @@ def test_a_failing_sub_model_fails_the_request_clearly(
         with pytest.raises(InferenceServerException, match="lprnet failed") as error:
             recognize(server.grpc_url, [car_jpeg, cat_jpeg])
         print("sub-model failure as the client sees it:", error.value.message())
+
+
+def test_the_haar_fallback_still_reads_the_car(
+    prepared_model_repository: Path, tmp_path: Path, car_jpeg: bytes, cat_jpeg: bytes
+) -> None:
+    """`detector: haar` in plate_recognition's config: the OpenCV cascade instead of the learned detector."""
+    from stream_worker.launchers.triton import LocalTriton
+
+    repository = tmp_path / "repository"
+    shutil.copytree(prepared_model_repository, repository, ignore=shutil.ignore_patterns("__pycache__"))
+    config = repository / "plate_recognition" / "config.pbtxt"
+    default = 'key: "detector", value: { string_value: "yolo" }'
+    assert default in config.read_text()
+    config.write_text(config.read_text().replace(default, 'key: "detector", value: { string_value: "haar" }'))
+    with LocalTriton(repository) as server:
+        result = recognize(server.grpc_url, [car_jpeg, cat_jpeg])
+        detector_requests = _statistics(server.grpc_url, "plate_detector")[0]
+    print("haar fallback:", result["plate_text"].tolist(), result["plate_box"].tolist())
+    assert result["frame_status"].tolist() == [b"ok", b"ok"]
+    assert result["plate_frame"].tolist() == [0]
+    assert iou(result["plate_box"][0], EXPECTED_BOX) >= 0.4
+    assert edit_distance(result["plate_text"][0].decode(), EXPECTED_TEXT) <= 1
+    assert detector_requests == 0

@@ -120,6 +120,10 @@ def test_batch_agnostic_shape_makes_the_hidden_channel_count_explicit() -> None:
     ]
 
 
+def relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
+    return float((np.abs(actual - expected) / np.maximum(1.0, np.abs(expected))).max())
+
+
 def test_a_frame_alone_and_inside_a_batch_of_16_other_frames_agree(
     detector: ort.InferenceSession,
     source: ort.InferenceSession,
@@ -127,22 +131,23 @@ def test_a_frame_alone_and_inside_a_batch_of_16_other_frames_agree(
     other_frames: np.ndarray,
 ) -> None:
     """The batch-dynamic detector's outputs for a frame alone and inside a batch of 16 other frames
-    agree within 1e-3, and both agree with the published graph run on that frame alone."""
+    agree within 1e-3, and both agree with the published graph run on that frame alone (within
+    1e-3, relative for coordinates above 1 px: the pixel scaling is folded into the weights)."""
     (alone,) = detector.run(None, {"images": car_frame[None]})
     batch = np.concatenate([other_frames[:7], car_frame[None], other_frames[7:]])
     (batched,) = detector.run(None, {"images": batch})
     (published,) = source.run(None, {"input": detector_graph.source_pixels(car_frame[None])})
     in_batch_diff = float(np.abs(batched[7] - alone[0]).max())
-    published_diff = float(np.abs(alone - published).max())
+    published_diff = relative_error(alone, published)
     print(
         f"car frame: max |alone - in a batch of 17| = {in_batch_diff:.3g}, "
-        f"max |alone - published| = {published_diff:.3g}"
+        f"max error vs published (relative above 1) = {published_diff:.3g}"
     )
     assert batched.shape == (17, 25200, 15)
     assert in_batch_diff < 1e-3 and published_diff < 1e-3
     for index, frame in enumerate(other_frames[:3]):
         (published,) = source.run(None, {"input": detector_graph.source_pixels(frame[None])})
-        assert float(np.abs(batched[index] - published[0]).max()) < 1e-3
+        assert relative_error(batched[index], published[0]) < 1e-3
 
 
 @pytest.mark.parametrize("pad_value", [114, 0])
@@ -168,7 +173,7 @@ def test_a_rewrite_that_disagrees_fails_and_keeps_the_old_file(
     target = tmp_path / "plate_detector" / "1" / "model.onnx"
     target.parent.mkdir(parents=True)
     target.write_bytes(b"previous artifact")
-    monkeypatch.setattr(detector_graph, "MAX_ABS_DIFF", 0.0)
+    monkeypatch.setattr(detector_graph, "MAX_ERROR", 0.0)
     with pytest.raises(
         detector_graph.DetectorGraphError, match=r"differs from y5fu_640x_sim\.onnx"
     ) as raised:
