@@ -45,18 +45,18 @@ def models_prepare(
     weights_dir: Path | None = typer.Option(
         None,
         "--weights-dir",
-        help="Folder holding stn.pth and lprnet.pth "
+        help="Folder holding stn.pth, lprnet.pth and the plate detector y5fu_640x_sim.onnx "
         "(default: $LPR_WEIGHTS_DIR, else ~/.cache/stream-worker/weights).",
         show_default=False,
     ),
     repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
     download: bool = typer.Option(
-        False, "--download", help="Fetch missing or corrupt checkpoints from the pinned upstream URLs."
+        False, "--download", help="Fetch missing or corrupt weights files from the pinned upstream URLs."
     ),
 ) -> None:
-    """Verify the checkpoints' sha256 and export STN and LPRNet to ONNX in the model repository.
+    """Verify the weights' sha256, export STN and LPRNet to ONNX and make the detector batch-dynamic.
 
-    Idempotent: artifacts already exported from the same checkpoints are kept.
+    Idempotent: artifacts already built from the same weights are kept.
 
     Example: LPR_WEIGHTS_DIR=../shared/weights stream-worker models prepare
     """

@@ -1,12 +1,14 @@
 # syntax=docker/dockerfile:1.7
 # Triton serving the plate-recognition model repository with its GPU config variant. Build from the
-# repository root, handing over the checkpoints as the named build context `weights`:
+# repository root, handing over the weights as the named build context `weights`:
 #   docker build -f deploy/docker/triton.Dockerfile \
 #     --build-context weights=/abs/path/to/weights -t stream-worker-triton:0.1.0 .
-# The folder must hold stn.pth and lprnet.pth (the MIT-licensed upstream files; NOTICE and
-# deploy/README.md say where they come from). They are verified against their pinned sha256 and
-# exported to ONNX in a throwaway stage; only the ONNX artifacts reach the final image, and the
-# checkpoints never enter the git tree or the main build context.
+# The folder must hold stn.pth and lprnet.pth (MIT, EgShes/one_task_multiple_infras) and the plate
+# detector y5fu_640x_sim.onnx (Apache-2.0, szad670401/HyperLPR); NOTICE and deploy/README.md say
+# where they come from. They are verified against their pinned sha256 and turned into the model
+# repository's ONNX files in a throwaway stage (STN/LPRNet exported with torch, the detector made
+# batch-dynamic with onnx); only those artifacts reach the final image, and the weights never enter
+# the git tree or the main build context.
 
 # Placeholder, replaced by `--build-context weights=DIR`; left empty when that flag is missing.
 FROM scratch AS weights
@@ -26,21 +28,27 @@ COPY stream_worker ./stream_worker
 # hadolint ignore=DL3013
 RUN python -m pip install ".[export]"
 COPY model_repository /models
+# The files stream_worker/nets/weights.py pins (tests/deploy checks that this list matches it).
 RUN --mount=type=bind,from=weights,target=/weights \
-    if [ ! -f /weights/stn.pth ] || [ ! -f /weights/lprnet.pth ]; then \
-      echo "stn.pth and lprnet.pth not found: pass --build-context weights=/abs/path/to/weights" >&2; \
-      exit 1; \
-    fi \
+    for name in stn.pth lprnet.pth y5fu_640x_sim.onnx; do \
+      if [ ! -f "/weights/${name}" ]; then \
+        echo "${name} not found: pass --build-context weights=/abs/path/to/weights, a folder holding" \
+          "stn.pth, lprnet.pth and y5fu_640x_sim.onnx (deploy/README.md says where to get them)" >&2; \
+        exit 1; \
+      fi; \
+    done \
  && stream-worker models prepare --weights-dir /weights --repository /models \
  && find /models -name __pycache__ -prune -exec rm -rf {} +
 
 
 # 24.10 = Triton 2.51, the same server version as the nvidia-pytriton wheel the tests run.
 FROM nvcr.io/nvidia/tritonserver:24.10-py3 AS runtime
-# The Python-backend models' own dependencies (plate_recognition, plate_detector, and the CPU
-# variants of stn/lprnet). numpy < 2: the Python backend stub of this release is built against
-# numpy 1.x. onnxruntime (CPU) serves the default configs; the `gpu` configs run stn/lprnet on
-# Triton's native onnxruntime backend with TensorRT. Exact pins keep rebuilds reproducible.
+# What the Python-backend models import: numpy and OpenCV (plate_recognition; haar_detector, whose
+# cascade ships inside the opencv wheel) and onnxruntime (the CPU variants of plate_detector, stn and
+# lprnet, which serve the default configs). numpy < 2: the Python backend stub of this release is
+# built against numpy 1.x. The `gpu` configs run plate_detector, stn and lprnet on Triton's native
+# onnxruntime backend with TensorRT, so no onnxruntime-gpu is needed. Exact pins keep rebuilds
+# reproducible.
 ARG ONNXRUNTIME_VERSION=1.20.1
 RUN python3 -m pip install --no-cache-dir \
       numpy==1.26.4 \

@@ -1,5 +1,7 @@
-"""The recognition networks (STN, LPRNet): module definitions, pinned weights, ONNX export.
+"""The networks (STN, LPRNet, the plate detector): module definitions, pinned weights, ONNX artifacts.
 
-Importing this package is cheap: torch is imported only by the modules that define or export
-the networks, so serving code never needs it.
+STN and LPRNet are defined here and exported from their checkpoints; the plate detector
+(`y5fu_640x_sim.onnx`, HyperLPR) is downloaded as ONNX and only rewritten to take any batch size
+(detector_graph.py). Importing this package is cheap: torch and onnx are imported only by the
+modules that define, export or rewrite the networks, so serving code never needs them.
 """

@@ -156,7 +156,10 @@ def test_dockerignore_matcher_follows_the_last_matching_rule() -> None:
 def test_contexts_never_carry_checkpoints_or_their_exports() -> None:
     for dockerfile in (WORKER, TRITON):
         assert not dockerignore_allows(dockerfile, "stn.pth")
+        assert not dockerignore_allows(dockerfile, "y5fu_640x_sim.onnx")
         assert not dockerignore_allows(dockerfile, "model_repository/stn/1/model.onnx")
+        assert not dockerignore_allows(dockerfile, "model_repository/plate_detector/1/model.onnx")
+        assert not dockerignore_allows(dockerfile, "model_repository/plate_detector/1/model.stamp.json")
         assert not dockerignore_allows(dockerfile, "model_repository/lprnet/1/export.json")
     assert dockerignore_allows(TRITON, "model_repository/stn/1/model.py")
     assert dockerignore_allows(TRITON, "model_repository/stn/configs/gpu.pbtxt")
@@ -219,6 +222,21 @@ def test_weights_only_arrive_through_the_named_context(triton: list[Stage]) -> N
     for stage in triton:
         for args in stage.args_of("COPY") + stage.args_of("ADD"):
             assert ".pth" not in args and "weights" not in args.split()[0], args
+
+
+def test_build_names_every_pinned_weights_file(triton: list[Stage]) -> None:
+    """`models prepare` needs every file weights.py pins (the detector too): the build checks them all
+    up front, and deploy/README.md tells where each comes from."""
+    from stream_worker.nets.weights import PINNED_FILES
+
+    (models,) = [stage for stage in triton if stage.name == "models"]
+    (prepare,) = [args for args in models.args_of("RUN") if "models prepare" in args]
+    loop = re.search(r"for name in ([^;]+); do", prepare)
+    assert loop, "the prepare step checks no list of weights files"
+    assert loop[1].split() == [pinned.file_name for pinned in PINNED_FILES.values()]
+    deploy_readme = (REPO_ROOT / "deploy" / "README.md").read_text()
+    for pinned in PINNED_FILES.values():
+        assert pinned.file_name in deploy_readme and pinned.url in deploy_readme, pinned.file_name
 
 
 def test_triton_python_dependencies_meet_the_projects_limits(triton: list[Stage]) -> None:
