@@ -2,9 +2,45 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 # The acceptance allows the plate text to be one edit off; the product's own distance measures it.
 from stream_worker.evaluation.scoring import edit_distance
 
-__all__ = ["EXPECTED_PLATE", "edit_distance"]
+__all__ = ["EXPECTED_PLATE", "edit_distance", "process_tree", "resident_bytes"]
 
 EXPECTED_PLATE = "B840CK197"  # the van in samples/car.jpg
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def process_tree(root: int) -> set[int]:
+    """`root` and all its descendants (a local tritonserver and its backend stubs)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            for line in _read(entry / "status").splitlines():
+                if line.startswith("PPid:"):
+                    parents[int(entry.name)] = int(line.split()[1])
+    tree, grown = {root}, True
+    while grown:
+        children = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= children
+        grown = bool(children)
+    return tree
+
+
+def resident_bytes(pids: set[int]) -> int:
+    """Resident memory of these processes together: the sum of their proportional set sizes, so that
+    the shared memory Triton and its stubs both map counts once."""
+    total = 0
+    for pid in pids:
+        for line in _read(Path(f"/proc/{pid}/smaps_rollup")).splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1]) * 1024
+    return total

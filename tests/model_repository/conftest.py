@@ -36,3 +36,8 @@ def detectors() -> ModuleType:
 @pytest.fixture(scope="session")
 def detections() -> ModuleType:
     return load_model_file("plate_recognition", "detections")
+
+
+@pytest.fixture(scope="session")
+def budget() -> ModuleType:
+    return load_model_file("plate_recognition", "budget")

@@ -121,3 +121,11 @@ def test_bad_scales_are_refused(detections, text: str) -> None:
 
 def test_scales_parse(detections) -> None:
     assert detections.parse_scales("1.0, 0.75") == (1.0, 0.75)
+
+
+def test_scaled_maps_a_reduced_decode_back_to_full_size(detections) -> None:
+    found = detections.decode(row(50, 20, 20, 10)[None], detections.Placement(1.0, 0, 0), 100, 100, 0.25)
+    full = found.scaled(4.0, 4.0)
+    np.testing.assert_allclose(full.boxes[0], [160, 60, 240, 100])
+    np.testing.assert_allclose(full.corners[0], [[160, 60], [240, 60], [240, 100], [160, 100]])
+    assert full.scores[0] == found.scores[0]

@@ -26,18 +26,23 @@ def declared_jpeg(width: int, height: int, size: int = 300) -> bytes:
     return data + b"\x00" * (size - len(data))
 
 
+def dimensions(frames, data: bytes) -> tuple[int, int]:
+    header = frames.jpeg_header(data)
+    return header.width, header.height
+
+
 @pytest.mark.parametrize("progressive", [False, True])
-def test_dimensions_come_from_the_frame_header(frames, progressive: bool) -> None:
-    assert frames.jpeg_dimensions(_jpeg(37, 11, progressive)) == (37, 11)
+def test_the_frame_header_gives_size_components_and_progressive(frames, progressive: bool) -> None:
+    assert frames.jpeg_header(_jpeg(37, 11, progressive)) == frames.JpegHeader(37, 11, 3, progressive)
 
 
 def test_dimensions_of_the_sample_photo(frames, car_jpeg: bytes) -> None:
-    assert frames.jpeg_dimensions(car_jpeg) == (780, 439)
+    assert dimensions(frames, car_jpeg) == (780, 439)
 
 
 def test_fill_bytes_between_segments_are_skipped(frames) -> None:
     data = _jpeg(20, 10)
-    assert frames.jpeg_dimensions(data[:2] + b"\xff\xff" + data[2:]) == (20, 10)
+    assert dimensions(frames, data[:2] + b"\xff\xff" + data[2:]) == (20, 10)
 
 
 @pytest.mark.parametrize(
@@ -54,13 +59,13 @@ def test_fill_bytes_between_segments_are_skipped(frames) -> None:
 )
 def test_malformed_headers_are_rejected_with_a_reason(frames, data: bytes, reason: str) -> None:
     with pytest.raises(frames.InvalidImage, match=reason):
-        frames.jpeg_dimensions(data)
+        frames.jpeg_header(data)
 
 
 def test_a_huge_declared_image_is_rejected_before_decoding(frames) -> None:
     data = declared_jpeg(60000, 60000)
     assert len(data) == 300
-    assert frames.jpeg_dimensions(data) == (60000, 60000)
+    assert dimensions(frames, data) == (60000, 60000)
     with pytest.raises(frames.InvalidImage, match="60000x60000 exceeds max_pixels=40000000"):
         frames.decode_jpeg(data, max_pixels=40_000_000)
 
@@ -73,6 +78,40 @@ def test_a_valid_header_with_broken_data_fails_decoding_not_the_caller(frames) -
 def test_decode_returns_the_bgr_image(frames) -> None:
     image = frames.decode_jpeg(_jpeg(40, 30), max_pixels=40_000_000)
     assert image.shape == (30, 40, 3) and image.dtype == np.uint8
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "reduction"),
+    [
+        (2048, 2048, 1),
+        (2049, 2048, 2),
+        (3840, 2160, 2),
+        (5760, 5760, 4),
+        (16000, 12000, 8),
+        (60000, 2000, 8),
+        (40000, 40000, 8),
+    ],
+)
+def test_frames_over_max_decoded_pixels_are_decoded_at_the_smallest_reduction_that_fits(
+    frames, width: int, height: int, reduction: int
+) -> None:
+    plan = frames.plan_decode(declared_jpeg(width, height), 10**10, max_decoded_pixels=2048 * 2048)
+    assert plan.reduction == reduction
+    assert plan.size == (-(-width // reduction), -(-height // reduction))
+
+
+def test_decode_memory_counts_pixels_and_a_progressive_jpegs_coefficients(frames) -> None:
+    baseline = frames.plan_decode(_jpeg(64, 48), 10**9, 10**9)
+    progressive = frames.plan_decode(_jpeg(64, 48, progressive=True), 10**9, 10**9)
+    assert baseline.memory_bytes == 64 * 48 * 3
+    assert progressive.memory_bytes == 64 * 48 * 3 + 2 * 64 * 48 * 3
+
+
+def test_a_reduced_decode_has_the_planned_size(frames) -> None:
+    data = _jpeg(401, 203)
+    plan = frames.plan_decode(data, 10**9, max_decoded_pixels=150 * 80)
+    assert plan.reduction == 4
+    assert frames.decode_planned(data, plan).shape == (51, 101, 3)
 
 
 def _corners(x1: float, y1: float, x2: float, y2: float) -> np.ndarray:

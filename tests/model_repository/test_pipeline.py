@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
-from support import edit_distance
+from support import edit_distance, process_tree, resident_bytes
 from tritonclient.utils import InferenceServerException
 
 from tests.model_repository.test_frames import declared_jpeg
@@ -114,52 +114,32 @@ def test_an_empty_micro_batch_gets_empty_outputs(triton_url: str) -> None:
     }
 
 
-def _server_pids(url: str) -> list[int]:
-    """The local tritonserver serving `url` and its backend stub children (empty if not local)."""
+def _server_pids(url: str) -> set[int]:
+    """The local tritonserver serving `url` and its backend stubs (empty if not local)."""
     port = url.rsplit(":", 1)[1]
-    server = [
-        int(p.name)
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit() and _read(p / "cmdline").find(f"--grpc-port={port}\0") >= 0
-    ]
-    children = [
-        int(p.name)
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit() and server and f"PPid:\t{server[0]}\n" in _read(p / "status")
-    ]
-    return server + children
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _rss_bytes(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        for line in _read(Path(f"/proc/{pid}/status")).splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1]) * 1024
-    return total
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and f"--grpc-port={port}\0" in (entry / "cmdline").read_bytes().decode():
+                return process_tree(int(entry.name))
+        except OSError:
+            continue
+    return set()
 
 
 def test_bad_frames_fail_alone_and_huge_headers_are_not_decoded(
     triton_url: str, car_jpeg: bytes, cat_jpeg: bytes
 ) -> None:
     pids = _server_pids(triton_url)
-    before = _rss_bytes(pids)
+    before = resident_bytes(pids)
     result = recognize(
         triton_url, [car_jpeg, b"not a jpeg", b"", cat_jpeg, car_jpeg, declared_jpeg(60000, 60000)]
     )
-    after = _rss_bytes(pids)
+    after = resident_bytes(pids)
     statuses = [s.decode() for s in result["frame_status"]]
     print(
         "statuses",
         statuses,
-        f"server RSS {before / 2**20:.0f} -> {after / 2**20:.0f} MiB over {len(pids)} pids",
+        f"server PSS {before / 2**20:.0f} -> {after / 2**20:.0f} MiB over {len(pids)} pids",
     )
     assert [s.split(":")[0] for s in statuses] == [
         "ok",

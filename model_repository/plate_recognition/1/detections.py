@@ -62,6 +62,12 @@ class Detections:
             np.concatenate([p.double_row for p in parts]),
         )
 
+    def scaled(self, x: float, y: float) -> Detections:
+        """In the pixels of the same frame at another scale (a frame decoded at reduced size)."""
+        factor = np.array([x, y], np.float32)
+        boxes = (self.boxes.reshape(-1, 2, 2) * factor).reshape(-1, 4)
+        return Detections(boxes, self.corners * factor, self.scores, self.double_row)
+
     def take(self, indices: np.ndarray) -> Detections:
         return Detections(
             self.boxes[indices], self.corners[indices], self.scores[indices], self.double_row[indices]

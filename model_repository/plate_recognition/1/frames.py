@@ -5,6 +5,8 @@ Only numpy and OpenCV: the production Triton image has neither the stream_worker
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cv2
 import numpy as np
 
@@ -14,6 +16,15 @@ SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 # Markers without a length field: TEM, RSTn, SOI, EOI.
 STANDALONE_MARKERS = frozenset({0x01, *range(0xD0, 0xDA)})
 START_OF_SCAN = 0xDA
+# Progressive SOF markers (SOF2, SOF6, SOF10, SOF14): libjpeg buffers the whole image's coefficients.
+PROGRESSIVE_SOF_MARKERS = frozenset({0xC2, 0xC6, 0xCA, 0xCE})
+# Decoding at 1/n scale, by reduction n, in the order tried.
+REDUCED_READS = {
+    1: cv2.IMREAD_COLOR,
+    2: cv2.IMREAD_REDUCED_COLOR_2,
+    4: cv2.IMREAD_REDUCED_COLOR_4,
+    8: cv2.IMREAD_REDUCED_COLOR_8,
+}
 
 PLATE_WIDTH, PLATE_HEIGHT = 94, 24
 # Margins around the plate in the crop, as fractions of its height (above and below) and width (each
@@ -29,8 +40,18 @@ class InvalidImage(ValueError):
     """The frame cannot be used; the message becomes `invalid_image: <message>`."""
 
 
-def jpeg_dimensions(data: bytes) -> tuple[int, int]:
-    """(width, height) from the JPEG's Start-Of-Frame header, reading markers only, never pixels."""
+@dataclass(frozen=True, slots=True)
+class JpegHeader:
+    """What the Start-Of-Frame header declares, read before any pixel is decoded."""
+
+    width: int
+    height: int
+    components: int
+    progressive: bool
+
+
+def jpeg_header(data: bytes) -> JpegHeader:
+    """The JPEG's Start-Of-Frame header, reading markers only, never pixels."""
     if not data:
         raise InvalidImage("empty frame")
     if not data.startswith(JPEG_MAGIC):
@@ -50,33 +71,68 @@ def jpeg_dimensions(data: bytes) -> tuple[int, int]:
         if length < 2:
             raise InvalidImage(f"corrupt JPEG segment length at byte {position}")
         if marker in SOF_MARKERS:
-            if position + 9 > len(data):
+            if position + 10 > len(data):
                 break
             height = int.from_bytes(data[position + 5 : position + 7], "big")
             width = int.from_bytes(data[position + 7 : position + 9], "big")
             if width == 0 or height == 0:
                 raise InvalidImage(f"JPEG header declares an empty image ({width}x{height})")
-            return width, height
+            components = max(1, data[position + 9])
+            return JpegHeader(width, height, components, marker in PROGRESSIVE_SOF_MARKERS)
         if marker == START_OF_SCAN:
             break
         position += 2 + length
     raise InvalidImage("JPEG has no frame header (SOF) before its image data")
 
 
-def decode_jpeg(data: bytes, max_pixels: int) -> np.ndarray:
-    """BGR uint8 image; rejects oversized images from the header, before any pixel is allocated.
+@dataclass(frozen=True, slots=True)
+class DecodePlan:
+    """How a frame will be decoded: at 1/`reduction` of its size (libjpeg's DCT scaling)."""
 
-    EXIF orientation is ignored so that boxes refer to the stored pixel grid the header describes.
-    """
-    width, height = jpeg_dimensions(data)
-    if width * height > max_pixels:
-        raise InvalidImage(f"{width}x{height} exceeds max_pixels={max_pixels}")
-    image = cv2.imdecode(
-        np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION
-    )
+    header: JpegHeader
+    reduction: int
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the decoded image."""
+        return -(-self.header.width // self.reduction), -(-self.header.height // self.reduction)
+
+    @property
+    def memory_bytes(self) -> int:
+        """Memory the decode holds: the BGR pixels, plus, for a progressive JPEG, libjpeg's buffer of
+        every DCT coefficient of the whole image (2 bytes per pixel and component, at full size)."""
+        width, height = self.size
+        coefficients = 2 * self.header.width * self.header.height * self.header.components
+        return 3 * width * height + (coefficients if self.header.progressive else 0)
+
+
+def plan_decode(data: bytes, max_pixels: int, max_decoded_pixels: int) -> DecodePlan:
+    """Rejects images over `max_pixels` from the header alone; larger than `max_decoded_pixels`, they
+    are decoded at 1/2, 1/4 or 1/8 scale (the smallest reduction that fits), which libjpeg does while
+    decoding, at a fraction of the memory and time of a full decode."""
+    header = jpeg_header(data)
+    if header.width * header.height > max_pixels:
+        raise InvalidImage(f"{header.width}x{header.height} exceeds max_pixels={max_pixels}")
+    for reduction in REDUCED_READS:
+        plan = DecodePlan(header, reduction)
+        if plan.size[0] * plan.size[1] <= max_decoded_pixels:
+            return plan
+    return plan
+
+
+def decode_planned(data: bytes, plan: DecodePlan) -> np.ndarray:
+    """BGR uint8 image of `plan.size`. EXIF orientation is ignored so that boxes refer to the stored
+    pixel grid the header describes."""
+    flags = REDUCED_READS[plan.reduction] | cv2.IMREAD_IGNORE_ORIENTATION
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), flags)
     if image is None:
-        raise InvalidImage(f"JPEG ({width}x{height}) could not be decoded")
+        raise InvalidImage(f"JPEG ({plan.header.width}x{plan.header.height}) could not be decoded")
     return image
+
+
+def decode_jpeg(data: bytes, max_pixels: int) -> np.ndarray:
+    """The whole image at full size (BGR uint8), rejecting oversized images from the header first."""
+    return decode_planned(data, plan_decode(data, max_pixels, max_decoded_pixels=max_pixels))
 
 
 def plate_tensor(

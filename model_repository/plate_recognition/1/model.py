@@ -1,8 +1,11 @@
 """plate_recognition: the model clients call. JPEG frames in, recognised plates out (Python BLS).
 
 Per request (one micro-batch of frames):
-1. every frame is checked from its JPEG header (size limit `max_pixels`) and decoded; a bad frame
-   gets `invalid_image: <reason>` and never fails the other frames;
+1. every frame is checked from its JPEG header (size limit `max_pixels`) and decoded, at 1/2, 1/4 or
+   1/8 scale when larger than `max_decoded_pixels`; a bad frame gets `invalid_image: <reason>` and
+   never fails the other frames. Decoded memory is bounded by `decoded_memory_budget_mb` (see
+   budget.py): frames are decoded in waves that fit it (normally one), each wave's full-size pixels
+   are released once its plates are cut out, and a frame larger than the whole budget is refused;
 2. detection: all frames, letterboxed at every scale of `detector_scales`, go to `plate_detector`
    as ONE uint8 request (chunked only beyond `detector_max_batch`); boxes, corners and scores are
    decoded, suppressed (NMS) and mapped back to each frame's pixels. With `detector: haar` the
@@ -24,6 +27,7 @@ import json
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from budget import MemoryBudget, waves
 from detections import (
     DOUBLE_ROW,
     SINGLE_ROW,
@@ -34,9 +38,19 @@ from detections import (
     parse_scales,
     usable_corners,
 )
-from frames import InvalidImage, ctc_greedy_decode, decode_jpeg, plate_confidence, plate_tensor
+from frames import (
+    DecodePlan,
+    InvalidImage,
+    ctc_greedy_decode,
+    decode_planned,
+    plan_decode,
+    plate_confidence,
+    plate_tensor,
+)
 
-DEFAULT_MAX_PIXELS = 40_000_000
+DEFAULT_MAX_PIXELS = 33_177_600  # 7680x4320, 8K UHD
+DEFAULT_MAX_DECODED_PIXELS = 4_194_304  # 2048x2048
+DEFAULT_DECODED_MEMORY_BUDGET_MB = 128
 DETECTORS = ("yolo", "haar")
 
 
@@ -49,6 +63,9 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         parameters = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         self.max_pixels = int(parameters.get("max_pixels", DEFAULT_MAX_PIXELS))
+        self.max_decoded_pixels = int(parameters.get("max_decoded_pixels", DEFAULT_MAX_DECODED_PIXELS))
+        budget_mb = int(parameters.get("decoded_memory_budget_mb", DEFAULT_DECODED_MEMORY_BUDGET_MB))
+        self.budget = MemoryBudget(budget_mb * 2**20)
         self.detector_kind = parameters.get("detector", "yolo")
         if self.detector_kind not in DETECTORS:
             raise pb_utils.TritonModelException(
@@ -80,31 +97,44 @@ class TritonPythonModel:
             )
 
     async def _recognize(self, request: object) -> object:
-        frames = pb_utils.get_input_tensor_by_name(request, "images").as_numpy().reshape(-1)
-        decoded = await asyncio.gather(*(asyncio.to_thread(self._decode, frame) for frame in frames))
-        statuses = [status for status, _ in decoded]
-        images = [image for _, image in decoded]
-        sizes = np.array(
-            [(img.shape[1], img.shape[0]) if img is not None else (0, 0) for img in images], dtype=np.int32
-        ).reshape(-1, 2)
-
-        valid = [index for index, image in enumerate(images) if image is not None]
-        if self.detector_kind == "yolo":
-            detections = await self._detect([images[index] for index in valid])
-        else:
-            detections = await asyncio.gather(*(self._detect_haar(images[index]) for index in valid))
+        frames = [
+            self._bytes(frame)
+            for frame in pb_utils.get_input_tensor_by_name(request, "images").as_numpy().reshape(-1)
+        ]
+        statuses = ["ok"] * len(frames)
+        sizes = np.zeros((len(frames), 2), np.int32)
+        plans: dict[int, DecodePlan] = {}
+        for index, frame in enumerate(frames):
+            try:
+                plan = plan_decode(frame, self.max_pixels, self.max_decoded_pixels)
+            except InvalidImage as reason:
+                statuses[index] = f"invalid_image: {reason}"
+                continue
+            if plan.memory_bytes > self.budget.capacity:
+                statuses[index] = (
+                    f"invalid_image: decoding {plan.header.width}x{plan.header.height} needs "
+                    f"{plan.memory_bytes / 2**20:.0f} MiB, more than decoded_memory_budget_mb="
+                    f"{self.budget.capacity // 2**20}"
+                )
+                continue
+            plans[index] = plan
 
         plate_frames: list[int] = []
         found: list[Detections] = []
-        for index, frame_plates in zip(valid, detections, strict=True):
-            plate_frames.extend([index] * len(frame_plates))
-            found.append(frame_plates)
+        crops: list[np.ndarray] = []
+        order = list(plans)
+        for wave in waves([plans[i].memory_bytes for i in order], self.budget.capacity):
+            indices = [order[i] for i in wave]
+            async with self.budget.hold(sum(plans[i].memory_bytes for i in indices)):
+                # The wave's full-size pixels live only inside this call: gone before the release.
+                for index, frame_plates, frame_crops in await self._cut_plates(
+                    frames, plans, indices, statuses
+                ):
+                    sizes[index] = (plans[index].header.width, plans[index].header.height)
+                    plate_frames.extend([index] * len(frame_plates))
+                    found.append(frame_plates)
+                    crops.extend(frame_crops)
         plates = Detections.concatenate(found)
-        corners = [usable_corners(c, b) for c, b in zip(plates.corners, plates.boxes, strict=True)]
-        crops = [
-            plate_tensor(images[f], c, self.vertical_margin, self.horizontal_margin)
-            for f, c in zip(plate_frames, corners, strict=True)
-        ]
         logits = await self._read_plates(np.stack(crops)) if crops else np.zeros((0, 23, 18), np.float32)
 
         kept, texts, confidences, character_confidences = [], [], [], []
@@ -122,9 +152,7 @@ class TritonPythonModel:
             output_tensors=[
                 pb_utils.Tensor("plate_frame", np.array([plate_frames[i] for i in kept], dtype=np.int32)),
                 pb_utils.Tensor("plate_box", kept_plates.boxes.astype(np.float32).reshape(-1, 4)),
-                pb_utils.Tensor(
-                    "plate_corners", np.array([corners[i] for i in kept], np.float32).reshape(-1, 4, 2)
-                ),
+                pb_utils.Tensor("plate_corners", kept_plates.corners.astype(np.float32).reshape(-1, 4, 2)),
                 pb_utils.Tensor("plate_text", np.array(texts, dtype=np.object_)),
                 pb_utils.Tensor("plate_confidence", np.array(confidences, dtype=np.float32)),
                 pb_utils.Tensor(
@@ -143,12 +171,49 @@ class TritonPythonModel:
             ]
         )
 
-    def _decode(self, frame: object) -> tuple[str, np.ndarray | None]:
+    async def _cut_plates(
+        self, frames: list[bytes], plans: dict[int, DecodePlan], indices: list[int], statuses: list[str]
+    ) -> list[tuple[int, Detections, list[np.ndarray]]]:
+        """Decode these frames, detect their plates and cut the plates out: per decoded frame, its
+        plates (in its full-size pixels) and their network inputs. Failed decodes set `statuses`."""
+        images = await asyncio.gather(
+            *(asyncio.to_thread(self._decode, frames[i], plans[i]) for i in indices)
+        )
+        decoded = []
+        for index, image in zip(indices, images, strict=True):
+            if isinstance(image, str):
+                statuses[index] = image
+            else:
+                decoded.append((index, image))
+        detections = await self._detect_all([image for _, image in decoded])
+        result = []
+        for (index, image), plates in zip(decoded, detections, strict=True):
+            corners = np.array(
+                [usable_corners(c, b) for c, b in zip(plates.corners, plates.boxes, strict=True)], np.float32
+            ).reshape(-1, 4, 2)
+            crops = [plate_tensor(image, c, self.vertical_margin, self.horizontal_margin) for c in corners]
+            width, height = plans[index].size
+            header = plans[index].header
+            plates = Detections(plates.boxes, corners, plates.scores, plates.double_row)
+            result.append((index, plates.scaled(header.width / width, header.height / height), crops))
+        return result
+
+    @staticmethod
+    def _bytes(frame: object) -> bytes:
+        return frame if isinstance(frame, bytes) else bytes(frame)
+
+    @staticmethod
+    def _decode(frame: bytes, plan: DecodePlan) -> np.ndarray | str:
+        """The decoded frame, or its `invalid_image` status."""
         try:
-            data = bytes(frame) if not isinstance(frame, bytes) else frame
-            return "ok", decode_jpeg(data, self.max_pixels)
+            return decode_planned(frame, plan)
         except InvalidImage as reason:
-            return f"invalid_image: {reason}", None
+            return f"invalid_image: {reason}"
+
+    async def _detect_all(self, images: list[np.ndarray]) -> list[Detections]:
+        if self.detector_kind == "yolo":
+            return await self._detect(images)
+        return list(await asyncio.gather(*(self._detect_haar(image) for image in images)))
 
     async def _infer(self, model: str, inputs: list, outputs: list[str]) -> list[np.ndarray]:
         request = pb_utils.InferenceRequest(model_name=model, inputs=inputs, requested_output_names=outputs)
