@@ -102,6 +102,42 @@ def triton(
     raise typer.Exit(serve(repository, grpc_port, http_port, metrics_port, model_config_name, host))
 
 
+# --- TLS to Triton (recognize, eval --url; `run` has its own --triton-tls-* settings) -------
+TLS_CA_OPTION = typer.Option(
+    None,
+    "--tls-ca-file",
+    exists=True,
+    dir_okay=False,
+    help="PEM roots that sign Triton's gRPC certificate; any --tls-* option switches to TLS.",
+    show_default=False,
+)
+TLS_CERT_OPTION = typer.Option(
+    None,
+    "--tls-cert-file",
+    exists=True,
+    dir_okay=False,
+    help="PEM client certificate for mutual TLS (with --tls-key-file).",
+    show_default=False,
+)
+TLS_KEY_OPTION = typer.Option(
+    None,
+    "--tls-key-file",
+    exists=True,
+    dir_okay=False,
+    help="PEM key of --tls-cert-file.",
+    show_default=False,
+)
+
+
+def _triton_tls(ca_file: Path | None, cert_file: Path | None, key_file: Path | None):  # -> TritonTLS | None
+    from stream_worker.triton_client import tls_from_files
+
+    try:
+        return tls_from_files(ca_file, cert_file, key_file)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="'--tls-cert-file' / '--tls-key-file'") from None
+
+
 # --- recognize --------------------------------------------------------------------- (issue 2/4)
 @app.command(
     epilog=(
@@ -122,12 +158,16 @@ def recognize(
         None, "--annotate", help="Folder for copies of the images with plate boxes and texts drawn."
     ),
     timeout: float = typer.Option(60.0, "--timeout", min=0.1, help="Seconds to wait for Triton's answer."),
+    tls_ca_file: Path | None = TLS_CA_OPTION,
+    tls_cert_file: Path | None = TLS_CERT_OPTION,
+    tls_key_file: Path | None = TLS_KEY_OPTION,
 ) -> None:
     """Recognise the plates in IMAGES and print one JSON line per image."""
     from stream_worker.recognize import RecognizeError, run
 
+    tls = _triton_tls(tls_ca_file, tls_cert_file, tls_key_file)
     try:
-        run(images, url, timeout, annotate, emit=typer.echo, warn=lambda line: typer.echo(line, err=True))
+        run(images, url, timeout, annotate, typer.echo, lambda line: typer.echo(line, err=True), tls)
     except RecognizeError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(error.exit_code) from error
@@ -173,14 +213,21 @@ def evaluate(
     repository: Path = typer.Option(
         DEFAULT_REPOSITORY, "--repository", help="Model repository (local Triton)."
     ),
+    tls_ca_file: Path | None = TLS_CA_OPTION,
+    tls_cert_file: Path | None = TLS_CERT_OPTION,
+    tls_key_file: Path | None = TLS_KEY_OPTION,
 ) -> None:
     """Score a labelled photo folder through the Triton pipeline: plates found, texts read, a report."""
     from stream_worker.evaluation.runner import run_eval
     from stream_worker.evaluation.settings import EvalSettings
 
+    tls = _triton_tls(tls_ca_file, tls_cert_file, tls_key_file)
+    if tls is not None and url is None:
+        raise typer.BadParameter("needs --url: the local Triton speaks plain text", param_hint="'--tls-*'")
     settings = EvalSettings(
         folder=folder,
         url=url,
+        tls=tls,
         repository=repository,
         weights_dir=weights_dir,
         batch_size=batch_size,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, FilePath, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
@@ -71,6 +71,17 @@ class WorkerSettings(BaseSettings):
     # Where things are
     bootstrap_servers: str = Field("localhost:9092", min_length=1, description="Kafka bootstrap.servers.")
     triton_url: str = Field("localhost:8001", min_length=1, description="Triton gRPC address HOST:PORT.")
+    triton_tls_ca_file: FilePath | None = Field(
+        None,
+        description="PEM root certificates that sign Triton's gRPC server certificate; any --triton-tls-* "
+        "option switches to TLS (without this one the system's roots verify Triton).",
+    )
+    triton_tls_cert_file: FilePath | None = Field(
+        None, description="PEM client certificate for mutual TLS (with --triton-tls-key-file)."
+    )
+    triton_tls_key_file: FilePath | None = Field(
+        None, description="PEM private key of --triton-tls-cert-file."
+    )
     model_name: str = Field("plate_recognition", min_length=1, description="Triton model to call.")
     group_id: str = Field("stream-worker", min_length=1, description="Kafka consumer group.")
     input_topic: str = Field("frames", min_length=1, description="Topic of JPEG frames (key = camera id).")
@@ -159,6 +170,8 @@ class WorkerSettings(BaseSettings):
                 f"--max-pending-frames ({self.max_pending_frames}) must be at least "
                 f"--max-batch-frames ({self.max_batch_frames}), or no batch could ever fill"
             )
+        if (self.triton_tls_cert_file is None) != (self.triton_tls_key_file is None):
+            raise ValueError("--triton-tls-cert-file and --triton-tls-key-file come together (mutual TLS)")
         if len({self.input_topic, self.output_topic, self.dlq_topic}) < 3:
             raise ValueError("--input-topic, --output-topic and --dlq-topic must be three different topics")
         return self

@@ -27,7 +27,7 @@ def _default(info: FieldInfo) -> str:
     value = info.default_factory() if info.default_factory is not None else info.default  # type: ignore[call-arg]
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
-    if value == {}:
+    if value is None or value == {}:
         return "none"
     return f"`{value}`"
 

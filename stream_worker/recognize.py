@@ -12,13 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 
 from stream_worker.media import MediaSupportMissing, opencv
 from stream_worker.recognition import FrameResult
+
+if TYPE_CHECKING:
+    from stream_worker.triton_client import TritonTLS
 
 EXIT_OK = 0
 EXIT_UNREADABLE_IMAGE = 2  # also: --annotate without OpenCV installed
@@ -143,6 +146,7 @@ def run(
     annotate_dir: Path | None,
     emit: Callable[[str], None],
     warn: Callable[[str], None],
+    tls: TritonTLS | None = None,
 ) -> None:
     """Recognise `paths` in one Triton request, `emit` one JSON line each; raises RecognizeError."""
     from stream_worker.triton_client import (
@@ -162,7 +166,7 @@ def run(
                 EXIT_UNREADABLE_IMAGE,
             ) from error
     try:
-        with PlateRecognitionClient(url, timeout_s=timeout_s) as client:
+        with PlateRecognitionClient(url, timeout_s=timeout_s, tls=tls) as client:
             results = client.recognize([image.data for image in images])
     except TritonUnavailableError as error:
         raise RecognizeError(

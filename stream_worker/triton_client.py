@@ -9,6 +9,8 @@ the server refused this particular request.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 
 import numpy as np
@@ -82,6 +84,32 @@ def _channel_args() -> list[tuple[str, int]]:
     ]
 
 
+@dataclass(frozen=True)
+class TritonTLS:
+    """PEM files for a gRPC channel over TLS, so that only a server holding a certificate these roots
+    sign gets the frames (and, with a client key and certificate, only clients it trusts get answers).
+
+    `ca_file` None: the system's roots verify the server.
+    """
+
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+
+def tls_from_files(ca_file: Path | None, cert_file: Path | None, key_file: Path | None) -> TritonTLS | None:
+    """TLS when any file is given, else None (plain text); a client key needs its certificate."""
+    if (cert_file is None) != (key_file is None):
+        raise ValueError("a client certificate and its key come together (mutual TLS): give both or neither")
+    if ca_file is None and cert_file is None:
+        return None
+    return TritonTLS(ca_file, cert_file, key_file)
+
+
+def _optional(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
 class TritonError(Exception):
     """Base class for failures talking to the `plate_recognition` model."""
 
@@ -94,12 +122,14 @@ class TritonInferenceError(TritonError):
     """Triton answered this request with an error (or an answer that breaks the contract)."""
 
 
-def _translate(error: InferenceServerException, url: str) -> TritonError:
+def _translate(error: InferenceServerException, where: str) -> TritonError:
+    """`where` is the address and the transport: a plain-text client of a TLS server (or the
+    reverse) only sees a closed socket, so the message must say which one was tried."""
     message = error.message() or str(error)
     status = error.status() or ""
     if status in _RETRYABLE_STATUSES or any(m in message.lower() for m in _RETRYABLE_MESSAGES):
-        return TritonUnavailableError(f"Triton at {url} is unavailable ({status}): {message}")
-    return TritonInferenceError(f"Triton at {url} rejected the request ({status}): {message}")
+        return TritonUnavailableError(f"Triton at {where} is unavailable ({status}): {message}")
+    return TritonInferenceError(f"Triton at {where} rejected the request ({status}): {message}")
 
 
 def _decode(value: bytes | str) -> str:
@@ -188,11 +218,29 @@ class PlateRecognitionClient:
     readiness and metadata) as safe to share between threads, and they share one channel.
     """
 
-    def __init__(self, url: str, model_name: str = DEFAULT_MODEL_NAME, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        model_name: str = DEFAULT_MODEL_NAME,
+        timeout_s: float = 30.0,
+        tls: TritonTLS | None = None,
+    ) -> None:
         self.url = url
+        self._where = f"{url} ({'TLS' if tls else 'plain text'})"
         self.model_name = model_name
         self.timeout_s = timeout_s
-        self._client = InferenceServerClient(url=url, channel_args=_channel_args())
+        if tls is None:
+            self._client = InferenceServerClient(url=url, channel_args=_channel_args())
+        else:
+            # No fallback to plain text: a server that does not speak TLS fails every call.
+            self._client = InferenceServerClient(
+                url=url,
+                ssl=True,
+                root_certificates=_optional(tls.ca_file),
+                private_key=_optional(tls.key_file),
+                certificate_chain=_optional(tls.cert_file),
+                channel_args=_channel_args(),
+            )
         self._model_version: str | None = None
 
     def recognize(self, frames: Sequence[bytes]) -> list[FrameResult]:
@@ -211,7 +259,7 @@ class PlateRecognitionClient:
                 client_timeout=self.timeout_s,
             )
         except InferenceServerException as error:
-            raise _translate(error, self.url) from error
+            raise _translate(error, self._where) from error
         if version := result.get_response().model_version:
             self._model_version = version
         return parse_outputs({name: result.as_numpy(name) for name in OUTPUT_NAMES}, len(frames))
@@ -233,7 +281,7 @@ class PlateRecognitionClient:
             try:
                 metadata = self._client.get_model_metadata(self.model_name, client_timeout=self.timeout_s)
             except InferenceServerException as error:
-                raise _translate(error, self.url) from error
+                raise _translate(error, self._where) from error
             self._model_version = max(metadata.versions, key=int, default="")
         return self._model_version
 

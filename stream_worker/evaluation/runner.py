@@ -75,7 +75,7 @@ def _evaluate(
     """Every labelled image through Triton in batches of `settings.batch_size`, scored and shown."""
     names = list(labels)
     scores: list[ImageScore] = []
-    with PlateRecognitionClient(url, timeout_s=settings.timeout_s) as client:
+    with PlateRecognitionClient(url, timeout_s=settings.timeout_s, tls=settings.tls) as client:
         if not client.is_ready():
             raise EvalError(
                 f"Triton at {url} is not ready (server or model plate_recognition); start one with "

@@ -6,12 +6,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stream_worker.triton_client import TritonTLS
+
 
 class EvalSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     folder: Path
     url: str | None = None  # None: export the models if needed and start the local Triton
+    tls: TritonTLS | None = None  # for `url` only: the local Triton speaks plain text
     repository: Path = Path("model_repository")  # served by the local Triton
     weights_dir: Path | None = None  # checkpoints for the local Triton; None: the default folder
     batch_size: int = Field(8, ge=1)

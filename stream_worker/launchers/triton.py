@@ -169,6 +169,7 @@ class LocalTriton:
         model_config_name: str | None = None,
         host: str = "127.0.0.1",
         extra_repositories: Sequence[Path] = (),
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.repository = Path(repository).resolve()
         # Served next to `repository` (one --model-repository each), e.g. the benchmark's baseline.
@@ -178,6 +179,8 @@ class LocalTriton:
         self.metrics_port = metrics_port or free_port()
         self.model_config_name = model_config_name
         self.host = host  # the address Triton binds; clients always use 127.0.0.1
+        # More tritonserver flags, e.g. the tests' --grpc-use-ssl and its certificates.
+        self.extra_args = list(extra_args)
         self._workdir = Path(tempfile.mkdtemp(prefix="stream-worker-triton-"))
         self.log_path = self._workdir / "tritonserver.log"
         self._process: subprocess.Popen[bytes] | None = None
@@ -231,7 +234,7 @@ class LocalTriton:
         ]
         if self.model_config_name:
             args.append(f"--model-config-name={self.model_config_name}")
-        return args
+        return args + self.extra_args
 
     def start(self, timeout_s: float = 600.0, cancel: threading.Event | None = None) -> None:
         """Start the server; return once it and `plate_recognition` are ready.

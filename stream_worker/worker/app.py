@@ -38,7 +38,7 @@ from confluent_kafka import KafkaError, KafkaException
 from stream_worker.config import ConfigError, WorkerSettings, check_kafka_config, load_settings
 from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
 from stream_worker.recognition import FrameResult
-from stream_worker.triton_client import PlateRecognitionClient
+from stream_worker.triton_client import PlateRecognitionClient, tls_from_files
 from stream_worker.worker.batcher import Batcher
 from stream_worker.worker.consumer import FrameConsumer
 from stream_worker.worker.events import (
@@ -91,10 +91,15 @@ class Worker:
         self.http = HealthServer(
             self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
         )
-        self.client = PlateRecognitionClient(
-            settings.triton_url, settings.model_name, settings.triton_timeout_s
+        tls = tls_from_files(
+            settings.triton_tls_ca_file, settings.triton_tls_cert_file, settings.triton_tls_key_file
         )
-        self._probe = PlateRecognitionClient(settings.triton_url, settings.model_name, READY_PROBE_TIMEOUT_S)
+        self.client = PlateRecognitionClient(
+            settings.triton_url, settings.model_name, settings.triton_timeout_s, tls
+        )
+        self._probe = PlateRecognitionClient(
+            settings.triton_url, settings.model_name, READY_PROBE_TIMEOUT_S, tls
+        )
         self._stop_inference = threading.Event()
         runner = BatchRunner(
             self.client.recognize,
