@@ -4,9 +4,9 @@
 #
 #   bash bench/gpu.sh OUT_DIR        # full JSON in OUT_DIR/triton.json, short table printed last
 #
-# What it needs in the copied tree (both are git-ignored, so carry them):
-#   - model_repository/stn/1/model.onnx and model_repository/lprnet/1/model.onnx
-#     (`stream-worker models prepare` on any machine with torch and the checkpoints);
+# What it needs in the copied tree (all git-ignored, so carry them):
+#   - model_repository/{plate_detector,stn,lprnet}/1/model.onnx (`stream-worker models prepare` on
+#     any machine with torch, the checkpoints and the detector's ONNX file);
 #   - the sample photos: ../shared/samples beside the tree (or LPR_WEIGHTS_DIR=<dir>/weights
 #     with <dir>/samples holding car.jpg and cat.jpeg);
 #   - .whl/: every wheel the benchmark imports, for this machine's Python, e.g. on a networked
@@ -18,15 +18,18 @@
 #     unless the machine has CUDA and cuDNN installed; their lib folders go on LD_LIBRARY_PATH.)
 #
 # The GPU path and its limits: the nvidia-pytriton wheel's tritonserver has only the Python
-# backend, so configs/gpu.pbtxt (native onnxruntime + TensorRT) cannot load here. Instead a copy
-# of model_repository/ runs the CPU configs with stn and lprnet asking ONNX Runtime for
-# CUDAExecutionProvider (their `onnx_providers` parameter); the Haar detector and JPEG decoding
-# stay on the CPU, with DETECTORS plate_detector instances (default: half the cores, 2 to 8)
-# and as many in-process limit threads. Without a usable CUDA provider everything runs on CPU:
-# the preflight line says so and the report records the providers the limit actually used.
+# backend, so configs/gpu.pbtxt (native onnxruntime + TensorRT) cannot load here. Instead the
+# bench serves a copy of model_repository/ with the CPU configs and `--parameter
+# MODEL.onnx_providers=CUDA...` for plate_detector, stn and lprnet: the Python backend's ONNX
+# Runtime sessions (model_repository/lprnet/1/model.py reads that parameter) ask for the CUDA
+# provider. The baseline's in-process detector reads the same parameter from the served copy, and
+# the in-process limit gets the providers with --providers. JPEG decoding, letterboxing, NMS and
+# the corner warp stay on the CPU; the limit runs LIMIT_WORKERS threads (default: half the cores,
+# 2 to 8). Without a usable CUDA provider everything runs on CPU: the preflight line says so and
+# the report records the providers the limit actually used.
 #
 # Environment: PYTHON (default: python3.11, else python3), FRAMES (96), ROUNDS (2),
-# DETECTORS, WORK (scratch folder, default: $TMPDIR/stream-worker-gpu-bench).
+# LIMIT_WORKERS, WORK (scratch folder, default: $TMPDIR/stream-worker-gpu-bench).
 set -euo pipefail
 
 OUT=${1:?usage: bash bench/gpu.sh OUT_DIR}
@@ -35,8 +38,8 @@ WORK=${WORK:-${TMPDIR:-/tmp}/stream-worker-gpu-bench}
 FRAMES=${FRAMES:-96}
 ROUNDS=${ROUNDS:-2}
 CORES=$(nproc)
-DEFAULT_DETECTORS=$(( CORES / 2 > 8 ? 8 : (CORES / 2 < 2 ? 2 : CORES / 2) ))
-DETECTORS=${DETECTORS:-$DEFAULT_DETECTORS}
+DEFAULT_WORKERS=$(( CORES / 2 > 8 ? 8 : (CORES / 2 < 2 ? 2 : CORES / 2) ))
+LIMIT_WORKERS=${LIMIT_WORKERS:-$DEFAULT_WORKERS}
 PROVIDERS="CUDAExecutionProvider,CPUExecutionProvider"
 started=$(date +%s)
 
@@ -45,7 +48,7 @@ die() { say "error: $*"; exit 1; }
 
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3 || true)}
 [[ -n "$PYTHON" && -x "$PYTHON" ]] || die "no python3.11/python3 found (set PYTHON)"
-for artifact in stn lprnet; do
+for artifact in plate_detector stn lprnet; do
   [[ -f "$ROOT/model_repository/$artifact/1/model.onnx" ]] ||
     die "model_repository/$artifact/1/model.onnx missing: carry it (see the header of this script)"
 done
@@ -84,33 +87,35 @@ export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # 3. Preflight: can ONNX Runtime really run the networks on the GPU here?
 say "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi: no GPU visible')"
-"$PY" - "$ROOT/model_repository/stn/1/model.onnx" <<'PYEOF' >&2 || true
+"$PY" - "$ROOT/model_repository" <<'PYEOF' >&2 || true
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
-session = ort.InferenceSession(sys.argv[1], providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
-session.run(None, {"input": np.zeros((1, 3, 24, 94), np.float32)})
-print(f"[gpu.sh] preflight: onnxruntime {ort.__version__} runs stn with {session.get_providers()}")
+inputs = {
+    "plate_detector": np.zeros((1, 640, 640, 3), np.uint8),
+    "stn": np.zeros((1, 3, 24, 94), np.float32),
+}
+for model, tensor in inputs.items():
+    path = Path(sys.argv[1]) / model / "1" / "model.onnx"
+    session = ort.InferenceSession(str(path), providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    session.run(None, {session.get_inputs()[0].name: tensor})
+    print(f"[gpu.sh] preflight: onnxruntime {ort.__version__} runs {model} with {session.get_providers()}")
 PYEOF
 
-# 4. A copy of the model repository: stn/lprnet on CUDA, DETECTORS detector instances.
-REPO="$WORK/model_repository"
-rm -rf "$REPO"
-cp -r "$ROOT/model_repository" "$REPO"
-for model in stn lprnet; do
-  printf '\nparameters: { key: "onnx_providers", value: { string_value: "%s" } }\n' "$PROVIDERS" \
-    >>"$REPO/$model/config.pbtxt"
+# 4. Every network on CUDA, through the copy of the model repository the bench serves.
+PARAMETERS=()
+for model in plate_detector stn lprnet; do
+  PARAMETERS+=(--parameter "$model.onnx_providers=$PROVIDERS")
 done
-sed -i "s/instance_group \[ { count: [0-9]*, kind: KIND_CPU } \]/instance_group [ { count: $DETECTORS, kind: KIND_CPU } ]/" \
-  "$REPO/plate_detector/config.pbtxt"
-grep -q "count: $DETECTORS," "$REPO/plate_detector/config.pbtxt" || die "could not set the detector instance count"
 
 # 5. The benchmarks, bounded so the whole script stays within 8 minutes.
-say "running pipeline + limit: $FRAMES frames x $ROUNDS rounds, $DETECTORS detectors, providers $PROVIDERS"
-timeout 330 "$PY" -m stream_worker bench triton --repository "$REPO" --frames "$FRAMES" --rounds "$ROUNDS" \
-  --limit-workers "$DETECTORS" --providers "$PROVIDERS" --report "$OUT/triton.json" >"$OUT/triton.txt" 2>&1 ||
+say "running pipeline + limit: $FRAMES frames x $ROUNDS rounds, $LIMIT_WORKERS limit workers, providers $PROVIDERS"
+timeout 330 "$PY" -m stream_worker bench triton --repository "$ROOT/model_repository" --frames "$FRAMES" \
+  --rounds "$ROUNDS" --limit-workers "$LIMIT_WORKERS" --providers "$PROVIDERS" "${PARAMETERS[@]}" \
+  --report "$OUT/triton.json" >"$OUT/triton.txt" 2>&1 ||
   { tail -40 "$OUT/triton.txt" >&2; die "the benchmark failed (full output: $OUT/triton.txt)"; }
 
 # 6. The short table, last.

@@ -1,33 +1,30 @@
 """`limit`: the same computation with no serving at all, the compute floor of this machine.
 
-Decode, detect, crop, STN and LPRNet in this process: the model repository's own detector code
-(`plate_detector/1/detectors.py`, with the parameters of its config.pbtxt), its crop/CTC helpers
-(`plate_recognition/1/frames.py`) and its ONNX files through onnxruntime. No Triton, no gRPC, no
-shared memory, no Kafka: what is left is what any serving design must pay.
+Decode, letterbox, detect, boxes (decoding + NMS), crop (corner warp), STN, LPRNet and CTC in this
+process: the model repository's own code (`plate_recognition/1/detections.py` and `frames.py`), the
+parameters of its config.pbtxt (scales, thresholds, margins, batch limits) and its ONNX files
+through onnxruntime. No Triton, no gRPC, no shared memory, no Kafka: what is left is what any
+serving design must pay.
 
-How it uses the cores: `workers` micro-batches in flight (default 2, one per core), each going
-through decode -> detect -> one STN run -> one LPRNet run, with its frames decoded and detected
-one by one on a shared pool of `workers` threads, so that no core idles while a batch count does
-not divide evenly. OpenCV and onnxruntime release the GIL in their kernels, so threads run in
-parallel like Triton's two detector processes do, without the cost of moving decoded images
-between processes. Each thread has its own Haar
-classifier (OpenCV does not promise that one is thread-safe); the ONNX sessions are shared
-(onnxruntime's run is thread-safe), one intra-op thread each so the workers do not oversubscribe.
+How it uses the cores: `workers` micro-batches in flight (default 2, one per core). Each one's
+frames are decoded and letterboxed one by one on a shared pool of `workers` threads; then, as
+`plate_recognition` does, all its canvases (frames x scales) go through the detector as one run
+(chunked only beyond `detector_max_batch`), and all its plates through one STN and one LPRNet run.
+OpenCV and onnxruntime release the GIL in their kernels, so the threads run in parallel. The ONNX
+sessions are shared (onnxruntime's run is thread-safe), one intra-op thread each, so that the
+workers do not oversubscribe the cores. A batch count that `workers` does not divide leaves a
+core idle at the end: give a multiple (96 frames of 16 with 2 workers: 6 batches).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
-import re
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import cv2
@@ -38,35 +35,14 @@ from bench.cpu import meter
 from bench.frames import BenchFrame
 from bench.pipeline import BenchError, Measurement, Ours, batches, interleaved, timed_parallel
 from bench.report import ratio
+from bench.repository import config_parameters, config_path, load_model_file
 
-MAX_PIXELS = 40_000_000
-STAGES = ("decode", "detect", "crop", "stn", "lprnet", "ctc")
+MAX_PIXELS = 33_177_600  # plate_recognition's defaults, when its config does not set them
+MAX_DECODED_PIXELS = 4_194_304
+STAGES = ("decode", "letterbox", "detect", "boxes", "crop", "stn", "lprnet", "ctc")
 PROFILE_FRAMES = 16
-_PARAMETER = re.compile(
-    r'parameters:\s*\{\s*key:\s*"(?P<key>[^"]+)"\s*,?\s*value:\s*\{\s*string_value:\s*"(?P<value>[^"]*)"\s*\}\s*\}'
-)
 
-
-def load_model_file(repository: Path, model: str, name: str) -> ModuleType:
-    """A model's helper module loaded by path, the way the Python backend loads it."""
-    path = repository / model / "1" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"bench_{model}_{name}", path)
-    if spec is None or spec.loader is None or not path.is_file():
-        raise BenchError(f"{path} not found: is --repository a stream_worker model repository?")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def config_path(repository: Path, model: str, model_config_name: str | None) -> Path:
-    if model_config_name:
-        return repository / model / "configs" / f"{model_config_name}.pbtxt"
-    return repository / model / "config.pbtxt"
-
-
-def config_parameters(path: Path) -> dict[str, str]:
-    """The `parameters` of a config.pbtxt (string values), as the Python backend hands them over."""
-    return {match["key"]: match["value"] for match in _PARAMETER.finditer(path.read_text())}
+__all__ = ["InProcessPipeline", "Limit", "config_parameters", "run_limit", "stage_profile"]
 
 
 class StageClock:
@@ -101,21 +77,37 @@ def opencv_threads(threads: int) -> Iterator[None]:
 
 
 class InProcessPipeline:
-    """decode -> detect -> crop -> STN -> LPRNet for a micro-batch, in the calling thread."""
+    """decode -> letterbox -> detect -> boxes -> crop -> STN -> LPRNet -> CTC for a micro-batch."""
 
     def __init__(
         self, repository: Path, model_config_name: str | None = None, providers: Sequence[str] = ()
     ) -> None:
         self.repository = repository
-        self.detectors = load_model_file(repository, "plate_detector", "detectors")
+        self.detections = load_model_file(repository, "plate_recognition", "detections")
         self.frames = load_model_file(repository, "plate_recognition", "frames")
-        self.detector_parameters = config_parameters(
-            config_path(repository, "plate_detector", model_config_name)
+        self.parameters = config_parameters(config_path(repository, "plate_recognition", model_config_name))
+        self.max_pixels = int(self.parameters.get("max_pixels", MAX_PIXELS))
+        self.max_decoded_pixels = int(self.parameters.get("max_decoded_pixels", MAX_DECODED_PIXELS))
+        self.scales: tuple[float, ...] = self.detections.parse_scales(
+            self.parameters.get("detector_scales", "1.0,0.75")
         )
+        self.score_threshold = float(self.parameters.get("score_threshold", 0.25))
+        self.nms_iou = float(self.parameters.get("nms_iou", 0.5))
+        self.detector_max_batch = int(self.parameters.get("detector_max_batch", 32))
+        self.recognizer_max_batch = int(self.parameters.get("recognizer_max_batch", 64))
+        self.vertical_margin = float(self.parameters.get("crop_vertical_margin", 0.2))
+        self.horizontal_margin = float(self.parameters.get("crop_horizontal_margin", 0.08))
         self.providers = list(providers) or ["CPUExecutionProvider"]
-        self.stn = self._session("stn")
-        self.lprnet = self._session("lprnet")
-        self._local = threading.local()
+        detector_model = self.parameters.get("detector_model", "plate_detector")
+        self.detector_parameters = config_parameters(
+            config_path(repository, detector_model, model_config_name)
+        )
+        # plate_detector cuts each batch Triton hands it into ONNX Runtime runs of this size (0: all).
+        self.detector_run_batch = int(self.detector_parameters.get("run_batch_size", 0))
+        self.detector = self._session(detector_model)
+        self.stn = self._session(self.parameters.get("stn_model", "stn"))
+        self.lprnet = self._session(self.parameters.get("lprnet_model", "lprnet"))
+        self.detector_input = self.detector.get_inputs()[0].name
 
     def _session(self, model: str) -> ort.InferenceSession:
         options = ort.SessionOptions()
@@ -127,50 +119,82 @@ class InProcessPipeline:
             raise BenchError(f"{path} missing: run `stream-worker models prepare`")
         return ort.InferenceSession(str(path), options, providers=self.providers)
 
-    def _detector(self) -> Any:
-        if not hasattr(self._local, "detector"):
-            self._local.detector = self.detectors.make_detector(
-                self.detector_parameters, self.repository / "plate_detector" / "1"
-            )
-        return self._local.detector
-
     def settings(self) -> dict[str, Any]:
         return {
+            "recognition_parameters": self.parameters,
             "detector_parameters": self.detector_parameters,
+            "detector_images_per_run": self.detector_run_batch or self.detector_max_batch,
+            "detector_scales": list(self.scales),
             "onnx_providers_asked": self.providers,
-            "onnx_providers_used": self.stn.get_providers(),
+            "onnx_providers_used": self.detector.get_providers(),
             "onnx_intra_op_threads": 1,
         }
 
-    def _decode(self, jpeg: bytes) -> np.ndarray:
-        return self.frames.decode_jpeg(jpeg, MAX_PIXELS)
+    def decode(self, jpeg: bytes) -> np.ndarray:
+        """As plate_recognition decodes (reduced beyond `max_decoded_pixels`; 1080p is not)."""
+        plan = self.frames.plan_decode(jpeg, self.max_pixels, self.max_decoded_pixels)
+        return self.frames.decode_planned(jpeg, plan)
 
-    def _detect(self, image: np.ndarray) -> np.ndarray:
-        return self._detector().detect(image)[0]
+    def detect(self, canvases: np.ndarray, per_run: int | None = None) -> np.ndarray:
+        """The detector's rows for every canvas, `per_run` canvases per ONNX Runtime run (default:
+        as plate_detector runs ours: requests of `detector_max_batch` cut into `run_batch_size`)."""
+        size = per_run or min(self.detector_run_batch or self.detector_max_batch, self.detector_max_batch)
+        runs = [
+            self.detector.run(None, {self.detector_input: canvases[start : start + size]})[0]
+            for start in range(0, len(canvases), size)
+        ]
+        return np.concatenate(runs)
 
     def recognize(
         self, jpegs: Sequence[bytes], clock: StageClock | None = None, pool: Executor | None = None
     ) -> list[list[str]]:
-        """The plate texts of each frame; `clock` times each stage; `pool` decodes and detects."""
+        """The plate texts of each frame; `clock` times each stage; `pool` decodes and letterboxes."""
         stage: Callable[[str], contextlib.AbstractContextManager[None]] = clock.stage if clock else _untimed
         each = pool.map if pool else map
         with stage("decode"):
-            images = list(each(self._decode, jpegs))
+            images = list(each(self.decode, jpegs))
+        scales = len(self.scales)
+        size = self.detections.INPUT_SIZE
+        canvases = np.empty((len(images) * scales, size, size, 3), np.uint8)
+
+        def place(view: int) -> Any:
+            canvases[view], placement = self.detections.letterbox(
+                images[view // scales], self.scales[view % scales]
+            )
+            return placement
+
+        with stage("letterbox"):
+            placements = list(each(place, range(len(canvases))))
         with stage("detect"):
-            detections = list(each(self._detect, images))
+            rows = self.detect(canvases)
+        with stage("boxes"):
+            sizes = [(image.shape[1], image.shape[0]) for image in images]
+            found = self.detections.frame_detections(
+                rows, placements, sizes, scales, self.score_threshold, self.nms_iou
+            )
         owners: list[int] = []
         crops: list[np.ndarray] = []
         with stage("crop"):
-            for index, (image, boxes) in enumerate(zip(images, detections, strict=True)):
-                for box in boxes:
+            for index, (image, plates) in enumerate(zip(images, found, strict=True)):
+                for corners, box in zip(plates.corners, plates.boxes, strict=True):
                     owners.append(index)
-                    crops.append(self.frames.plate_tensor(image, box))
+                    quad = self.detections.usable_corners(corners, box)
+                    crops.append(
+                        self.frames.plate_tensor(image, quad, self.vertical_margin, self.horizontal_margin)
+                    )
         texts: list[list[str]] = [[] for _ in images]
         if crops:
+            batch = np.stack(crops)
+            chunks = range(0, len(batch), self.recognizer_max_batch)
             with stage("stn"):
-                (rectified,) = self.stn.run(["output"], {"input": np.stack(crops)})
+                rectified = [
+                    self.stn.run(["output"], {"input": batch[i : i + self.recognizer_max_batch]})[0]
+                    for i in chunks
+                ]
             with stage("lprnet"):
-                (logits,) = self.lprnet.run(["logits"], {"input": rectified})
+                logits = np.concatenate(
+                    [self.lprnet.run(["logits"], {"input": part})[0] for part in rectified]
+                )
             with stage("ctc"):
                 for owner, plate_logits in zip(owners, logits, strict=True):
                     text, _ = self.frames.ctc_greedy_decode(plate_logits)
@@ -179,27 +203,51 @@ class InProcessPipeline:
         return texts
 
 
+def _detector_cpu_ms_per_canvas(
+    pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch: int
+) -> float:
+    """The detector alone at `batch` canvases per run over the frames' canvases, CPU ms per canvas."""
+    images = [pipeline.decode(frame.jpeg) for frame in frames]
+    canvases, _ = pipeline.detections.canvases_for(images, pipeline.scales)
+    started = time.process_time()
+    pipeline.detect(canvases, batch)
+    return round((time.process_time() - started) * 1000 / len(canvases), 1)
+
+
 def stage_profile(pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch: int) -> dict[str, Any]:
     """Where the compute goes: CPU per frame of each stage, one batch at a time in this thread.
 
-    OpenCV runs single-threaded meanwhile, so that the figures are the work itself, without the
-    cost of splitting one image over threads. `detector_bound_frames_per_s` is then what every
-    core running the detector and nothing else would reach: no design that runs this detector on
-    every frame, serving or not, can exceed it.
+    OpenCV and onnxruntime run single-threaded meanwhile, so that the figures are the work itself,
+    without the cost of splitting one image over threads. `detector_bound_frames_per_s` is then
+    what every core running the detector and nothing else would reach: no design that runs this
+    detector on every canvas, serving or not, can exceed it. The detector is also timed alone at
+    one canvas per run (how the baseline runs it) on the same canvases.
     """
     clock = StageClock()
     with opencv_threads(1):
         for job in batches(frames, batch):
             pipeline.recognize([frame.jpeg for frame in job], clock)
+        single = _detector_cpu_ms_per_canvas(pipeline, frames, 1)
     per_frame = {name: clock.seconds[name] / len(frames) for name in STAGES}
     total = sum(per_frame.values())
+    canvases = len(pipeline.scales)
+    cores = len(os.sched_getaffinity(0))
     return {
         "frames": len(frames),
+        "frames_per_batch": batch,
         "opencv_threads": 1,
+        "onnx_intra_op_threads": 1,
+        "canvases_per_frame": canvases,
         "stage_cpu_ms_per_frame": {name: round(seconds * 1000, 2) for name, seconds in per_frame.items()},
         "total_cpu_ms_per_frame": round(total * 1000, 1),
         "detect_share": round(per_frame["detect"] / total, 3),
-        "detector_bound_frames_per_s": round(len(os.sched_getaffinity(0)) / per_frame["detect"], 2),
+        "detector_images_per_run": pipeline.detector_run_batch or pipeline.detector_max_batch,
+        "detector_cpu_ms_per_canvas": {
+            "batched": round(per_frame["detect"] * 1000 / canvases, 1),
+            "one_per_run": single,
+        },
+        "detector_bound_frames_per_s": round(cores / per_frame["detect"], 2),
+        "compute_bound_frames_per_s": round(cores / total, 2),
     }
 
 
@@ -207,8 +255,7 @@ class Limit:
     """The in-process pipeline over micro-batches, `workers` batches at a time.
 
     OpenCV runs single-threaded meanwhile: with one worker thread per core, its own threads would
-    only compete with them (measured: 11.7 frames/s single-threaded against 10.9 with OpenCV's
-    default threads, 166 against 178 CPU ms per frame), and the floor is the best setting.
+    only compete with them, and the floor is the best setting.
     """
 
     def __init__(self, pipeline: InProcessPipeline, batch: int, workers: int) -> None:

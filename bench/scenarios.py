@@ -5,18 +5,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bench.frames import BenchFrame, cycle
 from bench.limit import run_limit
-from bench.pipeline import run_pipeline
+from bench.pipeline import BenchError, run_pipeline
 from bench.report import rate
+from bench.repository import parse_overrides, served_repositories
 from bench.servers import start_triton, triton_version
 from stream_worker.children import Watchdog
 
 if TYPE_CHECKING:  # imported when needed: pipeline and limit must run without confluent-kafka
     from bench.stream import StreamBench
+    from stream_worker.launchers.triton import LocalTriton
 
 INCLUDED = {
     "pipeline": ("pipeline",),
@@ -32,8 +34,13 @@ BACKLOG_CAMERAS = 4
 def run_scenarios(
     args: argparse.Namespace, distinct: Sequence[BenchFrame]
 ) -> tuple[dict[str, Any], str | None]:
-    """Each included scenario's results, and the Triton server's version."""
+    """Each included scenario's results, and the Triton server's version.
+
+    A snapshot of the model repository is served, with the `--parameter` overrides applied, and
+    every system (ours, the baseline, the in-process limit) reads its parameters from it.
+    """
     included = INCLUDED[args.scenario]
+    overrides = parse_overrides(args.parameter)
     frames = cycle(list(distinct), args.frames)
     results: dict[str, Any] = {}
     # Servers and workers run in their own sessions: should this process be killed, the watchdog
@@ -41,9 +48,13 @@ def run_scenarios(
     watchdog = Watchdog()
     with contextlib.ExitStack() as stack:
         stack.callback(watchdog.release)
-        triton = start_triton(args.repository, args.model_config_name)
+        repository, baseline_repository = stack.enter_context(
+            served_repositories(args.repository, args.model_config_name, overrides)
+        )
+        triton = start_triton(repository, baseline_repository, args.model_config_name)
         watchdog.watch(triton.pid)
         stack.callback(triton.close)
+        stack.enter_context(explain_server_exit(triton))
         version = triton_version(triton.http_url)
         if "pipeline" in included:
             results["pipeline"] = run_pipeline(
@@ -58,7 +69,7 @@ def run_scenarios(
             )
         if "limit" in included:
             results["limit"] = run_limit(
-                args.repository,
+                repository,
                 triton.grpc_url,
                 triton.pid,
                 frames,
@@ -86,6 +97,17 @@ def run_scenarios(
             if "sweep" in included:
                 results["sweep"] = run_sweep(bench, args, distinct)
     return results, version
+
+
+@contextlib.contextmanager
+def explain_server_exit(triton: LocalTriton) -> Iterator[None]:
+    """A failing scenario says whether Triton still runs and how its log ends (the server's cleanup
+    removes the log)."""
+    try:
+        yield
+    except Exception as error:
+        state = "still running" if triton.is_running() else "no longer running"
+        raise BenchError(f"{error}\ntritonserver is {state}; its log ends:\n{triton.log_tail()}") from error
 
 
 def worker_settings(batch: int, inflight: int) -> dict[str, int]:

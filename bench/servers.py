@@ -8,14 +8,15 @@ from pathlib import Path
 
 from stream_worker.launchers.triton import LocalTriton
 
-BASELINE_REPOSITORY = Path(__file__).resolve().parent / "baseline_repository"
 START_TIMEOUT_S = 600.0
 
 
-def start_triton(repository: Path, model_config_name: str | None = None) -> LocalTriton:
-    """Triton serving `repository` and the baseline model side by side (same process, same cores)."""
+def start_triton(
+    repository: Path, baseline_repository: Path, model_config_name: str | None = None
+) -> LocalTriton:
+    """Triton serving `repository` and the baseline models side by side (same process, same cores)."""
     server = LocalTriton(
-        repository, model_config_name=model_config_name, extra_repositories=[BASELINE_REPOSITORY]
+        repository, model_config_name=model_config_name, extra_repositories=[baseline_repository]
     )
     server.start(timeout_s=START_TIMEOUT_S)
     return server

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -10,13 +11,21 @@ import pytest
 
 from bench.cpu import group_cpu_s, meter, process_cpu_s
 from bench.frames import CAMERA_HEIGHT, CAMERA_WIDTH, camera_frames, cycle, samples_dir
-from bench.limit import config_parameters
 from bench.main import parser
 from bench.pipeline import BenchError
 from bench.report import format_table, latency_ms, rate, ratio
+from bench.repository import (
+    BASELINE_REPOSITORY,
+    config_parameters,
+    config_path,
+    parse_overrides,
+    served_repositories,
+    set_parameter,
+)
 from bench.stream import OutputCollector, Received
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+MODEL_REPOSITORY = REPO_ROOT / "model_repository"
 
 
 def test_latency_percentiles_in_milliseconds() -> None:
@@ -44,9 +53,95 @@ def test_table_lines_up_columns_and_marks_missing_cells() -> None:
 
 
 def test_detector_parameters_are_read_from_the_real_config() -> None:
-    parameters = config_parameters(REPO_ROOT / "model_repository" / "plate_detector" / "config.pbtxt")
-    assert parameters["detector"] == "haar"
-    assert int(parameters["working_width"]) > 0
+    parameters = config_parameters(config_path(MODEL_REPOSITORY, "plate_recognition"))
+    assert parameters["detector"] == "yolo"
+    assert parameters["detector_scales"] == "1.0,0.75"
+    assert float(parameters["score_threshold"]) > 0 and int(parameters["detector_max_batch"]) > 0
+    assert int(config_parameters(config_path(MODEL_REPOSITORY, "plate_detector"))["intra_op_threads"]) > 0
+
+
+def test_config_path_prefers_the_named_variant_and_falls_back_like_triton() -> None:
+    assert config_path(MODEL_REPOSITORY, "stn", "gpu") == MODEL_REPOSITORY / "stn" / "configs" / "gpu.pbtxt"
+    assert config_path(MODEL_REPOSITORY, "stn", "nope") == MODEL_REPOSITORY / "stn" / "config.pbtxt"
+    assert config_path(MODEL_REPOSITORY, "stn") == MODEL_REPOSITORY / "stn" / "config.pbtxt"
+
+
+def test_set_parameter_replaces_or_appends() -> None:
+    text = 'name: "m"\nparameters: { key: "a", value: { string_value: "1" } }\n'
+    replaced = set_parameter(text, "a", "1.0,0.5")
+    assert config_parameters_of(replaced) == {"a": "1.0,0.5"}
+    appended = set_parameter(replaced, "b", "x")
+    assert config_parameters_of(appended) == {"a": "1.0,0.5", "b": "x"}
+    with pytest.raises(BenchError):
+        set_parameter(text, "a", 'say "hi"')
+
+
+def config_parameters_of(text: str) -> dict[str, str]:
+    from bench.repository import _PARAMETER
+
+    return {match["key"]: match["value"] for match in _PARAMETER.finditer(text)}
+
+
+def test_parameter_overrides_parse_model_key_value() -> None:
+    overrides = parse_overrides(["plate_recognition.detector_scales=1.0", "stn.onnx_providers=A,B"])
+    assert overrides == {"plate_recognition": {"detector_scales": "1.0"}, "stn": {"onnx_providers": "A,B"}}
+    for bad in ("detector_scales=1.0", "plate_recognition.detector_scales", ".x=1"):
+        with pytest.raises(BenchError, match=r"MODEL\.KEY=VALUE"):
+            parse_overrides([bad])
+
+
+def test_served_repositories_point_the_baseline_at_what_is_served(tmp_path: Path) -> None:
+    repository = tmp_path / "model_repository"
+    for model in ("plate_recognition", "stn"):
+        (repository / model / "1").mkdir(parents=True)
+        scales = set_parameter(f'name: "{model}"\n', "detector_scales", "1.0,0.75")
+        (repository / model / "config.pbtxt").write_text(scales)
+    with served_repositories(repository) as (ours, baseline):
+        # A snapshot: edits to the tree during a run cannot reach the served models.
+        assert ours != repository and (ours / "plate_recognition" / "config.pbtxt").is_file()
+        for model in ("baseline", "baseline_per_core"):
+            parameters = config_parameters(baseline / model / "config.pbtxt")
+            assert parameters["served_repository"] == str(ours)
+            assert parameters["served_config_name"] == ""
+            assert (baseline / model / "1" / "model.py").is_file()
+    assert not baseline.exists()
+    overrides = {"plate_recognition": {"detector_scales": "1.0"}}
+    with served_repositories(repository, "gpu", overrides) as (ours, baseline):
+        assert config_parameters(ours / "plate_recognition" / "config.pbtxt")["detector_scales"] == "1.0"
+        assert config_parameters(ours / "stn" / "config.pbtxt")["detector_scales"] == "1.0,0.75"
+        parameters = config_parameters(baseline / "baseline" / "config.pbtxt")
+        assert parameters["served_repository"] == str(ours)
+        assert parameters["served_config_name"] == "gpu"
+    assert (
+        config_parameters(repository / "plate_recognition" / "config.pbtxt")["detector_scales"] == "1.0,0.75"
+    )
+    with (
+        pytest.raises(BenchError, match="no model"),
+        served_repositories(repository, None, {"nope": {"a": "1"}}),
+    ):
+        pass
+
+
+def test_baseline_per_core_runs_the_baseline_code() -> None:
+    per_core = BASELINE_REPOSITORY / "baseline_per_core" / "1" / "model.py"
+    assert per_core.resolve() == (BASELINE_REPOSITORY / "baseline" / "1" / "model.py").resolve()
+    parameters = config_parameters(BASELINE_REPOSITORY / "baseline_per_core" / "config.pbtxt")
+    assert parameters["detector_intra_op_threads"] == "1"
+
+
+def test_gpu_script_is_valid_bash_and_puts_every_network_on_cuda() -> None:
+    script = REPO_ROOT / "bench" / "gpu.sh"
+    finished = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False)
+    assert finished.returncode == 0, finished.stderr
+    text = script.read_text()
+    assert "for model in plate_detector stn lprnet; do" in text
+    assert '--parameter "$model.onnx_providers=$PROVIDERS"' in text
+    assert '"${PARAMETERS[@]}"' in text and "haar" not in text.lower()
+    # The parameter the script sets is the one the ONNX models read.
+    assert 'parameters.get("onnx_providers"' in (MODEL_REPOSITORY / "lprnet" / "1" / "model.py").read_text()
+    assert (MODEL_REPOSITORY / "plate_detector" / "1" / "model.py").resolve() == (
+        MODEL_REPOSITORY / "lprnet" / "1" / "model.py"
+    ).resolve()
 
 
 def test_cpu_meter_counts_this_process_and_its_group() -> None:

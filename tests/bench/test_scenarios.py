@@ -79,8 +79,12 @@ def test_pipeline_compares_ours_with_the_baseline_on_the_same_frames(report: dic
 
 def test_limit_runs_the_same_work_in_process(report: dict) -> None:
     limit = report["results"]["limit"]
-    assert limit["settings"]["limit"]["worker_threads"] == 2
-    assert limit["settings"]["limit"]["detector_parameters"]["detector"] == "haar"
+    settings = limit["settings"]["limit"]
+    assert settings["worker_threads"] == 2
+    # plate_recognition's own parameters: the learned detector at its two scales.
+    assert settings["recognition_parameters"]["detector"] == "yolo"
+    assert settings["detector_scales"] == [1.0, 0.75]
+    assert settings["onnx_providers_used"] == ["CPUExecutionProvider"]
     for system in limit["systems"].values():
         assert_positive(system)
         assert system["frames_with_plates"] == 3
@@ -90,13 +94,20 @@ def test_limit_runs_the_same_work_in_process(report: dict) -> None:
 def test_limit_profiles_where_the_compute_goes(report: dict) -> None:
     profile = report["results"]["limit"]["stage_profile"]
     stages = profile["stage_cpu_ms_per_frame"]
-    assert list(stages) == ["decode", "detect", "crop", "stn", "lprnet", "ctc"]
+    assert list(stages) == ["decode", "letterbox", "detect", "boxes", "crop", "stn", "lprnet", "ctc"]
     # The 3 plates among the 4 frames went through every stage; detection is never free.
-    assert profile["frames"] == 4 and all(stages[name] > 0 for name in ("decode", "detect", "stn", "lprnet"))
+    assert profile["frames"] == 4 and profile["canvases_per_frame"] == 2
+    assert all(stages[name] > 0 for name in ("decode", "letterbox", "detect", "stn", "lprnet"))
     assert sum(stages.values()) == pytest.approx(profile["total_cpu_ms_per_frame"], abs=0.2)
     assert 0 < profile["detect_share"] < 1
     cores = report["machine"]["usable_cores"]
     assert profile["detector_bound_frames_per_s"] == pytest.approx(cores * 1000 / stages["detect"], rel=0.01)
+    # As plate_detector runs ours: its requests cut into ONNX Runtime runs of `run_batch_size`.
+    run_batch = report["results"]["limit"]["settings"]["limit"]["detector_parameters"].get("run_batch_size")
+    assert profile["detector_images_per_run"] == int(run_batch or 32)
+    per_canvas = profile["detector_cpu_ms_per_canvas"]
+    assert per_canvas["batched"] == pytest.approx(stages["detect"] / 2, abs=0.1)
+    assert per_canvas["one_per_run"] > 0
 
 
 def test_stream_drains_the_backlog_and_keeps_up_with_live_cameras(report: dict) -> None:
@@ -136,5 +147,14 @@ def test_summary_holds_the_headline_ratios(report: dict) -> None:
         "detector_bound_frames_per_s",
         "pipeline_ceiling_vs_baseline",
         "worker_peak_rss_mib",
+        "compute_cpu_ms_per_frame",
+        "detector_cpu_ms_per_canvas",
+        "detector_cpu_ms_per_canvas_one_per_run",
+        "stream_drain_cpu_ms_per_frame",
     ):
         assert summary[name] > 0, name
+    assert summary["detector_canvases_per_frame"] == 2
+    assert summary["pipeline_target"] == 1.5
+    assert summary["stream_target"] == {"frames_per_s": 40.0, "cpu_ms_per_frame": 46.0}
+    assert isinstance(summary["stream_target_met"], bool) and isinstance(summary["pipeline_target_met"], bool)
+    assert report["parameters_overridden"] == []
