@@ -5,6 +5,8 @@ partition count, Kafka credentials only from a Secret)."""
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
 from pathlib import Path
 
 import kubernetes_validate
@@ -338,3 +340,151 @@ def test_largest_accepted_frame_fits_the_topics(rendered: dict[str, list[dict]],
         largest_record = load_settings().max_frame_bytes + 64 * 1024
         topics = one(objects, "ConfigMap", "stream-worker-topics")["data"]
         assert largest_record <= int(topics["MAX_MESSAGE_BYTES"]), build
+
+
+# --- who may reach what: NetworkPolicies, evaluated as the API server would ------------------
+
+ANYONE = {"anyone": True}  # a rule without `from`: every source
+Client = tuple[dict[str, str], dict[str, str]]  # (its namespace's labels, its pod's labels)
+
+
+def selects(selector: dict, labels: dict[str, str]) -> bool:
+    """Kubernetes label-selector semantics: matchLabels and matchExpressions, all must hold."""
+    if any(labels.get(key) != value for key, value in selector.get("matchLabels", {}).items()):
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, values = expression["key"], expression.get("values", [])
+        holds = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[expression["operator"]]
+        if not holds:
+            return False
+    return True
+
+
+def pod_templates(objects: list[dict]) -> dict[str, dict]:
+    return {obj["metadata"]["name"]: obj["spec"]["template"] for obj in objects if obj["kind"] in POD_OWNERS}
+
+
+def ingress_policies(objects: list[dict], template: dict) -> list[dict]:
+    """Specs of the policies that isolate `template`'s pods for ingress."""
+    labels = template["metadata"]["labels"]
+    return [
+        policy["spec"]
+        for policy in by_kind(objects, "NetworkPolicy")
+        if selects(policy["spec"]["podSelector"], labels) and "Ingress" in policy["spec"]["policyTypes"]
+    ]
+
+
+def _admits(peer: dict, client: Client) -> bool:
+    namespace_labels, pod_labels = client
+    if peer is ANYONE or "ipBlock" in peer:
+        return True
+    if "namespaceSelector" in peer:
+        namespace_ok = selects(peer["namespaceSelector"], namespace_labels)
+    else:  # the policy's own namespace
+        namespace_ok = namespace_labels.get("kubernetes.io/metadata.name") == NAMESPACE
+    return namespace_ok and selects(peer.get("podSelector", {}), pod_labels)
+
+
+def reachable(objects: list[dict], template: dict, port: int, client: Client) -> bool:
+    """May `client` connect to `port` of `template`'s pods?"""
+    policies = ingress_policies(objects, template)
+    if not policies:
+        return True  # not isolated
+    named = {
+        p["name"]: p["containerPort"] for c in template["spec"]["containers"] for p in c.get("ports", [])
+    }
+    for spec in policies:
+        for rule in spec.get("ingress", []):
+            ports = [named.get(p.get("port"), p.get("port", port)) for p in rule.get("ports", [{}])]
+            if port in ports and any(_admits(peer, client) for peer in rule.get("from", [ANYONE])):
+                return True
+    return False
+
+
+def _clients(objects: list[dict]) -> dict[str, Client]:
+    """Would-be callers: our pods, a stranger in our namespace, look-alikes elsewhere, Prometheus."""
+    namespace = one(objects, "Namespace", NAMESPACE)["metadata"]["labels"]
+    ours = {**namespace, "kubernetes.io/metadata.name": NAMESPACE}
+    other = {"kubernetes.io/metadata.name": "default"}
+    monitoring = {"kubernetes.io/metadata.name": "monitoring"}
+    labels = {name: template["metadata"]["labels"] for name, template in pod_templates(objects).items()}
+    return {
+        "worker": (ours, labels["stream-worker"]),
+        "triton": (ours, labels["triton"]),
+        "topics job": (ours, labels["stream-worker-topics"]),
+        "stranger": (ours, {"app.kubernetes.io/name": "debug-shell"}),
+        "worker look-alike elsewhere": (other, labels["stream-worker"]),
+        "prometheus": (monitoring, {"app.kubernetes.io/name": "prometheus"}),
+        "other pod in monitoring": (monitoring, {"app.kubernetes.io/name": "grafana"}),
+        "prometheus look-alike elsewhere": (other, {"app.kubernetes.io/name": "prometheus"}),
+    }
+
+
+def test_only_workers_reach_triton_only_prometheus_the_metrics(rendered: dict[str, list[dict]]) -> None:
+    allowed = {  # (pod, port) -> the only callers let in
+        ("triton", 8000): {"worker"},
+        ("triton", 8001): {"worker"},
+        ("triton", 8002): {"prometheus"},
+        ("stream-worker", 9108): {"prometheus"},
+        ("stream-worker-topics", 8080): set(),  # no listener; still, nobody gets in
+    }
+    for build, objects in rendered.items():
+        clients = _clients(objects)
+        templates = pod_templates(objects)
+        for (pod, port), expected in allowed.items():
+            admitted = {
+                name for name, client in clients.items() if reachable(objects, templates[pod], port, client)
+            }
+            assert admitted == expected, f"{build}: {pod}:{port} admits {sorted(admitted)}"
+
+
+def test_every_pod_is_isolated_for_ingress(rendered: dict[str, list[dict]]) -> None:
+    for build, objects in rendered.items():
+        for name, template in pod_templates(objects).items():
+            assert ingress_policies(objects, template), f"{build}: {name} accepts any ingress"
+
+
+def test_a_misspelt_selector_is_caught(rendered: dict[str, list[dict]]) -> None:
+    objects = copy.deepcopy(rendered["base"])
+    peer = one(objects, "NetworkPolicy", "triton-inference-from-workers")["spec"]["ingress"][0]["from"][0]
+    peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"] = "stream-workers"
+    triton = pod_templates(objects)["triton"]
+    assert not reachable(objects, triton, 8001, _clients(objects)["worker"])
+
+
+def _documented_overlay() -> dict:
+    """The overlay deploy/README.md gives for pointing the metrics policy at your Prometheus."""
+    readme = (KUSTOMIZE_DIR.parent / "README.md").read_text()
+    section = readme.split("### Who may reach what", 1)[1]
+    return yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+
+
+def test_the_documented_overlay_points_metrics_at_another_prometheus(kubectl: str, tmp_path: Path) -> None:
+    overlay = _documented_overlay()
+    # As written, the overlay sits in a folder beside deploy/; kustomize wants relative paths.
+    beside_deploy = KUSTOMIZE_DIR.parents[1] / "my-overlay"
+    overlay["resources"] = [os.path.relpath(beside_deploy / r, tmp_path) for r in overlay["resources"]]
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    result = subprocess.run(
+        [kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    objects = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    templates = pod_templates(objects)
+    theirs = ({"kubernetes.io/metadata.name": "observability"}, {"app": "prometheus"})
+    for pod, port in (("triton", 8002), ("stream-worker", 9108)):
+        assert reachable(objects, templates[pod], port, theirs), pod
+        assert not reachable(objects, templates[pod], port, _clients(objects)["prometheus"]), pod
+
+
+def test_triton_model_control_stays_off(rendered: dict[str, list[dict]]) -> None:
+    """Mode `none` (the default): no client can load, unload or replace a model through the API."""
+    for build, objects in rendered.items():
+        args = pod_templates(objects)["triton"]["spec"]["containers"][0]["args"]
+        control = [arg for arg in args if arg.startswith(("--model-control-mode", "--load-model"))]
+        assert control in ([], ["--model-control-mode=none"]), f"{build}: {control}"
