@@ -1,7 +1,9 @@
-"""Where the integration tests find their servers. One place decides, in this order:
+"""Where the integration tests find their servers. One place (`containers.server_source`) decides,
+in this order:
 
 1. `KAFKA_BOOTSTRAP_SERVERS` / `TRITON_URL` set: use those servers as they are.
-2. A reachable Docker engine and `testcontainers` installed: start the Kafka and Triton images.
+2. A reachable Docker engine and `testcontainers` installed: start the Kafka image and the
+   project's own Triton image (built from deploy/docker/triton.Dockerfile; see `containers`).
 3. Otherwise: start the real local servers as child processes (Tansu broker, tritonserver from
    the nvidia-pytriton wheel) through `stream_worker.launchers`.
 
@@ -11,16 +13,17 @@ Every integration test talks to a real broker and a real Triton server; nothing 
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from containers import docker_available, server_source, triton_container, triton_image_build
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODEL_REPOSITORY = REPO_ROOT / "model_repository"
 KAFKA_IMAGE = "apache/kafka:3.9.1"
-TRITON_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3"
 
 
 def weights_dir() -> Path:
@@ -41,17 +44,6 @@ def cat_jpeg() -> bytes:
     return (samples_dir() / "cat.jpeg").read_bytes()
 
 
-def _docker_available() -> bool:
-    try:
-        import docker  # type: ignore[import-untyped]
-        import testcontainers  # type: ignore[import-untyped]  # noqa: F401
-
-        docker.from_env().ping()
-        return True
-    except Exception:
-        return False
-
-
 @pytest.fixture(scope="session")
 def prepared_model_repository() -> Path:
     """The model repository with the ONNX artifacts exported from the real checkpoints."""
@@ -64,22 +56,28 @@ def prepared_model_repository() -> Path:
 @pytest.fixture(scope="session")
 def triton_url(prepared_model_repository: Path) -> Iterator[str]:
     """gRPC address (host:port) of a Triton server serving `model_repository/`."""
-    if url := os.environ.get("TRITON_URL"):
-        yield url
+    source = server_source("TRITON_URL", os.environ, docker_available)
+    if source == "given":
+        yield os.environ["TRITON_URL"]
         return
-    if _docker_available():
+    if source == "docker":
         from testcontainers.core.container import DockerContainer  # type: ignore[import-untyped]
         from testcontainers.core.waiting_utils import wait_for_logs  # type: ignore[import-untyped]
 
+        build = triton_image_build(REPO_ROOT, weights_dir())
+        subprocess.run(build.command(), check=True, env={**os.environ, "DOCKER_BUILDKIT": "1"})
+        spec = triton_container(prepared_model_repository)
         container = (
-            DockerContainer(TRITON_IMAGE)
-            .with_volume_mapping(str(prepared_model_repository), "/models")
-            .with_exposed_ports(8001)
-            .with_command("tritonserver --model-repository=/models")
+            DockerContainer(spec.image)
+            .with_command(spec.command)
+            .with_exposed_ports(*spec.ports)
+            .with_kwargs(shm_size=spec.shm_size)
         )
+        for host, target, mode in spec.volumes:
+            container = container.with_volume_mapping(host, target, mode)
         with container:
-            wait_for_logs(container, "Started GRPCInferenceService", timeout=300)
-            yield f"{container.get_container_host_ip()}:{container.get_exposed_port(8001)}"
+            wait_for_logs(container, spec.ready_log, timeout=300)
+            yield f"{container.get_container_host_ip()}:{container.get_exposed_port(spec.ports[0])}"
         return
     from stream_worker.launchers.triton import LocalTriton
 
@@ -90,10 +88,11 @@ def triton_url(prepared_model_repository: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def kafka_bootstrap() -> Iterator[str]:
     """bootstrap.servers of a Kafka-protocol broker."""
-    if servers := os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
-        yield servers
+    source = server_source("KAFKA_BOOTSTRAP_SERVERS", os.environ, docker_available)
+    if source == "given":
+        yield os.environ["KAFKA_BOOTSTRAP_SERVERS"]
         return
-    if _docker_available():
+    if source == "docker":
         from testcontainers.kafka import KafkaContainer  # type: ignore[import-untyped]
 
         with KafkaContainer(KAFKA_IMAGE).with_kraft() as kafka:

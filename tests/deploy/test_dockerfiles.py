@@ -206,11 +206,14 @@ def test_triton_image_serves_the_gpu_configs(triton: list[Stage]) -> None:
     assert "/v2/health/ready" in healthcheck
 
 
-def test_triton_image_is_the_one_the_tests_use(triton: list[Stage]) -> None:
-    conftest = (REPO_ROOT / "tests" / "conftest.py").read_text()
-    match = re.search(r'TRITON_IMAGE = "([^"]+)"', conftest)
-    assert match, "tests/conftest.py names no TRITON_IMAGE"
-    assert triton[-1].base == match[1]
+def test_triton_image_is_the_one_the_tests_use(triton: list[Stage], tmp_path: Path) -> None:
+    """With Docker, the fixtures build this Dockerfile, handing the weights over by the name its
+    placeholder stage waits for (tests/containers.py)."""
+    from containers import triton_image_build
+
+    build = triton_image_build(REPO_ROOT, tmp_path)
+    assert build.dockerfile == TRITON
+    assert list(build.named_contexts) == [triton[0].name]
 
 
 def test_weights_only_arrive_through_the_named_context(triton: list[Stage]) -> None:
