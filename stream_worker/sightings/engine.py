@@ -1,0 +1,141 @@
+"""The sightings pipeline without Kafka: records in, sightings to publish and commit positions out.
+
+The app feeds it each consumed record of the plates topic in offset order per partition, tells it
+when a sighting is acknowledged, and commits what it says is committable; everything it decides
+is a function of the records and the times handed in, which is what the replay after a restart
+(commits.py) relies on and what the tests drive directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from stream_worker.contracts import PlateSighting
+from stream_worker.sightings.commits import PartitionCommits
+from stream_worker.sightings.grouping import Closed, Group, Grouper, GroupingRules
+from stream_worker.sightings.reads import Observation, Position
+from stream_worker.sightings.sighting import VotingRules, build_sighting
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A sighting to publish; `SightingsEngine.delivered` once the broker acknowledged it."""
+
+    sighting: PlateSighting
+    partition: int
+    hold: int
+    commits: PartitionCommits  # the assignment it belongs to: a later one ignores its delivery
+    reads: tuple[Position, ...]  # where its reads are in the plates topic
+
+
+@dataclass(slots=True)
+class EngineCounts:
+    replayed: int = 0  # groups rebuilt from reads already published, not published again
+    too_few_reads: int = 0  # groups closed with fewer than min_reads reads, not published
+
+
+class SightingsEngine:
+    def __init__(
+        self,
+        topic: str,
+        grouping: GroupingRules,
+        voting: VotingRules = VotingRules(),
+        min_reads: int = 1,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.topic = topic
+        self.voting = voting
+        self.min_reads = min_reads
+        self.counts = EngineCounts()
+        self._wall_clock = wall_clock
+        self._grouper = Grouper(grouping)
+        self._partitions: dict[int, PartitionCommits] = {}
+        self._holds: dict[int, int] = {}  # id(group) -> the offset it holds
+
+    # --- assignment ------------------------------------------------------------------------
+
+    def assign(self, partition: int, floor: int | None) -> None:
+        """Start a partition; `floor`: its committed position (reads below it are a replay)."""
+        self.revoke(partition)
+        self._partitions[partition] = PartitionCommits(floor)
+
+    def revoke(self, partition: int) -> int:
+        """Forget a partition; its open groups are dropped uncommitted. Returns how many."""
+        dropped = self._grouper.forget(partition)
+        for group in dropped:
+            self._holds.pop(id(group), None)
+        self._partitions.pop(partition, None)
+        return len(dropped)
+
+    def assigned(self) -> list[int]:
+        return sorted(self._partitions)
+
+    # --- records in, sightings out ----------------------------------------------------------
+
+    def add(self, partition: int, offset: int, observation: Observation | None, now: float) -> list[Outgoing]:
+        """One record (None: not a PlateEvent, skipped); `now`: monotonic wall-clock seconds."""
+        commits = self._partitions[partition]
+        commits.consumed(offset)
+        if observation is None:
+            return []
+        closed, placed = self._grouper.observe(partition, observation, now)
+        outgoing = self._finish(closed)
+        if not commits.is_replay(offset):
+            for _, group in placed:
+                if id(group) not in self._holds:
+                    self._holds[id(group)] = offset
+                    commits.hold(offset)
+        return outgoing
+
+    def expire(self, now: float) -> list[Outgoing]:
+        """Close the groups of silent cameras."""
+        return self._finish(self._grouper.expire(now))
+
+    def _finish(self, closed: list[Closed]) -> list[Outgoing]:
+        outgoing = []
+        for item in closed:
+            group = item.group
+            partition = group.key[0]
+            commits = self._partitions[partition]
+            hold = self._holds.pop(id(group), None)
+            if hold is None:  # every read below the floor: published before the restart
+                self.counts.replayed += 1
+                continue
+            if len(group.reads) < self.min_reads:
+                self.counts.too_few_reads += 1
+                commits.release(hold)
+                continue
+            sighting = build_sighting(group, item.reason, self.topic, self._wall_clock(), self.voting)
+            positions = tuple(sorted(read.position for read in group.reads))
+            outgoing.append(Outgoing(sighting, partition, hold, commits, positions))
+        return outgoing
+
+    def delivered(self, outgoing: Outgoing) -> None:
+        """The broker acknowledged `outgoing`: its reads no longer hold the commit position."""
+        if self._partitions.get(outgoing.partition) is outgoing.commits:
+            outgoing.commits.release(outgoing.hold)
+
+    # --- commits ---------------------------------------------------------------------------
+
+    def committable(self) -> dict[int, int]:
+        return {
+            partition: position
+            for partition, commits in self._partitions.items()
+            if (position := commits.committable()) is not None
+        }
+
+    def mark_committed(self, positions: dict[int, int]) -> None:
+        for partition, position in positions.items():
+            if commits := self._partitions.get(partition):
+                commits.mark_committed(position)
+
+    # --- observability ---------------------------------------------------------------------
+
+    def open_groups(self) -> list[Group]:
+        return list(self._grouper.open_groups())
+
+    def held(self) -> int:
+        """Sightings not yet acknowledged plus open groups holding a commit."""
+        return sum(commits.held for commits in self._partitions.values())

@@ -1,0 +1,228 @@
+"""Grouping reads into vehicle passes: joining by text or motion, closing by gap, duration, silence."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from plate_events import T0, Pass, as_observation, read, seen, timeline
+
+from stream_worker.contracts import ClosedBy
+from stream_worker.sightings.grouping import Closed, Grouper, GroupingRules
+
+RULES = GroupingRules()  # the defaults: gap 1.5 s, silence 5 s, max 30 s, 2 edits, 1.5 widths
+
+
+def run(events, rules: GroupingRules = RULES, partition: int = 0) -> list[Closed]:
+    """Every event through one grouper, then a long silence: every group it closed, in order."""
+    grouper = Grouper(rules)
+    closed: list[Closed] = []
+    for offset, event in enumerate(events):
+        closed += grouper.observe(partition, as_observation(event, partition, offset), now=0.0)[0]
+    closed += grouper.expire(now=1e9)
+    assert not list(grouper.open_groups())
+    return closed
+
+
+def texts(closed: list[Closed]) -> list[set[str]]:
+    return [{r.text for r in c.group.reads} for c in closed]
+
+
+def test_one_pass_is_one_group_closed_by_the_gap():
+    vehicle = Pass("cam", "A123BC77", T0, frames=10)
+    closed = run(timeline([vehicle], "cam", until=vehicle.end + 3))
+    assert len(closed) == 1
+    assert closed[0].reason is ClosedBy.GAP
+    assert len(closed[0].group.reads) == 10
+    assert (closed[0].group.first_time, closed[0].group.last_time) == (T0, pytest.approx(vehicle.end))
+
+
+def test_misreads_by_one_or_two_characters_join_by_text():
+    vehicle = Pass("cam", "A123BC77", T0, frames=10, misreads={2: "A123BC177", 5: "A128BO77", 7: "A123B77"})
+    closed = run(timeline([vehicle], "cam", until=vehicle.end + 3))
+    assert texts(closed) == [{"A123BC77", "A123BC177", "A128BO77", "A123B77"}]
+
+
+def test_a_garbled_read_joins_by_the_box_continuing_the_motion():
+    vehicle = Pass("cam", "A123BC77", T0, frames=10, dx=30, misreads={5: "XX9"})
+    closed = run(timeline([vehicle], "cam", until=vehicle.end + 3))
+    assert len(closed) == 1 and "XX9" in texts(closed)[0]
+
+
+def test_a_garbled_read_far_from_the_motion_is_another_plate():
+    vehicle = Pass("cam", "A123BC77", T0, frames=6)
+    grouper = Grouper(RULES)
+    for offset, event in enumerate(timeline([vehicle], "cam", until=vehicle.end)):
+        grouper.observe(0, as_observation(event, 0, offset), 0.0)
+    far = read("XX9", vehicle.end + 0.2, box=(1500, 900, 1600, 930), offset=99)
+    _, placed = grouper.observe(0, seen("cam", far.time, far), 0.0)
+    assert placed[0][1].reads == [far]
+
+
+def test_two_vehicles_in_view_together_stay_apart():
+    a = Pass("cam", "A123BC77", T0, frames=12, box=(200, 500, 300, 530), dx=20)
+    b = Pass("cam", "K456MH199", T0 + 0.4, frames=12, box=(900, 300, 1000, 330), dx=-20)
+    closed = run(timeline([a, b], "cam", until=b.end + 3))
+    assert sorted(map(sorted, texts(closed))) == [["A123BC77"], ["K456MH199"]]
+    assert all(len(c.group.reads) == 12 for c in closed)
+
+
+def test_a_vehicle_following_closely_is_a_new_group():
+    """B enters where A entered, 0.4 s after A was last read: a new text and far from A's motion."""
+    a = Pass("cam", "A123BC77", T0, frames=8, dy=60)
+    b = Pass("cam", "A128BC71", a.end + 0.4, frames=8, dy=60)  # 2 edits from A's text!
+    events = timeline([a, b], "cam", until=b.end + 3)
+    closed = run(events, GroupingRules(max_edit_distance=1))
+    assert [len(c.group.reads) for c in closed] == [8, 8]
+    assert [texts(closed)[0], texts(closed)[1]] == [{"A123BC77"}, {"A128BC71"}]
+
+
+def test_similar_texts_join_only_within_the_gap():
+    first = Pass("cam", "A123BC77", T0, frames=5)
+    again = Pass("cam", "A123BC77", first.end + 1.6, frames=5)  # the same car back after 1.6 s
+    closed = run(timeline([first, again], "cam", until=again.end + 3))
+    assert [len(c.group.reads) for c in closed] == [5, 5]
+    just_in_time = Pass("cam", "A123BC77", first.end + 1.4, frames=5)
+    assert [len(c.group.reads) for c in run(timeline([first, just_in_time], "cam", until=T0 + 10))] == [10]
+
+
+def test_out_of_order_reads_within_the_gap_join_their_pass():
+    vehicle = Pass("cam", "A123BC77", T0, frames=10)
+    events = timeline([vehicle], "cam", until=vehicle.end + 3)
+    events[2], events[5] = events[5], events[2]
+    events[6], events[7] = events[7], events[6]
+    closed = run(events)
+    assert len(closed) == 1 and len(closed[0].group.reads) == 10
+    assert closed[0].group.first_time == T0
+
+
+def test_a_read_later_than_the_gap_cannot_reopen_its_pass():
+    vehicle = Pass("cam", "A123BC77", T0, frames=6)
+    events = timeline([vehicle], "cam", until=vehicle.end + 3)
+    late = events.pop(3)  # arrives after the pass closed
+    events.append(late)
+    closed = run(events)
+    assert [len(c.group.reads) for c in closed] == [5, 1]
+
+
+def test_a_vehicle_in_view_longer_than_max_group_s_is_reported_again():
+    rules = GroupingRules(max_group_s=3.0)
+    parked = Pass("cam", "A123BC77", T0, frames=40, dy=0, grow=1.0)  # 7.8 s in view
+    closed = run(timeline([parked], "cam", until=parked.end + 3), rules)
+    assert [c.reason for c in closed] == [ClosedBy.MAX_DURATION, ClosedBy.MAX_DURATION, ClosedBy.GAP]
+    assert sum(len(c.group.reads) for c in closed) == 40
+    assert all(c.group.last_time - c.group.first_time <= 3.0 for c in closed)
+
+
+def test_silence_closes_what_camera_time_cannot():
+    grouper = Grouper(RULES)
+    grouper.observe(0, seen("cam", T0, read("A123BC77", T0)), now=100.0)
+    assert grouper.expire(now=104.9) == []
+    [closed] = grouper.expire(now=105.1)
+    assert closed.reason is ClosedBy.SILENCE
+
+
+def test_a_camera_clock_set_back_closes_its_groups():
+    grouper = Grouper(RULES)
+    grouper.observe(0, seen("cam", T0, read("A123BC77", T0)), 0.0)
+    closed, _ = grouper.observe(0, seen("cam", T0 - 3600, read("A123BC77", T0 - 3600, offset=1)), 0.0)
+    assert [c.reason for c in closed] == [ClosedBy.GAP]
+    # ... and the camera goes on from its new time.
+    closed, placed = grouper.observe(
+        0, seen("cam", T0 - 3599.8, read("A123BC77", T0 - 3599.8, offset=2)), 0.0
+    )
+    assert closed == [] and len(placed[0][1].reads) == 2
+
+
+def test_a_frame_gives_a_group_one_read():
+    grouper = Grouper(RULES)
+    grouper.observe(0, seen("cam", T0, read("A123BC77", T0)), 0.0)
+    twins = (read("A123BC77", T0 + 0.2, offset=1), read("A123BC77", T0 + 0.2, offset=1, index=1))
+    _, placed = grouper.observe(0, seen("cam", T0 + 0.2, *twins), 0.0)
+    assert placed[0][1] is not placed[1][1]
+
+
+def test_the_closest_pair_wins_when_reads_could_join_several_groups():
+    grouper = Grouper(RULES)
+    grouper.observe(
+        0, seen("cam", T0, read("A123BC77", T0), read("A123BC79", T0, index=1, box=(600, 100, 700, 130))), 0.0
+    )
+    [a, b] = list(grouper.open_groups())
+    _, placed = grouper.observe(
+        0,
+        seen(
+            "cam",
+            T0 + 0.2,
+            read("A123BC79", T0 + 0.2, offset=1),
+            read("A123BC77", T0 + 0.2, offset=1, index=1),
+        ),
+        0.0,
+    )
+    assert placed[0][1] is b and placed[1][1] is a  # by text, wherever the boxes are
+
+
+def test_cameras_and_partitions_never_share_groups():
+    grouper = Grouper(RULES)
+    _, [(_, one)] = grouper.observe(0, seen("cam-1", T0, read("A123BC77", T0)), 0.0)
+    _, [(_, two)] = grouper.observe(0, seen("cam-2", T0, read("A123BC77", T0)), 0.0)
+    _, [(_, three)] = grouper.observe(1, seen("cam-1", T0, read("A123BC77", T0, partition=1)), 0.0)
+    assert len({id(one), id(two), id(three)}) == 3
+    assert len(grouper.forget(0)) == 2
+    assert list(grouper.open_groups()) == [three]
+
+
+def test_rules_are_checked():
+    with pytest.raises(ValueError):
+        GroupingRules(gap_s=40.0, max_group_s=30.0)
+    with pytest.raises(ValueError):
+        GroupingRules(silence_s=0)
+
+
+# --- properties ------------------------------------------------------------------------------
+
+LETTERS = "ABEKMHOPCTYX"
+
+
+@st.composite
+def traffic(draw):
+    """Vehicles of one camera one after another, with distinct plates and a few misreads each."""
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    count = draw(st.integers(1, 6))
+    passes, start, used = [], T0, set()
+    for _ in range(count):
+        while (
+            text := rng.choice(LETTERS)
+            + f"{rng.randrange(1000):03d}"
+            + "".join(rng.choices(LETTERS, k=2))
+            + f"{rng.randrange(10, 200)}"
+        ) in used:
+            pass
+        used.add(text)
+        frames = draw(st.integers(2, 25))
+        misreads = {}
+        for frame in range(frames):
+            if rng.random() < 0.2:
+                i = rng.randrange(len(text))
+                misreads[frame] = text[:i] + rng.choice("0123456789" + LETTERS) + text[i + 1 :]
+        passes.append(
+            Pass(
+                "cam",
+                text,
+                start,
+                frames=frames,
+                period_s=draw(st.sampled_from([0.033, 0.1, 0.2])),
+                misreads=misreads,
+            )
+        )
+        start = passes[-1].end + draw(st.floats(1.6, 10.0))
+    return passes
+
+
+@settings(max_examples=40, deadline=None)
+@given(traffic())
+def test_vehicles_separated_by_more_than_the_gap_give_one_group_each(passes):
+    closed = run(timeline(passes, "cam", until=passes[-1].end + 3))
+    assert [len(c.group.reads) for c in closed] == [p.frames for p in passes]
+    assert [c.group.first_time for c in closed] == pytest.approx([p.start for p in passes])
