@@ -33,6 +33,10 @@ READY_MODEL = "plate_recognition"
 ONNX_ARTIFACTS = ("stn/1/model.onnx", "lprnet/1/model.onnx", "plate_detector/1/model.onnx")
 STOP_GRACE_S = 20.0
 LOG_TAIL_LINES = 40
+# The Python backend's shared memory: one region per stub, unlinked only by a server that stops cleanly.
+SHM_DIR = Path("/dev/shm")
+SHM_REGION_PREFIX = "triton_python_backend_shm_region_"
+STUB_EXIT_WAIT_S = 5.0
 
 
 class TritonLaunchError(RuntimeError):
@@ -152,9 +156,79 @@ def build_backend_directory(target: Path, version: str) -> Path:
     python_backend.mkdir(parents=True, exist_ok=True)
     for item in (source / "backends" / "python").iterdir():
         if item.is_file():
-            shutil.copy2(item, python_backend / item.name)
-    shutil.copy2(stub, python_backend / stub.name)
+            _copy_replacing(item, python_backend / item.name)
+    _copy_replacing(stub, python_backend / stub.name)
     return target
+
+
+def _copy_replacing(source: Path, target: Path) -> None:
+    """Copy, then rename over `target`: a stub still running from it (its server killed) cannot make
+    the copy fail with "Text file busy"."""
+    partial = target.with_name(target.name + ".partial")
+    shutil.copy2(source, partial)
+    os.replace(partial, target)
+
+
+def _held_paths(directory: Path) -> set[str]:
+    """Files in `directory` that a live process maps or holds open (as far as /proc shows us)."""
+    prefix = f"{directory}/"
+    held: set[str] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):  # ended meanwhile, or not ours to read
+            for line in (entry / "maps").read_text(errors="replace").splitlines():
+                path = line[line.find("/") :].removesuffix(" (deleted)") if "/" in line else ""
+                if path.startswith(prefix):
+                    held.add(path)
+        with contextlib.suppress(OSError):
+            for fd in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if (path := os.readlink(fd)).startswith(prefix):
+                        held.add(path.removesuffix(" (deleted)"))
+    return held
+
+
+def remove_stale_shm_regions(directory: Path = SHM_DIR) -> list[str]:
+    """Remove the Python backend's shared-memory regions that no live process maps or holds open.
+
+    A server or stub killed with SIGKILL leaves its regions behind (they grow with the requests
+    served: tens of MiB each); where /dev/shm is small, as in a container, they would leave a
+    restarted server no room. Returns the names removed.
+    """
+    directory = directory.resolve()
+    regions = [path for path in directory.glob(f"{SHM_REGION_PREFIX}*") if path.is_file()]
+    if not regions:
+        return []
+    held = _held_paths(directory)
+    removed = []
+    for region in regions:
+        if str(region) not in held:
+            with contextlib.suppress(OSError):  # another user's, or removed meanwhile
+                region.unlink()
+                removed.append(region.name)
+    return removed
+
+
+def _wait_group_exit(pgid: int, timeout_s: float) -> bool:
+    """Until no live (non-zombie) process is left in process group `pgid`; False on timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = False
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError):
+                stat = (entry / "stat").read_text()
+                fields = stat[stat.rindex(")") + 2 :].split()
+                if int(fields[2]) == pgid and fields[0] != "Z":
+                    alive = True
+                    break
+        if not alive:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
 
 
 class LocalTriton:
@@ -184,6 +258,7 @@ class LocalTriton:
         self._workdir = Path(tempfile.mkdtemp(prefix="stream-worker-triton-"))
         self.log_path = self._workdir / "tritonserver.log"
         self._process: subprocess.Popen[bytes] | None = None
+        self.removed_shm_regions: list[str] = []  # stale regions removed by the last start
 
     @property
     def grpc_url(self) -> str:
@@ -243,6 +318,13 @@ class LocalTriton:
         """
         if self._process and self._process.poll() is None:
             return
+        if self._process is not None:
+            # The last server died (e.g. SIGKILL): its stubs, orphaned, still hold their memory, the
+            # stub binary and their shared-memory regions. Kill them; their regions go below.
+            pgid = self._process.pid
+            self.stop()
+            _wait_group_exit(pgid, STUB_EXIT_WAIT_S)
+        self.removed_shm_regions = remove_stale_shm_regions()
         check_numpy_version(installed_numpy_version())
         libpython = find_libpython(python_version_tag(), _libpython_search_dirs(), _ldconfig_listing())
         check_artifacts(self.repository)

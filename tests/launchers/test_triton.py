@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import mmap
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from stream_worker.launchers.triton import (
+    SHM_REGION_PREFIX,
     LocalTriton,
     TritonLaunchError,
+    _copy_replacing,
     build_backend_directory,
     check_artifacts,
     check_numpy_version,
     find_libpython,
     python_version_tag,
+    remove_stale_shm_regions,
 )
 
 
@@ -95,6 +101,75 @@ def test_restart_on_the_same_ports(prepared_model_repository: Path) -> None:
         assert server.is_ready()
         assert (server.grpc_port, server.http_port, server.metrics_port) == ports
     assert not server.is_running()
+
+
+def test_stale_shm_regions_are_removed_and_held_ones_kept(tmp_path: Path) -> None:
+    stale = [tmp_path / f"{SHM_REGION_PREFIX}{name}" for name in ("a", "b")]
+    mapped, opened = tmp_path / f"{SHM_REGION_PREFIX}mapped", tmp_path / f"{SHM_REGION_PREFIX}open"
+    other = tmp_path / "not_a_region"
+    for path in (*stale, mapped, opened, other):
+        path.write_bytes(b"\0" * 4096)
+    with mapped.open("r+b") as file:
+        mapping = mmap.mmap(file.fileno(), 4096)  # stays mapped once the file is closed
+    try:
+        with opened.open("rb"):
+            removed = remove_stale_shm_regions(tmp_path)
+    finally:
+        mapping.close()
+    assert sorted(removed) == sorted(path.name for path in stale)
+    assert not any(path.exists() for path in stale)
+    assert mapped.exists() and opened.exists() and other.exists()
+    assert remove_stale_shm_regions(tmp_path / "missing") == []
+
+
+def test_copy_replaces_a_binary_that_is_still_running(tmp_path: Path) -> None:
+    """A killed server's stubs run on from the backend folder: the next start must still copy."""
+    target = tmp_path / "stub"
+    shutil.copy2("/bin/sleep", target)
+    running = subprocess.Popen([str(target), "30"])
+    try:
+        with pytest.raises(OSError, match="Text file busy"):
+            shutil.copy2("/bin/sleep", target)
+        _copy_replacing(Path("/bin/sleep"), target)
+        assert target.read_bytes() == Path("/bin/sleep").read_bytes()
+    finally:
+        running.kill()
+        running.wait()
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+@pytest.mark.integration
+def test_restart_after_sigkill_kills_the_orphaned_stubs_and_removes_their_shared_memory(
+    prepared_model_repository: Path,
+) -> None:
+    with LocalTriton(prepared_model_repository) as server:
+        pgid = server.pid
+        assert pgid is not None
+        stubs = [pid for pid in _group_members(pgid) if pid != pgid]
+        assert stubs, "the Python backend stubs run in the server's process group"
+        os.kill(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while server.is_running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _group_members(pgid) == stubs, "SIGKILL of the server leaves its stubs running"
+        server.start()
+        assert server.is_ready()
+        assert _group_members(pgid) == []
+        assert len(server.removed_shm_regions) >= len(stubs)
+        assert not any(Path("/dev/shm", name).exists() for name in server.removed_shm_regions)
 
 
 @pytest.mark.integration
