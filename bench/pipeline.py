@@ -2,11 +2,12 @@
 
 Ours: JPEG bytes over gRPC, `batch` frames per request, `concurrency` requests in flight, through
 the worker's own client. Baseline: the original design's client, per frame: decode the JPEG,
-resize to 1920x1080, one HTTP request with the raw uint8 image to the `baseline` BLS (detector,
-then STN, then LPRNet, blocking, for that frame only), configured as the original was (Triton's
-default of one instance); `baseline_per_core` is the same code with one instance per core. Same
-frames, same server process, same cores, same client concurrency; the systems alternate round
-by round (A/B/C/A/B/C) so that other load on the machine hits them alike.
+resize to 1920x1080, one HTTP request with the raw uint8 image to the `baseline` BLS (the same
+plate detector in the model's own ONNX Runtime session at one canvas per run, then STN, then
+LPRNet, blocking, for that frame only; see baseline_repository/baseline/1/model.py), configured as
+the original was (Triton's default of one instance); `baseline_per_core` is the same code with one
+instance per core. Same frames, same server process, same cores, same client concurrency; the
+systems alternate round by round (A/B/C/A/B/C) so that other load on the machine hits them alike.
 """
 
 from __future__ import annotations
