@@ -18,6 +18,7 @@ app = typer.Typer(
         "  LPR_WEIGHTS_DIR=../shared/weights stream-worker demo\n\n"
         "  stream-worker recognize ../shared/samples/car.jpg\n\n"
         "  stream-worker run --bootstrap-servers kafka:9092 --triton-url triton:8001\n\n"
+        "  stream-worker sightings --bootstrap-servers kafka:9092\n\n"
         "Each command's --help has its own examples and exit codes; see also README.md."
     ),
     no_args_is_help=True,
@@ -279,7 +280,7 @@ def broker(
     ),
     partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of each created topic."),
     topics: str = typer.Option(
-        "frames,plates,frames.dlq", "--topics", help="Comma-separated topics to create."
+        "frames,plates,frames.dlq,sightings", "--topics", help="Comma-separated topics to create."
     ),
 ) -> None:
     """Run the local Tansu broker (in-memory) in the foreground until Ctrl-C or SIGTERM."""
@@ -393,6 +394,22 @@ def run(ctx: typer.Context) -> None:
     (SIGTERM/SIGINT), 1 fatal Kafka error, 2 invalid settings.
     """
     from stream_worker.worker.app import main
+
+    raise typer.Exit(main(ctx.args))
+
+
+# Like `run`: the flags come from the settings model (stream_worker/sightings/settings.py).
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def sightings(ctx: typer.Context) -> None:
+    """Read PlateEvents, publish one PlateSighting per vehicle pass (all flags: sightings --help).
+
+    Every flag is also an env variable STREAM_WORKER_SIGHTINGS_<NAME>. Exit codes: 0 stopped
+    cleanly (SIGTERM/SIGINT), 1 fatal Kafka error, 2 invalid settings.
+    """
+    from stream_worker.sightings.app import main
 
     raise typer.Exit(main(ctx.args))
 

@@ -4,49 +4,48 @@ Precedence: `stream-worker run --flag` > `STREAM_WORKER_<FIELD>` > default. The 
 pydantic-settings' own parser (`--max-batch-frames 8`, `--skip-empty`, `--kafka-config k=v`
 repeatable), so adding a field here adds its flag, its env variable and its `--help` line.
 Everything is validated before the worker connects to anything, with errors naming the flag.
+The Kafka, lifecycle and logging settings come from `ServiceSettings`, which the sightings
+service shares.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar
 
-from pydantic import Field, FilePath, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
-from pydantic_settings.exceptions import SettingsError
+from pydantic import Field, FilePath, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from stream_worker.service.settings import (
+    RESERVED_KAFKA_SETTINGS,
+    SECRET_MARKERS,
+    ConfigError,
+    ServiceSettings,
+    check_kafka_config,
+    flag,
+    load,
+)
+
+__all__ = [
+    "ENV_PREFIX",
+    "RESERVED_KAFKA_SETTINGS",
+    "SECRET_MARKERS",
+    "ConfigError",
+    "WorkerSettings",
+    "check_kafka_config",
+    "env_var",
+    "flag",
+    "load_settings",
+]
 
 ENV_PREFIX = "STREAM_WORKER_"
-
-# librdkafka settings the worker decides itself (at-least-once needs them); each maps to the flag
-# that sets it, or to None when it is not adjustable.
-RESERVED_KAFKA_SETTINGS: dict[str, str | None] = {
-    "bootstrap.servers": "--bootstrap-servers",
-    "group.id": "--group-id",
-    "enable.auto.commit": None,
-    "enable.auto.offset.store": None,
-    "enable.idempotence": None,
-    "acks": None,
-    "request.required.acks": None,
-    "transactional.id": None,
-    "auto.offset.reset": "--auto-offset-reset",
-    "session.timeout.ms": "--session-timeout-ms",
-}
-SECRET_MARKERS = ("password", "secret", "sasl.oauthbearer.config", "ssl.key.pem", "ssl_key")
-
-
-class ConfigError(ValueError):
-    """A setting is invalid; the message names the flag and env variable at fault."""
-
-
-def flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
 
 
 def env_var(field: str) -> str:
     return ENV_PREFIX + field.upper()
 
 
-class WorkerSettings(BaseSettings):
+class WorkerSettings(ServiceSettings):
     """Settings of `stream-worker run`. Each --flag-name is also the env variable
     STREAM_WORKER_FLAG_NAME (e.g. --max-batch-frames: STREAM_WORKER_MAX_BATCH_FRAMES); a flag
     wins over its env variable.
@@ -57,19 +56,10 @@ class WorkerSettings(BaseSettings):
       stream-worker run --kafka-config security.protocol=SASL_SSL --kafka-config sasl.mechanism=PLAIN
     """
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
-        cli_prog_name="stream-worker run",
-        cli_kebab_case=True,
-        cli_implicit_flags=True,
-        cli_exit_on_error=False,
-        cli_use_class_docs_for_groups=False,
-        validate_default=True,
-        extra="forbid",
-    )
+    role: ClassVar[str] = "worker"
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, cli_prog_name="stream-worker run")
 
-    # Where things are
-    bootstrap_servers: str = Field("localhost:9092", min_length=1, description="Kafka bootstrap.servers.")
+    # Where things are (the Kafka connection, lifecycle and logs: ServiceSettings)
     triton_url: str = Field("localhost:8001", min_length=1, description="Triton gRPC address HOST:PORT.")
     triton_tls_ca_file: FilePath | None = Field(
         None,
@@ -87,20 +77,6 @@ class WorkerSettings(BaseSettings):
     input_topic: str = Field("frames", min_length=1, description="Topic of JPEG frames (key = camera id).")
     output_topic: str = Field("plates", min_length=1, description="Topic for PlateEvent JSON records.")
     dlq_topic: str = Field("frames.dlq", min_length=1, description="Dead-letter topic for rejected frames.")
-    kafka_config: dict[str, str | int | float | bool] = Field(
-        default_factory=dict,
-        description="Extra librdkafka setting for the consumer and the producer (SASL/TLS, ...): "
-        "--kafka-config key=value, repeatable; env: a JSON object.",
-    )
-    auto_offset_reset: Literal["earliest", "latest"] = Field(
-        "earliest", description="Where a group without a committed offset starts."
-    )
-    session_timeout_ms: int = Field(
-        45000,
-        ge=1000,
-        le=3_600_000,
-        description="Consumer group session timeout (librdkafka session.timeout.ms).",
-    )
 
     # Batching and concurrency
     max_batch_frames: int = Field(16, ge=1, le=1024, description="A batch closes at this many frames ...")
@@ -130,34 +106,6 @@ class WorkerSettings(BaseSettings):
         description="Attempts for a frame Triton rejects on its own before it goes to the DLQ.",
     )
 
-    # Lifecycle and observability
-    shutdown_timeout_s: float = Field(
-        30.0, gt=0, description="SIGTERM/SIGINT: drain, flush and commit within this, then exit 0."
-    )
-    revoke_timeout_s: float = Field(
-        10.0, ge=0, description="On rebalance, how long to finish in-flight work of revoked partitions."
-    )
-    metrics_port: int = Field(
-        9108, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
-    )
-    metrics_host: str = Field("0.0.0.0", description="Address the HTTP server binds.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
-
-    @field_validator("kafka_config", mode="after")
-    @classmethod
-    def _kafka_config_keys(cls, value: dict[str, str | int | float | bool]) -> dict[str, str]:
-        normalized = {}
-        for key, setting in value.items():
-            key = key.strip()
-            if not key:
-                raise ValueError("a setting has an empty name")
-            if key in RESERVED_KAFKA_SETTINGS:
-                own_flag = RESERVED_KAFKA_SETTINGS[key]
-                hint = f"use {own_flag} instead" if own_flag else "the worker needs its own value"
-                raise ValueError(f"{key!r} cannot be set here: {hint}")
-            normalized[key] = str(setting).lower() if isinstance(setting, bool) else str(setting)
-        return normalized
-
     @model_validator(mode="after")
     def _consistent(self) -> WorkerSettings:
         if self.retry_max_backoff_s < self.retry_initial_backoff_s:
@@ -176,60 +124,10 @@ class WorkerSettings(BaseSettings):
             raise ValueError("--input-topic, --output-topic and --dlq-topic must be three different topics")
         return self
 
-    def redacted_kafka_config(self) -> dict[str, str]:
-        """`kafka_config` fit for logs: secret values replaced."""
-        return {
-            key: "***" if any(marker in key.lower() for marker in SECRET_MARKERS) else str(value)
-            for key, value in self.kafka_config.items()
-        }
-
-
-def _describe(error: ValidationError) -> str:
-    lines = []
-    for item in error.errors():
-        location = [str(part) for part in item["loc"]]
-        if location:
-            field = location[0]
-            where = f"{flag(field)} / {env_var(field)}"
-            if len(location) > 1:
-                where += f" [{'.'.join(location[1:])}]"
-        else:
-            where = "settings"
-        message = item["msg"].removeprefix("Value error, ")
-        # Never echo kafka_config: it may hold SASL passwords.
-        shown = location and location[0] != "kafka_config"
-        lines.append(f"{where}: {message} (got {item['input']!r})" if shown else f"{where}: {message}")
-    return "invalid settings:\n  " + "\n  ".join(lines)
-
 
 def load_settings(cli_args: Sequence[str] | None = None, **overrides: object) -> WorkerSettings:
     """Settings from CLI args, `STREAM_WORKER_*` env and defaults; `ConfigError` names what is wrong.
 
     `--help` in `cli_args` prints the flags and exits (SystemExit), as a CLI would.
     """
-    try:
-        if cli_args is None:
-            return WorkerSettings(**overrides)
-        return WorkerSettings(_cli_parse_args=list(cli_args), **overrides)
-    except ValidationError as error:
-        raise ConfigError(_describe(error)) from None
-    except SettingsError as error:
-        raise ConfigError(f"invalid settings: {error}") from None
-
-
-def check_kafka_config(settings: WorkerSettings) -> None:
-    """Let librdkafka itself judge `kafka_config` (unknown names, bad values, incomplete SASL/TLS).
-
-    A throwaway producer without bootstrap servers parses the settings and connects nowhere.
-    """
-    from confluent_kafka import KafkaException, Producer
-
-    try:
-        Producer({"log_level": 0, **settings.kafka_config})
-    except KafkaException as error:
-        reason = error.args[0].str()
-        named = [key for key in settings.kafka_config if f'"{key}"' in reason]
-        where = f"{flag('kafka_config')} / {env_var('kafka_config')}"
-        if named:
-            where += f" [{named[0]}]"
-        raise ConfigError(f"invalid settings:\n  {where}: {reason}") from None
+    return load(WorkerSettings, cli_args, **overrides)

@@ -2,7 +2,9 @@
 
 A read joins an open group of its camera when it comes within `gap_s` of the group's reads and
 either its text is within `max_edit_distance` of a text the group has seen, or its box is where
-the group's motion puts the plate at that time (within `motion_tolerance` plate widths). A frame
+the group's motion puts the plate at that time (within `motion_tolerance` plate widths) and its
+text is still half like the group's (a blurred read of the same plate, not the next vehicle,
+whose plate may well appear where the last one was). A frame
 gives each group at most one read; when several reads could join several groups, the closest
 pairs go first (text matches before motion matches). A read that joins nothing opens a group.
 
@@ -27,6 +29,7 @@ CameraKey = tuple[int, str]  # (partition of the plates topic, camera id)
 MAX_SIZE_STEP = 2.5  # a box more than this much larger or smaller than the group's is another plate
 TRACK_POINTS = 5  # recent reads the motion is estimated from
 RECENT_TEXTS = 16  # distinct texts of a group a new read is compared with
+MOTION_MAX_EDIT_SHARE = 0.5  # a read joining by motion: at most this share of its characters wrong
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +173,8 @@ class Grouper:
                 distance = group.text_distance(read.text)
                 if distance <= rules.max_edit_distance:
                     pairs.append((float(distance), r, g))
+                    continue
+                if distance > MOTION_MAX_EDIT_SHARE * len(read.text):
                     continue
                 motion = group.motion_distance(read)
                 if motion is not None and motion <= rules.motion_tolerance:

@@ -24,10 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import queue
-import signal
-import sys
 import threading
 import time
 from collections import deque
@@ -35,9 +32,11 @@ from collections.abc import Callable, Collection, Sequence
 
 from confluent_kafka import KafkaError, KafkaException
 
-from stream_worker.config import ConfigError, WorkerSettings, check_kafka_config, load_settings
+from stream_worker.config import WorkerSettings, load_settings
 from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
 from stream_worker.recognition import FrameResult
+from stream_worker.service.lifecycle import serve
+from stream_worker.service.publisher import Publisher
 from stream_worker.triton_client import PlateRecognitionClient, tls_from_files
 from stream_worker.worker.batcher import Batcher
 from stream_worker.worker.consumer import FrameConsumer
@@ -50,11 +49,10 @@ from stream_worker.worker.events import (
     rejection_for,
 )
 from stream_worker.worker.inference import BatchJob, BatchRunner, InferenceFailure, InferencePool, RetryPolicy
-from stream_worker.worker.logs import configure_logging
 from stream_worker.worker.metrics import HealthServer, LoopClock, Metrics
 from stream_worker.worker.offsets import OffsetTracker, Partition
 from stream_worker.worker.ordering import InOrderRelease
-from stream_worker.worker.publisher import Publisher, is_too_large
+from stream_worker.worker.publisher import is_too_large, producer_config
 from stream_worker.worker.validate import Frame, InputRecord, Rejection, validate
 
 log = logging.getLogger("stream_worker.worker")
@@ -112,7 +110,7 @@ class Worker:
             is_ready=self._probe.is_ready,
         )
         self.pool = InferencePool(runner, settings.max_inflight_batches, lambda: self.client.model_version)
-        self.publisher = Publisher(settings)
+        self.publisher = Publisher(producer_config(settings))
         self.consumer = FrameConsumer(
             settings, self._on_assign, self._on_revoke, self._on_lost, on_lag=self._record_lag
         )
@@ -506,26 +504,4 @@ def _names(partitions: Sequence[Partition]) -> list[str]:
 
 def main(cli_args: Sequence[str]) -> int:
     """`stream-worker run`: 0 after a clean stop, 1 after a fatal Kafka error, 2 for bad settings."""
-    try:
-        settings = load_settings(cli_args)
-        check_kafka_config(settings)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level)
-    try:
-        worker = Worker(settings)
-    except OSError as error:
-        print(f"error: --metrics-port {settings.metrics_port}: {error}", file=sys.stderr)
-        return 2
-
-    def on_signal(signum: int, _frame: object) -> None:
-        if worker.stop_requested_at is not None:
-            log.warning("second stop signal: exiting at once", extra={"signal": signum})
-            os._exit(1)
-        log.info("stop signal received", extra={"signal": signal.Signals(signum).name})
-        worker.request_stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    return worker.run()
+    return serve(lambda: load_settings(cli_args), Worker)

@@ -1,7 +1,8 @@
 """A thin wrapper over confluent-kafka's Consumer: manual commits, plain-value records.
 
-The worker commits explicitly (see offsets.py), so both auto-commit and auto offset store are off;
-the rest of the worker sees `InputRecord`s and `(topic, partition)` tuples, never librdkafka types.
+The worker commits explicitly (see offsets.py) with the shared consumer settings
+(stream_worker/service/kafka.py); the rest of the worker sees `InputRecord`s and
+`(topic, partition)` tuples, never librdkafka types.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from stream_worker.config import WorkerSettings
+from stream_worker.service import kafka
+from stream_worker.service.kafka import lag_from_statistics
 from stream_worker.worker.offsets import Partition
 from stream_worker.worker.validate import InputRecord
+
+__all__ = ["FrameConsumer", "consumer_config", "lag_from_statistics"]
 
 log = logging.getLogger(__name__)
 
@@ -24,37 +28,12 @@ LagCallback = Callable[[dict[Partition, int]], None]
 # Fetched-but-unread frames are the worker's largest memory use; librdkafka's default prefetch
 # (64 MiB per partition) is far more than a batch pipeline needs.
 DEFAULT_PREFETCH_KBYTES = 16 * 1024
-STATISTICS_INTERVAL_MS = 5000  # how often librdkafka reports consumer lag
 
 
 def consumer_config(settings: WorkerSettings) -> dict[str, object]:
-    return {
-        "queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES,
-        "statistics.interval.ms": STATISTICS_INTERVAL_MS,
-        **settings.kafka_config,
-        "bootstrap.servers": settings.bootstrap_servers,
-        "group.id": settings.group_id,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": settings.auto_offset_reset,
-        "session.timeout.ms": settings.session_timeout_ms,
-        "logger": logging.getLogger("rdkafka.consumer"),
-    }
-
-
-def _partitions(items: Iterable[TopicPartition]) -> list[Partition]:
-    return [(item.topic, item.partition) for item in items]
-
-
-def lag_from_statistics(statistics_json: str) -> dict[Partition, int]:
-    """librdkafka's own per-partition consumer lag (high watermark minus committed/read position)."""
-    lags = {}
-    for topic, topic_stats in orjson.loads(statistics_json).get("topics", {}).items():
-        for partition, stats in topic_stats.get("partitions", {}).items():
-            lag = stats.get("consumer_lag", -1)
-            if int(partition) >= 0 and lag >= 0:
-                lags[(topic, int(partition))] = lag
-    return lags
+    return kafka.consumer_config(
+        settings, settings.group_id, **{"queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES}
+    )
 
 
 class FrameConsumer:
@@ -71,9 +50,9 @@ class FrameConsumer:
         self._consumer = Consumer(config)
         self._consumer.subscribe(
             [settings.input_topic],
-            on_assign=lambda _, parts: on_assign(_partitions(parts)),
-            on_revoke=lambda _, parts: on_revoke(_partitions(parts)),
-            on_lost=lambda _, parts: on_lost(_partitions(parts)),
+            on_assign=lambda _, parts: on_assign(kafka.partitions(parts)),
+            on_revoke=lambda _, parts: on_revoke(kafka.partitions(parts)),
+            on_lost=lambda _, parts: on_lost(kafka.partitions(parts)),
         )
 
     def consume(self, max_records: int, timeout_s: float) -> list[InputRecord]:

@@ -45,10 +45,21 @@ def test_misreads_by_one_or_two_characters_join_by_text():
     assert texts(closed) == [{"A123BC77", "A123BC177", "A128BO77", "A123B77"}]
 
 
-def test_a_garbled_read_joins_by_the_box_continuing_the_motion():
-    vehicle = Pass("cam", "A123BC77", T0, frames=10, dx=30, misreads={5: "XX9"})
+def test_a_blurred_read_joins_by_the_box_continuing_the_motion():
+    vehicle = Pass("cam", "A123BC77", T0, frames=10, dx=30, misreads={5: "A1Z3XC7Y"})  # 3 edits
     closed = run(timeline([vehicle], "cam", until=vehicle.end + 3))
-    assert len(closed) == 1 and "XX9" in texts(closed)[0]
+    assert len(closed) == 1 and "A1Z3XC7Y" in texts(closed)[0]
+
+
+def test_an_unrelated_text_where_the_motion_leads_is_the_next_vehicle():
+    """Its plate appears where the last one was: the box says join, the text says another plate."""
+    vehicle = Pass("cam", "A123BC77", T0, frames=6, dy=0, grow=1.0)
+    grouper = Grouper(RULES)
+    for offset, event in enumerate(timeline([vehicle], "cam", until=vehicle.end)):
+        grouper.observe(0, as_observation(event, 0, offset), 0.0)
+    follower = read("K456MH199", vehicle.end + 0.2, box=vehicle.at(5)[1], offset=99)
+    _, [(_, group)] = grouper.observe(0, seen("cam", follower.time, follower), 0.0)
+    assert group.reads == [follower]
 
 
 def test_a_garbled_read_far_from_the_motion_is_another_plate():
@@ -56,7 +67,7 @@ def test_a_garbled_read_far_from_the_motion_is_another_plate():
     grouper = Grouper(RULES)
     for offset, event in enumerate(timeline([vehicle], "cam", until=vehicle.end)):
         grouper.observe(0, as_observation(event, 0, offset), 0.0)
-    far = read("XX9", vehicle.end + 0.2, box=(1500, 900, 1600, 930), offset=99)
+    far = read("A1Z3XC7Y", vehicle.end + 0.2, box=(1500, 900, 1600, 930), offset=99)
     _, placed = grouper.observe(0, seen("cam", far.time, far), 0.0)
     assert placed[0][1].reads == [far]
 

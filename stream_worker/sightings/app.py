@@ -1,0 +1,265 @@
+"""The composition root of `stream-worker sightings`: consume plates -> group -> vote -> publish
+sightings -> commit, all on one thread.
+
+Guarantees and how they are kept:
+- At-least-once: a plates offset is committed only below the first read still held by an open
+  pass or by a sighting the broker has not acknowledged (commits.py). A crash (SIGKILL included)
+  re-reads from the commit, starting a little earlier (consumer.py), and rebuilds the passes.
+- Recognisable duplicates: a sighting's id is the camera and the position of its pass's first
+  read, so a pass published again after a restart carries the same id.
+- Per-camera order: a camera's events are in one plates partition, its sightings are keyed by
+  the camera and published in the order their passes closed; the idempotent producer keeps it.
+- Rebalance and SIGTERM/SIGINT: sightings already closed are flushed and committed; open passes
+  are dropped uncommitted (never published half done): whoever reads the partition next rebuilds
+  them from the commit. A stop drains within `shutdown_timeout_s` and exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from confluent_kafka import KafkaError, KafkaException
+
+from stream_worker.service import kafka
+from stream_worker.service.http import HealthServer, LoopClock
+from stream_worker.service.lifecycle import serve
+from stream_worker.service.publisher import Publisher
+from stream_worker.sightings.consumer import Assigned, PlateRecord, PlatesConsumer
+from stream_worker.sightings.engine import Outgoing, SightingsEngine
+from stream_worker.sightings.metrics import SightingsMetrics
+from stream_worker.sightings.reads import InvalidEvent, parse_event
+from stream_worker.sightings.settings import SightingsSettings, load_settings
+
+log = logging.getLogger("stream_worker.sightings")
+
+CONSUME_CHUNK = 500
+POLL_S = 0.1
+CLOSE_RESERVE_S = 3.0  # of the shutdown timeout, kept for the final commit and group leave
+STATUS_LOG_EVERY_S = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class SightingRecord:
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+class SightingsService:
+    def __init__(self, settings: SightingsSettings) -> None:
+        self.settings = settings
+        self.metrics = SightingsMetrics()
+        self.loop_clock = LoopClock()
+        self.stop_requested_at: float | None = None
+        self.fatal: BaseException | None = None
+        self._last_status_log = time.monotonic()
+        self._replayed_reported = 0
+        # First, so that a busy --metrics-port fails before anything connects anywhere.
+        self.http = HealthServer(
+            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        )
+        self.engine = SightingsEngine(
+            settings.input_topic, settings.grouping_rules(), settings.voting_rules(), settings.min_reads
+        )
+        self.publisher = Publisher(kafka.producer_config(settings))
+        self.consumer = PlatesConsumer(
+            settings, self._on_assign, self._on_revoke, self._on_lost, self._on_lag
+        )
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        if self.stop_requested_at is None:
+            self.stop_requested_at = time.monotonic()
+
+    def run(self) -> int:
+        """Process until asked to stop; returns the exit code."""
+        self.http.start()
+        log.info(
+            "sightings started",
+            extra={
+                "metrics_port": self.http.port,
+                "input_topic": self.settings.input_topic,
+                "output_topic": self.settings.output_topic,
+                "group_id": self.settings.group_id,
+                "kafka_config": self.settings.redacted_kafka_config(),
+            },
+        )
+        try:
+            while self.stop_requested_at is None and self.fatal is None:
+                for record in self.consumer.consume(CONSUME_CHUNK, POLL_S):
+                    self._accept(record)
+                self._pump()
+        except KafkaException as error:
+            self.fatal = error
+        if self.fatal is not None:
+            log.error("fatal Kafka error, stopping without draining", extra={"error": str(self.fatal)})
+        return self._shutdown()
+
+    def _shutdown(self) -> int:
+        started = self.stop_requested_at or time.monotonic()
+        reserve = min(CLOSE_RESERVE_S, self.settings.shutdown_timeout_s * 0.2)
+        deadline = started + self.settings.shutdown_timeout_s - reserve
+        undelivered = self.publisher.flush(max(0.0, deadline - time.monotonic()))
+        self.publisher.poll(0)
+        self._commit()
+        open_groups = len(self.engine.open_groups())
+        try:
+            self.consumer.close()
+        except KafkaException as error:
+            log.warning("could not leave the group cleanly", extra={"error": str(error)})
+        self.http.stop()
+        log.info(
+            "stopped",
+            extra={
+                "seconds": round(time.monotonic() - started, 3),
+                "open_passes_left_uncommitted": open_groups,
+                "undelivered_sightings": undelivered,
+            },
+        )
+        return 1 if self.fatal is not None else 0
+
+    # --- the pipeline ----------------------------------------------------------------------
+
+    def _accept(self, record: PlateRecord) -> None:
+        if record.partition not in self.engine.assigned():
+            return  # fetched before a revocation: its next owner reads it
+        self.metrics.events_in.inc()
+        try:
+            observation = parse_event(record.value, record.partition, record.offset)
+        except InvalidEvent as error:
+            self.metrics.invalid_events.inc()
+            log.warning(
+                "skipped a record that is not a PlateEvent",
+                extra={"partition": record.partition, "offset": record.offset, "error": str(error)},
+            )
+            observation = None
+        else:
+            self.metrics.reads_in.inc(len(observation.reads))
+        for outgoing in self.engine.add(record.partition, record.offset, observation, time.monotonic()):
+            self._publish(outgoing)
+
+    def _pump(self) -> None:
+        for outgoing in self.engine.expire(time.monotonic()):
+            self._publish(outgoing)
+        self.publisher.poll(0)
+        self._commit()
+        if (replayed := self.engine.counts.replayed) > self._replayed_reported:
+            self.metrics.replayed_groups.inc(replayed - self._replayed_reported)
+            self._replayed_reported = replayed
+        self.metrics.open_groups.set(len(self.engine.open_groups()))
+        self.metrics.held.set(self.engine.held())
+        self.loop_clock.tick()
+        self._log_status()
+
+    def _publish(self, outgoing: Outgoing) -> None:
+        sighting = outgoing.sighting
+        record = SightingRecord(self.settings.output_topic, sighting.camera_id.encode(), sighting.to_json())
+        self.publisher.publish(record, lambda error: self._delivered(outgoing, error))
+
+    def _delivered(self, outgoing: Outgoing, error: KafkaError | None) -> None:
+        sighting = outgoing.sighting
+        if error is None:
+            self.engine.delivered(outgoing)
+            self.metrics.sightings_out.labels(sighting.closed_by.value).inc()
+            self.metrics.reads_per_sighting.observe(sighting.reads)
+            self.metrics.delay.observe(max(0.0, (datetime.now(UTC) - sighting.last_seen).total_seconds()))
+            return
+        self.metrics.publish_errors.inc()
+        if error.fatal():
+            self.fatal = KafkaException(error)
+            return
+        log.warning(
+            "broker refused a sighting, publishing it again",
+            extra={"sighting_id": sighting.sighting_id, "error": error.str()},
+        )
+        if outgoing.partition in self.engine.assigned():
+            self._publish(outgoing)
+
+    def _commit(self) -> None:
+        positions = self.engine.committable()
+        if not positions:
+            return
+        try:
+            self.consumer.commit(positions)
+        except KafkaException as error:
+            # Typically a rebalance in progress: the positions stay committable and are retried.
+            log.warning("commit failed", extra={"error": str(error)})
+            return
+        self.engine.mark_committed(positions)
+        self.metrics.commits.inc()
+
+    # --- rebalance -------------------------------------------------------------------------
+
+    def _on_assign(self, assigned: list[Assigned]) -> None:
+        for item in assigned:
+            self.engine.assign(item.partition, item.floor)
+        log.info(
+            "partitions assigned",
+            extra={
+                "partitions": [f"{self.settings.input_topic}:{a.partition}" for a in assigned],
+                "replays": {
+                    str(a.partition): [a.replay_from, a.floor] for a in assigned if a.replay_from is not None
+                },
+            },
+        )
+
+    def _on_revoke(self, partitions: list[int]) -> None:
+        if self.fatal is None:
+            self.publisher.flush(self.settings.revoke_timeout_s)
+            self._commit()
+        dropped = sum(self.engine.revoke(p) for p in partitions)
+        self._forget_lag(partitions)
+        log.info("partitions revoked", extra={"partitions": partitions, "open_passes_dropped": dropped})
+
+    def _on_lost(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.engine.revoke(partition)
+        self._forget_lag(partitions)
+        log.warning("partitions lost", extra={"partitions": partitions})
+
+    def _forget_lag(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            with contextlib.suppress(KeyError):  # no lag reported for it yet
+                self.metrics.consumer_lag.remove(self.settings.input_topic, str(partition))
+
+    # --- observability ---------------------------------------------------------------------
+
+    def _on_lag(self, lags: dict[int, int]) -> None:
+        for partition, lag in lags.items():
+            if partition in self.engine.assigned():
+                self.metrics.consumer_lag.labels(self.settings.input_topic, str(partition)).set(lag)
+
+    def _log_status(self) -> None:
+        now = time.monotonic()
+        if now - self._last_status_log < STATUS_LOG_EVERY_S:
+            return
+        self._last_status_log = now
+        sample = self.metrics.registry.get_sample_value
+        log.info(
+            "status",
+            extra={
+                "events_in": sample("stream_worker_sightings_events_in_total"),
+                "open_passes": len(self.engine.open_groups()),
+                "held": self.engine.held(),
+                "unacked_sightings": len(self.publisher),
+                "assigned": self.engine.assigned(),
+            },
+        )
+
+    def _readiness(self) -> tuple[bool, str]:
+        assigned = self.engine.assigned()
+        if not assigned:
+            return False, "no partitions assigned"
+        return True, f"{len(assigned)} partitions assigned"
+
+
+def main(cli_args: Sequence[str]) -> int:
+    """`stream-worker sightings`: 0 after a clean stop, 1 after a fatal Kafka error, 2 for bad settings."""
+    return serve(lambda: load_settings(cli_args), SightingsService)

@@ -1,0 +1,69 @@
+"""Prometheus metrics of the sightings service (its own registry; served by the shared HealthServer)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+READS_BUCKETS = (1, 2, 3, 5, 10, 20, 50, 100, 300)
+DELAY_BUCKETS = (0.5, 1, 1.5, 2, 3, 5, 10, 30, 60, 300)
+
+
+class SightingsMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.events_in = Counter(
+            "stream_worker_sightings_events_in", "Plate events consumed (replays included).", registry=r
+        )
+        self.reads_in = Counter("stream_worker_sightings_reads_in", "Plate reads consumed.", registry=r)
+        self.invalid_events = Counter(
+            "stream_worker_sightings_invalid_events",
+            "Records of the plates topic that are not PlateEvents (skipped).",
+            registry=r,
+        )
+        self.sightings_out = Counter(
+            "stream_worker_sightings_out",
+            "Sightings acknowledged by the broker, by why their pass closed.",
+            ["closed_by"],
+            registry=r,
+        )
+        self.replayed_groups = Counter(
+            "stream_worker_sightings_replayed_groups",
+            "Passes rebuilt after a restart from reads already published, not published again.",
+            registry=r,
+        )
+        self.reads_per_sighting = Histogram(
+            "stream_worker_sightings_reads_per_sighting",
+            "Reads voted into one sighting.",
+            buckets=READS_BUCKETS,
+            registry=r,
+        )
+        self.delay = Histogram(
+            "stream_worker_sightings_delay_seconds",
+            "From a pass's last read (capture time) to its sighting's publication.",
+            buckets=DELAY_BUCKETS,
+            registry=r,
+        )
+        self.open_groups = Gauge("stream_worker_sightings_open_groups", "Passes still open.", registry=r)
+        self.held = Gauge(
+            "stream_worker_sightings_held",
+            "Open passes and unacknowledged sightings holding back the commit.",
+            registry=r,
+        )
+        self.publish_errors = Counter(
+            "stream_worker_sightings_publish_errors",
+            "Sightings the broker refused (they are retried).",
+            registry=r,
+        )
+        self.consumer_lag = Gauge(
+            "stream_worker_sightings_consumer_lag",
+            "High watermark minus the service's position, per assigned partition.",
+            ["topic", "partition"],
+            registry=r,
+        )
+        self.commits = Counter(
+            "stream_worker_sightings_commits", "Offset commits accepted by the broker.", registry=r
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,145 @@
+"""A service run as its own process (`python -m stream_worker COMMAND ...`), as production runs it,
+and a reader of whole topics: what the integration tests of the worker and of the sightings
+service use to start, kill and watch them (importable: pytest's pythonpath has tests/)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+WAIT_S = 300.0  # generous bound for "eventually"; the CPU Triton is slow and the cores are shared
+PARTITIONS = 3
+
+
+@dataclass
+class Record:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: dict[str, bytes]
+
+    @property
+    def event(self) -> dict:
+        return orjson.loads(self.value)
+
+    @property
+    def dlq_source(self) -> tuple[int, int]:
+        return int(self.headers["source.partition"]), int(self.headers["source.offset"])
+
+
+class TopicReader:
+    """Reads a whole topic from the beginning, accumulating records across calls."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
+        self._consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}", "enable.auto.commit": False}
+        )
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        self.records: list[Record] = []
+
+    def poll(self, seconds: float = 0.5) -> None:
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            for message in self._consumer.consume(500, min(remaining, 0.2)):
+                if message.error() is None:
+                    self.records.append(
+                        Record(
+                            message.partition(),
+                            message.offset(),
+                            message.key(),
+                            message.value(),
+                            dict(message.headers() or ()),
+                        )
+                    )
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+@dataclass
+class ServiceProcess:
+    args: list[str]
+    log_path: Path
+    command: str = "run"
+    started: str = "worker started"  # the log line that carries the metrics port
+    process: subprocess.Popen | None = None
+    returncode: int | None = None
+    _log: object = field(default=None, repr=False)
+
+    def start(self) -> ServiceProcess:
+        self._log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "stream_worker", self.command, *self.args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        return self
+
+    def is_running(self) -> bool:
+        if self.process is None:
+            return False
+        self.returncode = self.process.poll()
+        return self.returncode is None
+
+    def log_lines(self) -> list[dict]:
+        lines = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            if line.startswith("{"):
+                try:
+                    lines.append(json.loads(line))
+                except ValueError:
+                    continue
+        return lines
+
+    def log_tail(self, count: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-count:])
+
+    def assignments(self) -> list[list[str]]:
+        return [line["partitions"] for line in self.log_lines() if line.get("msg") == "partitions assigned"]
+
+    def wait_for_log(self, predicate: Callable[[dict], bool], what: str) -> dict:
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            for line in self.log_lines():
+                if predicate(line):
+                    return line
+            assert self.is_running(), f"{self.command} exited with {self.returncode}:\n{self.log_tail()}"
+            assert time.monotonic() < deadline, f"no log line for {what}:\n{self.log_tail()}"
+            time.sleep(0.2)
+
+    def metrics_port(self) -> int:
+        return self.wait_for_log(lambda line: line.get("msg") == self.started, "start")["metrics_port"]
+
+    def scrape(self, path: str = "/metrics") -> tuple[int, str]:
+        url = f"http://127.0.0.1:{self.metrics_port()}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def metric(self, sample: str) -> float:
+        for line in self.scrape()[1].splitlines():
+            if line.startswith(sample + " "):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    def stop(self, signum: int = signal.SIGTERM, timeout_s: float = 120.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+        self.returncode = self.process.wait(timeout=timeout_s)
+        self._log.close()
+        return self.returncode
