@@ -269,7 +269,8 @@ CLIENT_CONFIG_OPTION = typer.Option(
 
 @app.command(
     epilog=(
-        "Example: stream-worker broker --port 9092 --partitions 3\n\n"
+        "Examples: stream-worker broker --port 9092 --partitions 3; "
+        "stream-worker broker --durable --data-dir broker-data\n\n"
         "Exit codes: 0 stopped by Ctrl-C/SIGTERM, 1 the broker exited on its own, 2 it could not "
         "start or create the topics."
     )
@@ -282,12 +283,23 @@ def broker(
     topics: str = typer.Option(
         "frames,plates,frames.dlq,sightings", "--topics", help="Comma-separated topics to create."
     ),
+    durable: bool = typer.Option(
+        False, "--durable", help="Keep topics, records and committed offsets on disk across restarts."
+    ),
+    data_dir: Path | None = typer.Option(
+        None,
+        "--data-dir",
+        file_okay=False,
+        help="Where --durable keeps them (default ~/.local/share/stream-worker/broker); implies --durable.",
+    ),
 ) -> None:
-    """Run the local Tansu broker (in-memory) in the foreground until Ctrl-C or SIGTERM."""
-    from stream_worker.launchers.broker import BrokerError, run_broker
+    """Run the local Tansu broker (in memory, or --durable) in the foreground until Ctrl-C or SIGTERM."""
+    from stream_worker.launchers.broker import BrokerError, default_data_dir, run_broker
 
+    if durable and data_dir is None:
+        data_dir = default_data_dir()
     try:
-        status = run_broker(port, partitions, [name.strip() for name in topics.split(",")])
+        status = run_broker(port, partitions, [name.strip() for name in topics.split(",")], data_dir)
     except BrokerError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from error

