@@ -94,6 +94,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
+    if argv and argv[0] == "chaos":  # its own flags: bench/chaos.py
+        from bench.chaos import main as chaos_main
+
+        return chaos_main(argv[1:])
     args = parser().parse_args(list(argv))
     for name in ("frames", "rounds", "batch", "concurrency", "baseline_concurrency", "limit_workers"):
         if getattr(args, name) < 1:
