@@ -532,6 +532,7 @@ def bench(ctx: typer.Context) -> None:
     """Benchmarks: pipeline | limit | stream | sweep | triton | all; a table and a JSON report (bench --help).
 
     Example: stream-worker bench pipeline --frames 64 --report reports/pipeline.json
+    Faults: stream-worker bench chaos (worker and Triton SIGKILLs, hostile frames; bench chaos --help).
     """
     import sys
 
