@@ -27,8 +27,14 @@ WITHOUT_EXTRAS = textwrap.dedent(
     """
 )
 
-# Modules that may need the extras to import: the ONNX export (torch, ONNX Runtime).
-NEEDS_EXTRAS = {"stream_worker.nets.export", "stream_worker.nets.stn", "stream_worker.nets.lprnet"}
+# Modules that may need the extras to import: the ONNX export (torch, ONNX Runtime) and the
+# detector's graph rewrite (onnx, ONNX Runtime), both only run by `models prepare`.
+NEEDS_EXTRAS = {
+    "stream_worker.nets.export",
+    "stream_worker.nets.stn",
+    "stream_worker.nets.lprnet",
+    "stream_worker.nets.detector_graph",
+}
 
 
 def run_without_extras(code: str, *args: str) -> subprocess.CompletedProcess[str]:
