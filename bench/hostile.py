@@ -13,9 +13,12 @@ plate_recognition frames.py and model.py):
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 import struct
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -111,9 +114,24 @@ def scan_start(jpeg: bytes) -> int:
 
 
 def decodes(jpeg: bytes) -> bool:
-    """Whether OpenCV (the build Triton's Python models run) decodes it, as plate_recognition does."""
+    """Whether OpenCV (the build Triton's Python models run) decodes it, as plate_recognition does.
+    libjpeg's warnings about the corrupt data go to stderr: kept out of the benchmark's output."""
     flags = cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION
-    return cv2.imdecode(np.frombuffer(jpeg, np.uint8), flags) is not None
+    with _stderr_silenced():
+        return cv2.imdecode(np.frombuffer(jpeg, np.uint8), flags) is not None
+
+
+@contextlib.contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def truncated(rng: random.Random, material: Material) -> Record:
