@@ -7,4 +7,4 @@ bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 ruff check .
 ruff format --check .
-pytest "$@"
+pytest --durations=15 "$@"
