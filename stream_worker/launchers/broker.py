@@ -106,7 +106,7 @@ class LocalBroker:
                 except ObjectStoreError as error:
                     raise BrokerError(str(error)) from error
             command += ["--storage-engine", f"s3://{BUCKET}/"]
-            environment = _object_store_environment(environment, self._store.url)
+            environment = object_store_environment(environment, self._store.url)
         self._log_file = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log")  # noqa: SIM115
         # Its own session: a terminal's Ctrl-C reaches only us, and we stop Tansu in order.
         self._process = subprocess.Popen(
@@ -200,7 +200,7 @@ class LocalBroker:
         self.stop()
 
 
-def _object_store_environment(environment: Mapping[str, str], url: str) -> dict[str, str]:
+def object_store_environment(environment: Mapping[str, str], url: str) -> dict[str, str]:
     """Tansu's S3 client configured for the local object store, whatever AWS settings the user has.
 
     The keys are placeholders (the store checks none); without them the client would ask a cloud
