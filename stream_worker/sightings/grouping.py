@@ -2,9 +2,10 @@
 
 A read joins an open group of its camera when it comes within `gap_s` of the group's reads and
 either its text is within `max_edit_distance` of a text the group has seen, or its box is where
-the group's motion puts the plate at that time (within `motion_tolerance` plate widths) and its
-text is still half like the group's (a blurred read of the same plate, not the next vehicle,
-whose plate may well appear where the last one was). A frame
+the group's motion puts the plate at that time (within `motion_tolerance` plate widths). A read
+whose text is not even half like the group's must lie within a third of that: a frame blurred
+into noise is right where the plate is, while the next vehicle's plate appears near where the
+last one was, not where its motion has taken it. A frame
 gives each group at most one read; when several reads could join several groups, the closest
 pairs go first (text matches before motion matches). A read that joins nothing opens a group.
 
@@ -29,13 +30,14 @@ CameraKey = tuple[int, str]  # (partition of the plates topic, camera id)
 MAX_SIZE_STEP = 2.5  # a box more than this much larger or smaller than the group's is another plate
 TRACK_POINTS = 5  # recent reads the motion is estimated from
 RECENT_TEXTS = 16  # distinct texts of a group a new read is compared with
-MOTION_MAX_EDIT_SHARE = 0.5  # a read joining by motion: at most this share of its characters wrong
+MOTION_MAX_EDIT_SHARE = 0.5  # a read joining by motion with this share of its characters wrong ...
+UNRELATED_TOLERANCE_SHARE = 1 / 3  # ... or more, only this close to where the motion puts it
 
 
 @dataclass(frozen=True, slots=True)
 class GroupingRules:
     gap_s: float = 1.5
-    silence_s: float = 5.0
+    silence_s: float = 10.0
     max_group_s: float = 30.0
     max_edit_distance: int = 2
     motion_tolerance: float = 1.5
@@ -174,10 +176,11 @@ class Grouper:
                 if distance <= rules.max_edit_distance:
                     pairs.append((float(distance), r, g))
                     continue
+                tolerance = rules.motion_tolerance
                 if distance > MOTION_MAX_EDIT_SHARE * len(read.text):
-                    continue
+                    tolerance *= UNRELATED_TOLERANCE_SHARE
                 motion = group.motion_distance(read)
-                if motion is not None and motion <= rules.motion_tolerance:
+                if motion is not None and motion <= tolerance:
                     pairs.append((rules.max_edit_distance + 1 + motion, r, g))
         placed: dict[int, Group] = {}
         taken: set[int] = set()

@@ -5,6 +5,8 @@ service's own so that the two can share one environment without reading each oth
 The grouping defaults come from what a 5 to 30 fps camera sees: a vehicle in view for 1 to 5 s
 (20 to 50 frames at 10 fps); a detector that misses up to a few consecutive frames, which a
 1.5 s gap bridges even at 5 fps; vehicles of one lane at least a second apart, with other texts.
+Silence (a camera that stops sending, e.g. motion-triggered) is wall-clock time, so it must also
+outlast the worker's own pauses: 10 s.
 """
 
 from __future__ import annotations
@@ -51,7 +53,10 @@ class SightingsSettings(ServiceSettings):
         "closes once the camera's frames are this far past its last read.",
     )
     silence_s: float = Field(
-        5.0, gt=0, description="A camera silent this long (wall clock) has its passes closed."
+        10.0,
+        gt=0,
+        description="A camera silent this long (wall clock) has its passes closed; longer than the "
+        "worker's stalls (Triton retries), or a pass may be split.",
     )
     max_group_s: float = Field(
         30.0,

@@ -25,6 +25,9 @@ from stream_worker.evaluation.scoring import edit_distance
 
 _FORMAT = re.compile(PLATE_FORMAT)
 _NOTHING = ""
+# A read further than this share of the pivot's length from it (a blurred frame read as noise) is
+# left out of the vote: it belongs to the pass, but would only add noise to every slot.
+OUTLIER_EDIT_SHARE = 0.34
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +146,9 @@ def vote(reads: Sequence[TextRead], top: int = 5) -> Vote:
     if top < 1:
         raise ValueError("top must be at least 1")
     pivot = _pivot(reads)
-    slots = _slots(reads, pivot.text)
+    limit = max(1, int(OUTLIER_EDIT_SHARE * len(pivot.text)))
+    voters = [read for read in reads if edit_distance(read.text, pivot.text) <= limit]
+    slots = _slots(voters, pivot.text)
     # Beam search over the slots; a path is (score, text, least character support).
     beam: list[tuple[float, str, float]] = [(1.0, "", 1.0)]
     for slot in slots:

@@ -21,9 +21,9 @@ def test_defaults_read_plates_and_write_sightings_in_their_own_group():
     s = load_settings([])
     assert (s.input_topic, s.output_topic, s.group_id) == ("plates", "sightings", "stream-worker-sightings")
     assert s.metrics_port == 9109  # the worker has 9108: both may run on one host
-    assert (s.gap_s, s.silence_s, s.max_group_s, s.max_edit_distance) == (1.5, 5.0, 30.0, 2)
+    assert (s.gap_s, s.silence_s, s.max_group_s, s.max_edit_distance) == (1.5, 10.0, 30.0, 2)
     rules = s.grouping_rules()
-    assert (rules.gap_s, rules.silence_s, rules.max_group_s, rules.motion_tolerance) == (1.5, 5.0, 30.0, 1.5)
+    assert (rules.gap_s, rules.silence_s, rules.max_group_s, rules.motion_tolerance) == (1.5, 10.0, 30.0, 1.5)
     assert s.voting_rules().candidates == 5
 
 

@@ -173,3 +173,11 @@ def test_the_vote_is_a_candidate_and_scores_lie_in_0_1(texts):
     assert result.text in [c.text for c in result.candidates]
     assert all(0.0 <= c.score <= 1.0 for c in result.candidates)
     assert 0.0 <= result.confidence <= 1.0
+
+
+def test_reads_garbled_beyond_a_third_of_the_text_are_left_out_of_the_vote():
+    result = vote(reads(PLATE, PLATE, PLATE, "0HX7", "B1H72XE92", "Y808H10"))
+    assert result.text == PLATE
+    assert result.confidence == pytest.approx(0.9)  # as if only the three plates had voted
+    # Two wrong characters of nine are still a vote.
+    assert vote(reads("B840CK197", "B840CK197", "B846CK191", "B846CK191", "B846CK191")).text == "B846CK191"
