@@ -202,7 +202,11 @@ def test_workers_never_outnumber_partitions(rendered: dict[str, list[dict]]) -> 
     for build, objects in rendered.items():
         partitions = frames_partitions(objects)
         worker = one(objects, "Deployment", "stream-worker")
-        scalers = by_kind(objects, "ScaledObject")
+        scalers = [
+            s
+            for s in by_kind(objects, "ScaledObject")
+            if s["spec"]["scaleTargetRef"]["name"] == "stream-worker"
+        ]
         if scalers:
             (scaler,) = scalers
             spec = scaler["spec"]

@@ -9,8 +9,11 @@
 #   COMMAND_CONFIG                            optional Java client properties file (SASL/TLS)
 #   REPLICATION_FACTOR                        default 1
 #   INPUT_TOPIC / OUTPUT_TOPIC / DLQ_TOPIC    default frames / plates / frames.dlq
+#   SIGHTINGS_TOPIC                           default sightings
 #   FRAMES_PARTITIONS / PLATES_PARTITIONS / DLQ_PARTITIONS                   default 6 / 6 / 1
+#   SIGHTINGS_PARTITIONS                                                     default 6
 #   FRAMES_RETENTION_MS / PLATES_RETENTION_MS / DLQ_RETENTION_MS             default 1 h / 7 d / 14 d
+#   SIGHTINGS_RETENTION_MS                                                   default 7 d
 #   MAX_MESSAGE_BYTES                         default 10485760 (frames are whole JPEGs)
 set -eu
 
@@ -53,3 +56,4 @@ ensure_topic() {
 ensure_topic "${INPUT_TOPIC:-frames}" "${FRAMES_PARTITIONS:-6}" "${FRAMES_RETENTION_MS:-3600000}"
 ensure_topic "${OUTPUT_TOPIC:-plates}" "${PLATES_PARTITIONS:-6}" "${PLATES_RETENTION_MS:-604800000}"
 ensure_topic "${DLQ_TOPIC:-frames.dlq}" "${DLQ_PARTITIONS:-1}" "${DLQ_RETENTION_MS:-1209600000}"
+ensure_topic "${SIGHTINGS_TOPIC:-sightings}" "${SIGHTINGS_PARTITIONS:-6}" "${SIGHTINGS_RETENTION_MS:-604800000}"
