@@ -4,7 +4,8 @@ Scenarios: pipeline (ours vs the original design, Triton only), limit (the in-pr
 floor vs ours), stream (Kafka end to end: backlog drain and paced live load), sweep (worker
 batching settings), triton (pipeline and limit, no Kafka), all (every scenario against one
 Triton and one broker, plus the ratios between them). Every report carries the machine, the
-versions and each run's settings.
+versions and each run's settings. `sightings` (bench/sightings.py, its own flags): exact texts per
+frame and per sighting over labelled photos made into vehicle passes.
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ def main(argv: Sequence[str]) -> int:
         from bench.chaos import main as chaos_main
 
         return chaos_main(argv[1:])
+    if argv and argv[0] == "sightings":
+        from bench.sightings import main as sightings_main
+
+        return sightings_main(argv[1:])
     args = parser().parse_args(list(argv))
     for name in ("frames", "rounds", "batch", "concurrency", "baseline_concurrency", "limit_workers"):
         if getattr(args, name) < 1:

@@ -1,0 +1,533 @@
+"""`stream-worker bench sightings`: how much voting across a pass's frames beats a single frame.
+
+Every labelled photo of a folder (`../shared/evalset/scenes`) becomes a short pass (bench/passes.py)
+on one of a few simulated cameras; the passes of a camera are a few seconds apart in capture time,
+and each camera ends with a blank frame so that its last pass closes on camera time. The frames go
+through the real pipeline: the broker, Triton, `stream-worker run` and `stream-worker sightings`,
+each as in production. Then, for every labelled plate with a known text:
+
+- per frame: is the plate read exactly in that frame (box IoU >= 0.5, as `stream-worker eval`)?
+- per sighting: is the text of its pass's sighting exact? A sighting belongs to a labelled plate
+  when its best read's box lies on the plate in that frame; a plate with no sighting counts wrong,
+  one with several is also counted as split (the one with most reads is scored).
+
+Printed side by side, with the sightings' directions against the passes' and a JSON report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from bench.passes import KINDS, Difficulty, ScenePass, make_pass
+from bench.report import format_table, write_json
+from stream_worker.evaluation.labels import load_labels
+from stream_worker.evaluation.scoring import iou, match_boxes
+from stream_worker.launchers.broker import create_topics, free_port
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SCENES = REPO_ROOT.parent / "shared" / "evalset" / "scenes"
+PASS_GAP_S = 3.0  # capture time between two passes of one camera (twice the default gap)
+READY_TIMEOUT_S = 300.0
+SETTLE_S = 5.0  # after the last frame's event: wait this long for sightings to stop coming
+BLANK_SIZE = (320, 240)
+IOU_THRESHOLD = 0.5
+
+
+class SightingsBenchError(RuntimeError):
+    """A server or a service failed, or the outputs never came."""
+
+
+@dataclass
+class PlannedPass:
+    scene: ScenePass
+    camera_id: str
+    start_ms: int  # capture time of its first frame, epoch ms
+    frame_ids: list[str]
+
+
+@dataclass
+class Outputs:
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)  # frame_id -> PlateEvent
+    dead_letters: set[str] = field(default_factory=set)  # frame ids
+    sightings: list[dict[str, Any]] = field(default_factory=list)
+
+
+# --- the passes ------------------------------------------------------------------------------
+
+
+def scene_passes(
+    folder: Path, frames: int, limit: int | None, seed: int, difficulty: Difficulty = Difficulty()
+) -> list[ScenePass]:
+    """One pass per labelled photo with at least one known text, kinds in turn."""
+    labels = load_labels(folder)
+    passes = []
+    for number, (name, label) in enumerate(sorted(labels.items())):
+        if limit is not None and len(passes) >= limit:
+            break
+        if label.boxes is None or not any(label.texts):
+            continue
+        image = cv2.imread(str(folder / name), cv2.IMREAD_COLOR)
+        if image is None:
+            raise SightingsBenchError(f"{folder / name} cannot be read")
+        kind = KINDS[len(passes) % len(KINDS)]
+        passes.append(
+            make_pass(image, name, label.texts, label.boxes, kind, frames, seed + number, difficulty)
+        )
+    if not passes:
+        raise SightingsBenchError(f"{folder} has no labelled photo with a box and a text")
+    return passes
+
+
+def plan(passes: Sequence[ScenePass], cameras: int, fps: float, start_ms: int) -> list[PlannedPass]:
+    """Passes spread over the cameras in turn, each camera's `PASS_GAP_S` apart in capture time."""
+    clocks = [start_ms] * cameras
+    planned = []
+    for number, scene in enumerate(passes):
+        camera = number % cameras
+        ids = [f"{scene.name}#{k}" for k in range(len(scene.frames))]
+        planned.append(PlannedPass(scene, f"cam-{camera}", clocks[camera], ids))
+        clocks[camera] += int((len(scene.frames) / fps + PASS_GAP_S) * 1000)
+    return planned
+
+
+def records(planned: Sequence[PlannedPass], fps: float) -> Iterator[tuple[str, str, int, bytes]]:
+    """(camera, frame id, captured_at ms, JPEG) in capture order per camera, then each camera's
+    closing blank frame, `PASS_GAP_S` after its last pass."""
+    ok, blank = cv2.imencode(".jpg", np.full((BLANK_SIZE[1], BLANK_SIZE[0], 3), 110, dtype=np.uint8))
+    assert ok
+    last: dict[str, int] = {}
+    for item in planned:
+        for k, (frame_id, frame) in enumerate(zip(item.frame_ids, item.scene.frames, strict=True)):
+            captured = item.start_ms + int(k * 1000 / fps)
+            last[item.camera_id] = captured
+            yield item.camera_id, frame_id, captured, frame.jpeg
+    for camera, captured in sorted(last.items()):
+        yield camera, f"{camera}#end", captured + int(PASS_GAP_S * 1000), blank.tobytes()
+
+
+# --- scoring ---------------------------------------------------------------------------------
+
+
+def score(planned: Sequence[PlannedPass], outputs: Outputs) -> dict[str, Any]:
+    """Per-frame and per-sighting exact-text figures (see the module's docstring)."""
+    frame_plates = frame_exact = 0
+    plates = exact = one_sighting = split = missed = direction_right = 0
+    rows = []
+    by_frame = {frame_id: (item, k) for item in planned for k, frame_id in enumerate(item.frame_ids)}
+    owned: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (photo, label index) -> sightings
+    extra: list[str] = []  # texts of sightings on no labelled plate
+    for sighting in outputs.sightings:
+        where = by_frame.get(sighting["best_read"]["frame_id"])
+        if where is None:
+            extra.append(sighting["text"])
+            continue
+        item, k = where
+        box = sighting["best_read"]["box"]
+        box = (box["x1"], box["y1"], box["x2"], box["y2"])
+        overlaps = [iou(label_box, box) for label_box in item.scene.frames[k].boxes]
+        best = max(range(len(overlaps)), key=overlaps.__getitem__, default=None)
+        if best is None or overlaps[best] < IOU_THRESHOLD:
+            extra.append(sighting["text"])
+            continue
+        owned.setdefault((item.scene.name, best), []).append(sighting)
+    for item in planned:
+        texts = item.scene.texts
+        for frame_id, frame in zip(item.frame_ids, item.scene.frames, strict=True):
+            event = outputs.events.get(frame_id)
+            predicted = [] if event is None else event["plates"]
+            pairs = match_boxes(frame.boxes, [_box(p) for p in predicted])
+            for i, text in enumerate(texts):
+                if text is not None:
+                    frame_plates += 1
+                    frame_exact += i in pairs and predicted[pairs[i][0]]["text"] == text
+        for i, text in enumerate(texts):
+            if text is None:
+                continue
+            plates += 1
+            mine = sorted(owned.get((item.scene.name, i), []), key=lambda s: -s["reads"])
+            voted = mine[0] if mine else None
+            right = voted is not None and voted["text"] == text
+            exact += right
+            one_sighting += len(mine) == 1
+            split += len(mine) > 1
+            missed += not mine
+            direction_right += voted is not None and voted["direction"] == item.scene.kind.value
+            rows.append(
+                {
+                    "photo": item.scene.name,
+                    "kind": item.scene.kind.value,
+                    "expected": text,
+                    "frames_exact": sum(
+                        _read_in(outputs.events.get(fid), frame.boxes, i) == text
+                        for fid, frame in zip(item.frame_ids, item.scene.frames, strict=True)
+                    ),
+                    "frames": len(item.frame_ids),
+                    "sightings": len(mine),
+                    "all_sightings": [f"{x['text']} ({x['reads']} reads)" for x in mine],
+                    "voted": voted["text"] if voted else None,
+                    "confidence": voted["confidence"] if voted else None,
+                    "reads": voted["reads"] if voted else None,
+                    "direction": voted["direction"] if voted else None,
+                    "exact": right,
+                }
+            )
+    return {
+        "frames": {
+            "plates": frame_plates,
+            "exact": frame_exact,
+            "exact_rate": _rate(frame_exact, frame_plates),
+        },
+        "sightings": {
+            "plates": plates,
+            "exact": exact,
+            "exact_rate": _rate(exact, plates),
+            "one_sighting": one_sighting,
+            "split": split,
+            "missed": missed,
+            "extra": len(extra),
+            "extra_texts": extra,
+            "direction_right": direction_right,
+            "direction_rate": _rate(direction_right, plates - missed),
+        },
+        "plates": rows,
+    }
+
+
+def _box(plate: dict[str, Any]) -> tuple[float, float, float, float]:
+    box = plate["box"]
+    return box["x1"], box["y1"], box["x2"], box["y2"]
+
+
+def _read_in(
+    event: dict[str, Any] | None, boxes: list[tuple[float, float, float, float]], index: int
+) -> str | None:
+    if event is None:
+        return None
+    pairs = match_boxes(boxes, [_box(p) for p in event["plates"]])
+    return event["plates"][pairs[index][0]]["text"] if index in pairs else None
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+# --- running the pipeline --------------------------------------------------------------------
+
+
+@dataclass
+class Topics:
+    frames: str
+    plates: str
+    dead_letters: str
+    sightings: str
+
+    @classmethod
+    def named(cls, prefix: str) -> Topics:
+        return cls(f"{prefix}.frames", f"{prefix}.plates", f"{prefix}.frames.dlq", f"{prefix}.sightings")
+
+
+class Service:
+    """`python -m stream_worker COMMAND` with its log in `log_dir`, ready once /readyz says so."""
+
+    def __init__(self, command: str, args: list[str], log_dir: Path) -> None:
+        self.command = command
+        self.metrics_port = free_port()
+        self.log_path = log_dir / f"{command}.log"
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "stream_worker",
+                    command,
+                    *args,
+                    "--metrics-port",
+                    str(self.metrics_port),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def check(self) -> None:
+        if (code := self.process.poll()) is not None:
+            raise SightingsBenchError(f"{self.command} exited with {code}:\n{self.log_tail()}")
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        import urllib.request
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.check()
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/readyz", timeout=2) as response,
+            ):
+                if response.status == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise SightingsBenchError(
+                    f"{self.command} not ready after {timeout_s:.0f} s:\n{self.log_tail()}"
+                )
+            time.sleep(0.3)
+
+    def stop(self) -> int | None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                return self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self.process.wait()
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def run_passes(
+    bootstrap_servers: str,
+    triton_url: str,
+    planned: Sequence[PlannedPass],
+    fps: float,
+    partitions: int = 3,
+    timeout_s: float = 1800.0,
+    sightings_args: Sequence[str] = (),
+) -> Outputs:
+    """Publish the planned passes through the worker and the sightings service; their outputs."""
+    topics = Topics.named(f"bench-sightings-{uuid.uuid4().hex[:8]}")
+    create_topics(
+        bootstrap_servers, [topics.frames, topics.plates, topics.dead_letters, topics.sightings], partitions
+    )
+    run_id = topics.frames.split(".")[0]
+    with tempfile.TemporaryDirectory(prefix="stream-worker-bench-sightings-") as scratch:
+        log_dir = Path(scratch)
+        common = [
+            "--bootstrap-servers",
+            bootstrap_servers,
+            "--session-timeout-ms",
+            "6000",
+            "--metrics-host",
+            "127.0.0.1",
+        ]
+        worker_args = ["--triton-url", triton_url, "--group-id", f"{run_id}-worker"]
+        worker_args += ["--triton-timeout-s", "600", "--input-topic", topics.frames]
+        worker_args += ["--output-topic", topics.plates, "--dlq-topic", topics.dead_letters]
+        worker = Service("run", [*common, *worker_args], log_dir)
+        sightings = Service(
+            "sightings",
+            # Silence only for cameras that stop: each camera here ends with a closing frame instead.
+            [*common, "--group-id", f"{run_id}-sightings", "--input-topic", topics.plates,
+             "--output-topic", topics.sightings, "--silence-s", "600", *sightings_args],
+            log_dir,
+        )  # fmt: skip
+        try:
+            worker.wait_ready()
+            sightings.wait_ready()
+            frame_ids = _publish(bootstrap_servers, topics.frames, records(planned, fps))
+            return _collect(bootstrap_servers, topics, frame_ids, [worker, sightings], timeout_s)
+        finally:
+            worker.stop()
+            sightings.stop()
+
+
+def _publish(bootstrap_servers: str, topic: str, frames: Iterator[tuple[str, str, int, bytes]]) -> set[str]:
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 20})
+    frame_ids = set()
+    for camera, frame_id, captured_ms, jpeg in frames:
+        headers = [
+            ("camera_id", camera.encode()),
+            ("frame_id", frame_id.encode()),
+            ("captured_at", str(captured_ms).encode()),
+        ]
+        while True:
+            try:
+                producer.produce(topic, value=jpeg, key=camera.encode(), headers=headers)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+        frame_ids.add(frame_id)
+    if producer.flush(120) != 0:
+        raise SightingsBenchError("frames not delivered to the broker")
+    return frame_ids
+
+
+def _collect(
+    bootstrap_servers: str, topics: Topics, frame_ids: set[str], services: list[Service], timeout_s: float
+) -> Outputs:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": f"reader-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+        }
+    )
+    outputs = Outputs()
+    try:
+        metadata = consumer.list_topics(timeout=30).topics
+        wanted = (topics.plates, topics.dead_letters, topics.sightings)
+        consumer.assign(
+            [TopicPartition(t, p, OFFSET_BEGINNING) for t in wanted for p in sorted(metadata[t].partitions)]
+        )
+        deadline = time.monotonic() + timeout_s
+        settled_at: float | None = None
+        while True:
+            for message in consumer.consume(500, 0.5):
+                if message.error() is not None:
+                    continue
+                if message.topic() == topics.plates:
+                    event = orjson.loads(message.value())
+                    outputs.events[event["frame_id"]] = event
+                elif message.topic() == topics.sightings:
+                    outputs.sightings.append(orjson.loads(message.value()))
+                    settled_at = None
+                else:
+                    outputs.dead_letters.add(dict(message.headers() or ()).get("frame_id", b"").decode())
+            for service in services:
+                service.check()
+            done = frame_ids <= set(outputs.events) | outputs.dead_letters
+            if done:
+                settled_at = settled_at or time.monotonic()
+                if time.monotonic() - settled_at > SETTLE_S:
+                    return _deduplicated(outputs)
+            if time.monotonic() > deadline:
+                missing = len(frame_ids - set(outputs.events) - outputs.dead_letters)
+                raise SightingsBenchError(f"timed out with {missing} frames without an event")
+    finally:
+        consumer.close()
+
+
+def _deduplicated(outputs: Outputs) -> Outputs:
+    seen: dict[str, dict[str, Any]] = {}
+    for sighting in outputs.sightings:
+        seen.setdefault(sighting["sighting_id"], sighting)
+    outputs.sightings = list(seen.values())
+    return outputs
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stream-worker bench sightings",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="Example: LPR_WEIGHTS_DIR=../shared/weights stream-worker bench sightings "
+        "--report reports/sightings.json",
+    )
+    p.add_argument("--scenes", type=Path, default=DEFAULT_SCENES, help="Labelled photo folder (labels.json).")
+    p.add_argument("--frames-per-pass", type=int, default=8, help="Frames of each photo's pass.")
+    p.add_argument("--fps", type=float, default=10.0, help="Frames per second within a pass (capture time).")
+    p.add_argument("--cameras", type=int, default=4, help="Simulated cameras the passes are spread over.")
+    p.add_argument("--partitions", type=int, default=4, help="Partitions of the benchmark topics.")
+    p.add_argument("--limit", type=int, default=None, help="Only the first N labelled photos.")
+    p.add_argument("--seed", type=int, default=14, help="Seed of the passes' drift and noise.")
+    defaults = Difficulty()
+    p.add_argument(
+        "--min-scale", type=float, default=defaults.min_scale, help="Plates' smallest size in a pass."
+    )
+    p.add_argument(
+        "--jpeg-quality",
+        type=int,
+        nargs=2,
+        default=list(defaults.jpeg_quality),
+        help="Range of frame qualities.",
+    )
+    p.add_argument("--max-blur", type=int, default=defaults.max_blur_px, help="Longest motion blur, pixels.")
+    p.add_argument("--bootstrap-servers", default=None, help="Use this Kafka instead of the local broker.")
+    p.add_argument("--triton-url", default=None, help="Use this Triton instead of starting the local one.")
+    p.add_argument("--repository", type=Path, default=REPO_ROOT / "model_repository")
+    p.add_argument("--report", type=Path, default=None, help="Write the JSON report here.")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    if args.frames_per_pass < 2 or args.cameras < 1 or args.fps <= 0:
+        print("error: --frames-per-pass >= 2, --cameras >= 1 and --fps > 0 are needed", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    try:
+        difficulty = Difficulty(args.min_scale, tuple(args.jpeg_quality), args.max_blur)
+        passes = scene_passes(args.scenes, args.frames_per_pass, args.limit, args.seed, difficulty)
+        planned = plan(passes, args.cameras, args.fps, int(time.time() * 1000))
+        with contextlib.ExitStack() as stack:
+            bootstrap = args.bootstrap_servers or _local_broker(stack)
+            triton_url = args.triton_url or _local_triton(stack, args.repository)
+            outputs = run_passes(bootstrap, triton_url, planned, args.fps, args.partitions)
+    except SightingsBenchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    figures = score(planned, outputs)
+    report = {
+        "scenario": "sightings",
+        "command": "stream-worker bench sightings " + " ".join(argv),
+        "duration_s": round(time.monotonic() - started, 1),
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "passes": len(planned),
+        "frame_count": sum(len(p.frame_ids) for p in planned),
+        **figures,
+    }
+    print(render(report))
+    if args.report:
+        write_json(args.report, report)
+        print(f"report written to {args.report}")
+    return 0
+
+
+def _local_broker(stack: contextlib.ExitStack) -> str:
+    from stream_worker.launchers.broker import LocalBroker
+
+    broker = stack.enter_context(LocalBroker())
+    return str(broker.bootstrap_servers)
+
+
+def _local_triton(stack: contextlib.ExitStack, repository: Path) -> str:
+    from stream_worker.launchers.triton import LocalTriton, TritonLaunchError
+    from stream_worker.nets.errors import ModelPrepareError
+    from stream_worker.nets.prepare import prepare_models
+    from stream_worker.nets.weights import default_weights_dir
+
+    try:
+        prepare_models(default_weights_dir(), repository)
+        triton = stack.enter_context(LocalTriton(repository))
+    except (ModelPrepareError, TritonLaunchError) as error:
+        raise SightingsBenchError(str(error)) from error
+    return str(triton.grpc_url)
+
+
+def render(report: dict[str, Any]) -> str:
+    frames, sightings = report["frames"], report["sightings"]
+    side_by_side = [{"unit": "frame", **frames}, {"unit": "sighting", **sightings}]
+    wrong = [row for row in report["plates"] if not row["exact"]]
+    lines = [
+        f"{report['passes']} passes, {report['frame_count']} frames, {report['duration_s']} s",
+        "",
+        "exact text, per frame and per sighting:",
+        format_table(side_by_side, ["unit", "plates", "exact", "exact_rate"]),
+        "",
+        f"passes with one sighting: {sightings['one_sighting']}, split: {sightings['split']}, "
+        f"without: {sightings['missed']}; sightings of no labelled plate: {sightings['extra']}; "
+        f"direction right: {sightings['direction_right']} ({sightings['direction_rate']})",
+    ]
+    if wrong:
+        columns = ["photo", "kind", "expected", "voted", "frames_exact", "frames", "sightings", "reads"]
+        lines += ["", "plates whose sighting is not exact:", format_table(wrong, columns)]
+    return "\n".join(lines)
