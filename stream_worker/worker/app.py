@@ -445,6 +445,14 @@ class Worker:
         log.warning("partitions lost", extra={"partitions": _names(partitions)})
 
     def _forget(self, partitions: list[Partition]) -> None:
+        # librdkafka keeps a partition paused through its revocation and a later re-assignment:
+        # resume what backpressure paused, or a partition given back to this worker (after a
+        # rebalance) would never be fetched again, its frames waiting forever.
+        if (paused := [p for p in partitions if p in self.paused]) and not self.closing:
+            try:
+                self.consumer.resume(paused)
+            except KafkaException as error:
+                log.warning("could not resume revoked partitions", extra={"error": str(error)})
         self.tracker.forget(partitions)
         self.ordering.forget(partitions)
         for partition in partitions:
