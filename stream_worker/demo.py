@@ -1,9 +1,12 @@
-"""`stream-worker demo`: the whole pipeline on one machine, from camera frames to plate events on screen.
+"""`stream-worker demo`: the whole pipeline on one machine, from camera frames to plate events and
+sightings on screen.
 
 It starts what is missing (the local Tansu broker, the local Triton, after exporting the models
-if needed), one worker as a child process (`python -m stream_worker run`, exactly what production
-runs), publishes frames from N simulated cameras at a frame rate, and prints every plate event and
-dead letter as it arrives, then a summary.
+if needed), one worker and the sightings service as child processes (`python -m stream_worker run`
+and `... sightings`, exactly what production runs; demo_services.py), publishes frames from N
+simulated cameras at a frame rate, and prints every plate event, dead letter and sighting as it
+arrives, then a summary. The sample photos repeat, so each camera sees one vehicle standing in
+view: its frames' reads make one sighting (the gap is stretched to bridge a slow frame rate).
 
 Everything it starts it stops, whatever happens: the stops are registered as each child starts
 and run in reverse order from a `finally` (errors, Ctrl-C, SIGTERM and SIGHUP all end up there; a
@@ -16,16 +19,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -40,8 +38,16 @@ from confluent_kafka.admin import AdminClient
 
 from stream_worker.children import Watchdog
 from stream_worker.console import Console
-from stream_worker.demo_report import Results, dead_letter_row, event_rows, summary_lines, table_header
-from stream_worker.launchers.broker import BrokerError, LocalBroker, create_topics, free_port
+from stream_worker.demo_report import (
+    Results,
+    dead_letter_row,
+    event_rows,
+    sighting_row,
+    summary_lines,
+    table_header,
+)
+from stream_worker.demo_services import ServiceChild, log_tail, read_metric
+from stream_worker.launchers.broker import BrokerError, LocalBroker, create_topics
 from stream_worker.launchers.triton import LocalTriton
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
@@ -61,16 +67,15 @@ EXIT_FAILED = 1  # a server or the worker failed, or frames went unaccounted for
 EXIT_USAGE = 2  # nothing to publish, an unusable path, missing or corrupt weights
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # exit code 128 + signal number
 
-DEFAULT_TOPICS = ("frames", "plates", "frames.dlq")
+DEFAULT_TOPICS = ("frames", "plates", "frames.dlq", "sightings")
 CORRUPT_FRAME = b"this is not a JPEG: a corrupt frame to show the dead-letter path"
 SESSION_TIMEOUT_MS = 6000  # a group join takes about half of it on Tansu
-WORKER_SHUTDOWN_S = 15.0
 TRITON_START_TIMEOUT_S = 300.0
-READY_TIMEOUT_S = 120.0
 POLL_S = 0.2
+SIGHTINGS_SILENCE_S = 3.0  # the cameras stop at the end: their last passes close on silence
+SIGHTINGS_WAIT_S = 30.0
 # Results idle this long with frames outstanding: ask the worker whether it ever received them.
 BROKER_SKIP_SETTLE_S = 10.0
-LOG_TAIL_CHARS = 3000
 
 log = logging.getLogger(__name__)
 
@@ -155,21 +160,6 @@ def camera_frames(
 # --- the run ---------------------------------------------------------------------------------
 
 
-def _log_tail(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")[-LOG_TAIL_CHARS:].strip() or "(empty)"
-    except OSError:
-        return "(no log)"
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 class Demo:
     """One demo run; `run()` does the work, `stop()` (always called) undoes all of it."""
 
@@ -185,9 +175,8 @@ class Demo:
         self._triton_thread: threading.Thread | None = None
         self._triton_error: BaseException | None = None
         self._triton_cancel = threading.Event()
-        self._worker: subprocess.Popen[bytes] | None = None
-        self._worker_log = self.workdir / "worker.log"
-        self._worker_metrics_url: str | None = None
+        self._worker: ServiceChild | None = None
+        self._sightings: ServiceChild | None = None
         self._stop_producing = threading.Event()
         self._producers: list[threading.Thread] = []
         self._reports: dict[str, ProduceReport] = {}
@@ -212,7 +201,7 @@ class Demo:
         triton_url = options.triton_url or self._wait_for_local_triton()
         if options.triton_url is not None:
             self._check_external_triton(options.triton_url)
-        self._start_worker(bootstrap, triton_url, topics)
+        self._start_services(bootstrap, triton_url, topics)
         return self._stream(inputs, bootstrap, topics)
 
     @property
@@ -238,7 +227,8 @@ class Demo:
         for pid in (
             getattr(self._broker, "pid", None),
             getattr(self._triton, "pid", None),
-            self._worker.pid if self._worker is not None else None,
+            getattr(self._worker, "pid", None),
+            getattr(self._sightings, "pid", None),
         ):
             if pid is not None:
                 self._watchdog.watch(pid)
@@ -250,11 +240,12 @@ class Demo:
             raise DemoError(f"the local Triton exited unexpectedly:\n{self._triton.log_tail()}")
         if self._producer_errors:
             raise DemoError(f"publishing frames failed: {self._producer_errors[0]}")
-        if self._worker is not None and (code := self._worker.poll()) is not None:
-            raise DemoError(
-                f"the worker exited unexpectedly with code {code}; its log ends with:\n"
-                f"{_log_tail(self._worker_log)}"
-            )
+        for service in (self._worker, self._sightings):
+            if service is not None and (code := service.exit_code()) is not None:
+                raise DemoError(
+                    f"{service.command} exited unexpectedly with code {code}; its log ends with:\n"
+                    f"{log_tail(service.log_path)}"
+                )
 
     # --- servers -----------------------------------------------------------------------------
 
@@ -325,13 +316,12 @@ class Demo:
         self.console.line(f"   bootstrap servers {broker.bootstrap_servers} (pid {broker.pid})", style="dim")
         return str(broker.bootstrap_servers)
 
-    def _create_topics(self, bootstrap: str) -> tuple[str, str, str]:
-        """The default topics on the local broker; fresh, run-specific ones on an external broker."""
-        frames, plates, dead_letters = DEFAULT_TOPICS
+    def _create_topics(self, bootstrap: str) -> tuple[str, str, str, str]:
+        """The default topics (frames, plates, dead letters, sightings) on the local broker; fresh,
+        run-specific ones on an external broker."""
+        topics = DEFAULT_TOPICS
         if self.options.bootstrap_servers is not None:
-            prefix = f"stream-worker-demo-{self.run_id}."
-            frames, plates, dead_letters = prefix + frames, prefix + plates, prefix + dead_letters
-        topics = (frames, plates, dead_letters)
+            topics = tuple(f"stream-worker-demo-{self.run_id}.{name}" for name in DEFAULT_TOPICS)
         if self.options.bootstrap_servers is not None:
             self._cleanup.callback(self._delete_topics, bootstrap, topics)
         with self.console.step(f"creating topics {', '.join(topics)}"):
@@ -350,61 +340,40 @@ class Demo:
             if (error := future.exception(timeout=15)) is not None:
                 log.warning("could not delete demo topic %s: %s", name, error)
 
-    # --- worker ------------------------------------------------------------------------------
+    # --- worker and sightings --------------------------------------------------------------
 
-    def _start_worker(self, bootstrap: str, triton_url: str, topics: tuple[str, str, str]) -> None:
-        metrics_port = free_port()
-        self._worker_metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-        command = [
-            sys.executable, "-m", "stream_worker", "run",
-            "--bootstrap-servers", bootstrap,
-            "--triton-url", triton_url,
-            "--group-id", f"stream-worker-demo-{self.run_id}",
-            "--input-topic", topics[0],
-            "--output-topic", topics[1],
-            "--dlq-topic", topics[2],
-            "--metrics-host", "127.0.0.1",
-            "--metrics-port", str(metrics_port),
-            "--session-timeout-ms", str(SESSION_TIMEOUT_MS),
-            "--shutdown-timeout-s", str(WORKER_SHUTDOWN_S),
-        ]  # fmt: skip
-        with self.console.step("starting the worker (joins the consumer group, checks Triton)"):
-            with self._worker_log.open("wb") as log_file:
-                self._worker = subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # Ctrl-C reaches the demo only; it stops the worker in order
-                )
-            self._cleanup.callback(self._stop_worker)
-            self._watch_children()
-            deadline = time.monotonic() + READY_TIMEOUT_S
-            while not _http_ok(f"http://127.0.0.1:{metrics_port}/readyz"):
-                self._check_alive()
-                if time.monotonic() > deadline:
-                    raise DemoError(
-                        f"the worker was not ready after {READY_TIMEOUT_S:.0f} s; its log ends with:\n"
-                        f"{_log_tail(self._worker_log)}"
-                    )
-                time.sleep(POLL_S)
-        self.console.line(
-            f"   worker pid {self._worker.pid}, metrics http://127.0.0.1:{metrics_port}/metrics", style="dim"
-        )
-
-    def _stop_worker(self) -> None:
-        """SIGTERM: the worker drains, commits and exits 0; killed if it overruns its timeout."""
-        worker = self._worker
-        if worker is None or worker.poll() is not None:
-            return
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(WORKER_SHUTDOWN_S + 5.0)
-        except subprocess.TimeoutExpired:
-            log.warning("the worker did not stop within %.0f s; killing it", WORKER_SHUTDOWN_S + 5.0)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
+    def _start_services(self, bootstrap: str, triton_url: str, topics: tuple[str, ...]) -> None:
+        frames, plates, dead_letters, sightings = topics
+        common = ["--bootstrap-servers", bootstrap, "--session-timeout-ms", str(SESSION_TIMEOUT_MS)]
+        self._worker = ServiceChild(
+            "run",
+            [*common, "--triton-url", triton_url, "--group-id", f"stream-worker-demo-{self.run_id}",
+             "--input-topic", frames, "--output-topic", plates, "--dlq-topic", dead_letters],
+            self.workdir,
+        )  # fmt: skip
+        # The samples repeat every other frame (a corrupt frame may come between): stretch the gap
+        # so that each camera's repeated car makes one pass.
+        gap_s = min(20.0, max(1.5, 3.5 / self.options.fps))
+        self._sightings = ServiceChild(
+            "sightings",
+            [*common, "--group-id", f"stream-worker-demo-{self.run_id}-sightings", "--input-topic", plates,
+             "--output-topic", sightings, "--gap-s", str(gap_s), "--silence-s", str(SIGHTINGS_SILENCE_S)],
+            self.workdir,
+        )  # fmt: skip
+        with self.console.step("starting the worker and the sightings service (they join their groups)"):
+            for service in (self._worker, self._sightings):
+                service.start()
+                self._cleanup.callback(service.stop)
+                self._watch_children()
+            try:
+                for service in (self._worker, self._sightings):
+                    service.wait_ready(self._check_alive)
+            except TimeoutError as error:
+                raise DemoError(str(error)) from error
+        for service in (self._worker, self._sightings):
+            self.console.line(
+                f"   {service.command} pid {service.pid}, metrics {service.metrics_url}", style="dim"
+            )
 
     # --- producing and reading back ----------------------------------------------------------
 
@@ -445,7 +414,7 @@ class Demo:
         for thread in self._producers:
             thread.join()
 
-    def _stream(self, inputs: Sequence[Path], bootstrap: str, topics: tuple[str, str, str]) -> int:
+    def _stream(self, inputs: Sequence[Path], bootstrap: str, topics: tuple[str, ...]) -> int:
         options = self.options
         planned = options.cameras * options.frames_per_camera + options.corrupt_frames
         consumer = Consumer(
@@ -495,13 +464,36 @@ class Demo:
                 if now - idle_since > BROKER_SKIP_SETTLE_S and self._broker_skipped(sent):
                     break
                 if now - idle_since > options.settle_timeout_s:
+                    assert self._worker is not None
                     self.console.error(
                         f"no new results for {options.settle_timeout_s:.0f} s with "
                         f"{sent - self.results.accounted} frames unaccounted for; worker log ends with:\n"
-                        f"{_log_tail(self._worker_log)}"
+                        f"{log_tail(self._worker.log_path)}"
                     )
                     break
+        self._wait_for_sightings(consumer, topics)
         return self._finish()
+
+    def _wait_for_sightings(self, consumer: Consumer, topics: tuple[str, ...]) -> None:
+        """Until the sightings service holds no pass open or unpublished (the cameras' last passes
+        close on silence), showing what arrives."""
+        assert self._sightings is not None
+        url = self._sightings.metrics_url
+        deadline = time.monotonic() + SIGHTINGS_WAIT_S
+        with self.console.step("waiting for the last sightings (the cameras fell silent)"):
+            while time.monotonic() < deadline:
+                message = consumer.poll(POLL_S)
+                if message is not None and message.error() is None:
+                    self._show(message, topics, time.monotonic())
+                self._check_alive()
+                events_in = read_metric(url, "stream_worker_sightings_events_in_total")
+                held = read_metric(url, "stream_worker_sightings_held")
+                if events_in is not None and events_in >= len(self.results.events) and held == 0:
+                    break
+            for _ in range(5):  # what was published last
+                message = consumer.poll(POLL_S)
+                if message is not None and message.error() is None:
+                    self._show(message, topics, time.monotonic())
 
     def _broker_skipped(self, sent: int) -> bool:
         """True when every frame the worker received has its result and the rest never reached it.
@@ -510,14 +502,18 @@ class Demo:
         waiting longer would not bring those frames, and the summary names the broker, not the
         worker, as where they went missing.
         """
-        received = read_frames_in(self._worker_metrics_url) if self._worker_metrics_url else None
+        received = read_frames_in(self._worker.metrics_url) if self._worker is not None else None
         if received is None or received != self.results.accounted or received >= sent:
             return False
         self.results.never_delivered = sent - received
         return True
 
-    def _show(self, message: Any, topics: tuple[str, str, str], received_at: float) -> None:
-        if message.topic() == topics[1]:
+    def _show(self, message: Any, topics: tuple[str, ...], received_at: float) -> None:
+        if message.topic() == topics[3]:
+            sighting = orjson.loads(message.value())
+            if self.results.add_sighting(sighting):
+                self.console.line(sighting_row(sighting), style="bold green")
+        elif message.topic() == topics[1]:
             event = orjson.loads(message.value())
             if self.results.add_event(event, received_at):
                 for row in event_rows(event):

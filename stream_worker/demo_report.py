@@ -1,4 +1,4 @@
-"""What the demo shows: the live table of plate events and dead letters, and the closing summary.
+"""What the demo shows: the live table of plate events, dead letters and sightings, and the summary.
 
 Pure functions over the records read back, so the formatting and the statistics are unit-tested
 without servers.
@@ -15,10 +15,11 @@ from typing import Any
 
 @dataclass
 class Results:
-    """Events and dead letters read back, deduplicated (at-least-once may repeat a record)."""
+    """Events, dead letters and sightings read back, deduplicated (at-least-once may repeat a record)."""
 
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
     dead_letters: dict[str, dict[str, str]] = field(default_factory=dict)
+    sightings: dict[str, dict[str, Any]] = field(default_factory=dict)
     first_published_at: float | None = None
     last_received_at: float | None = None
     never_delivered: int = 0  # published frames the broker never delivered to the worker
@@ -33,6 +34,13 @@ class Results:
             return False
         self.events[event["event_id"]] = event
         self.last_received_at = received_at
+        return True
+
+    def add_sighting(self, sighting: dict[str, Any]) -> bool:
+        """False for a duplicate (same `sighting_id`)."""
+        if sighting["sighting_id"] in self.sightings:
+            return False
+        self.sightings[sighting["sighting_id"]] = sighting
         return True
 
     def add_dead_letter(self, headers: dict[str, str], received_at: float) -> bool:
@@ -73,6 +81,17 @@ def dead_letter_row(headers: dict[str, str]) -> str:
     return f"{row}  {headers.get('error.reason', '?')}: {headers.get('error.detail', '')}".rstrip()
 
 
+def sighting_row(sighting: dict[str, Any]) -> str:
+    """A vehicle pass: its voted text among the frames' rows, with its reads and direction."""
+    seen_s = (
+        datetime.fromisoformat(sighting["last_seen"]) - datetime.fromisoformat(sighting["first_seen"])
+    ).total_seconds()
+    row = _row(sighting["camera_id"], "SIGHTING", sighting["text"], f"{sighting['confidence']:.2f}", "")
+    direction = sighting["direction"] or "one time"
+    closed_by = sighting["closed_by"]
+    return f"{row}  {sighting['reads']} reads over {seen_s:.1f} s, {direction}, closed by {closed_by}"
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile of a non-empty sequence."""
     ordered = sorted(values)
@@ -102,6 +121,17 @@ def summary_lines(results: Results, published: int, cameras: int, produce_second
         f"dead letters      {len(results.dead_letters)}"
         + (
             " (" + ", ".join(f"{reason} x{n}" for reason, n in reasons.most_common()) + ")" if reasons else ""
+        ),
+        "sightings         "
+        + (
+            f"{len(results.sightings)} from {sum(s['reads'] for s in results.sightings.values())} reads ("
+            + ", ".join(
+                f"{text} x{n}"
+                for text, n in Counter(s["text"] for s in results.sightings.values()).most_common()
+            )
+            + ")"
+            if results.sightings
+            else "none"
         ),
         f"missing           {missing}"
         + (

@@ -24,7 +24,14 @@ from support import EXPECTED_PLATE, edit_distance
 
 from stream_worker.children import Watchdog, terminate
 from stream_worker.demo import CORRUPT_FRAME, DemoError, camera_frames, resolve_inputs
-from stream_worker.demo_report import Results, dead_letter_row, event_rows, percentile, summary_lines
+from stream_worker.demo_report import (
+    Results,
+    dead_letter_row,
+    event_rows,
+    percentile,
+    sighting_row,
+    summary_lines,
+)
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
 
 # --- without servers -----------------------------------------------------------------------
@@ -118,6 +125,30 @@ def test_rows_and_summary() -> None:
     assert "throughput        1.5 frames/s (first frame sent to last result)" in lines
     assert "latency (worker)  p50 80 ms, p99 120 ms" in lines
     assert any(line.startswith("latency (camera)  p50 500 ms") for line in lines)
+
+
+def test_sightings_rows_and_summary() -> None:
+    sighting = {
+        "sighting_id": "s1",
+        "camera_id": "cam-2",
+        "text": "B840CK197",
+        "confidence": 0.9312,
+        "reads": 12,
+        "first_seen": "2025-01-31T12:00:00+00:00",
+        "last_seen": "2025-01-31T12:00:11.500000+00:00",
+        "direction": "stationary",
+        "closed_by": "silence",
+    }
+    results = Results()
+    assert "sightings         none" in summary_lines(results, published=0, cameras=1, produce_seconds=1.0)
+    assert results.add_sighting(sighting)
+    assert not results.add_sighting(sighting)  # published again after a restart: same id
+    assert results.add_sighting({**sighting, "sighting_id": "s2", "camera_id": "cam-1", "reads": 3})
+    assert sighting_row(sighting) == (
+        "cam-2     SIGHTING          B840CK197    0.93  12 reads over 11.5 s, stationary, closed by silence"
+    )
+    lines = summary_lines(results, published=0, cameras=1, produce_seconds=1.0)
+    assert "sightings         2 from 15 reads (B840CK197 x2)" in lines
 
 
 def test_percentile_is_nearest_rank() -> None:
@@ -305,7 +336,8 @@ def _assert_the_worker_lost_nothing(output: str, exit_code: int) -> None:
 
 def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
     commands = " | ".join(info.cmdline for info in run.seen.values())
-    for marker in ("tansu broker", "tritonserver", "triton_python_backend_stub", "stream_worker run"):
+    markers = ("tansu broker", "tritonserver", "triton_python_backend_stub", "stream_worker run")
+    for marker in (*markers, "stream_worker sightings"):
         assert marker in commands, f"never saw a {marker!r} process; saw: {commands}"
     assert "stream_worker.children" in commands
 
@@ -323,6 +355,11 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
     _assert_the_worker_lost_nothing(output, exit_code)
     assert "dead letters      1 (invalid_image x1)" in output
     assert "frames published  13 by 2 camera(s)" in output
+    # The repeated car photo is one vehicle standing in each camera's view: one sighting each.
+    sightings = [line.split() for line in output.splitlines() if "SIGHTING" in line.split()[1:2]]
+    assert sorted(cells[0] for cells in sightings) == ["cam-1", "cam-2"], output
+    assert all(edit_distance(cells[2], EXPECTED_PLATE) <= 1 for cells in sightings), output
+    assert "sightings         2 from" in output
     _assert_saw_every_kind_of_child(run)
     assert _leftovers(run) == []
 
