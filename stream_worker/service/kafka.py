@@ -12,9 +12,11 @@ import logging
 from collections.abc import Iterable
 
 import orjson
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from stream_worker.service.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
 
 Partition = tuple[str, int]  # (topic, partition)
 STATISTICS_INTERVAL_MS = 5000  # how often librdkafka reports consumer lag
@@ -45,6 +47,21 @@ def producer_config(settings: ServiceSettings, **defaults: object) -> dict[str, 
         "acks": "all",
         "logger": logging.getLogger("rdkafka.producer"),
     }
+
+
+def consume_records(consumer: Consumer, max_records: int, timeout_s: float) -> list[Message]:
+    """Up to `max_records` records of one poll; broker-side errors are logged and skipped (end of
+    partition is no error), a fatal one raises."""
+    records = []
+    for message in consumer.consume(max(1, max_records), timeout_s):
+        error = message.error()
+        if error is None:
+            records.append(message)
+        elif error.fatal():
+            raise KafkaException(error)
+        elif error.code() != KafkaError._PARTITION_EOF:
+            log.warning("consumer error", extra={"error": error.str(), "code": error.name()})
+    return records
 
 
 def partitions(items: Iterable[TopicPartition]) -> list[Partition]:

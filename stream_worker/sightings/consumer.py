@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicPartition
 
 from stream_worker.service import kafka
 from stream_worker.sightings.settings import SightingsSettings
@@ -120,14 +120,7 @@ class PlatesConsumer:
     def consume(self, max_records: int, timeout_s: float) -> list[PlateRecord]:
         """Up to `max_records` records; broker-side errors are logged, a fatal one raises."""
         records = []
-        for message in self._consumer.consume(max(1, max_records), timeout_s):
-            error = message.error()
-            if error is not None:
-                if error.fatal():
-                    raise KafkaException(error)
-                if error.code() != KafkaError._PARTITION_EOF:
-                    log.warning("consumer error", extra={"error": error.str(), "code": error.name()})
-                continue
+        for message in kafka.consume_records(self._consumer, max_records, timeout_s):
             records.append(PlateRecord(message.partition(), message.offset(), message.value()))
         return records
 

@@ -7,11 +7,10 @@ The worker commits explicitly (see offsets.py) with the shared consumer settings
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from stream_worker.config import WorkerSettings
 from stream_worker.service import kafka
@@ -21,7 +20,6 @@ from stream_worker.worker.validate import InputRecord
 
 __all__ = ["FrameConsumer", "consumer_config", "lag_from_statistics"]
 
-log = logging.getLogger(__name__)
 
 PartitionsCallback = Callable[[list[Partition]], None]
 LagCallback = Callable[[dict[Partition, int]], None]
@@ -58,14 +56,7 @@ class FrameConsumer:
     def consume(self, max_records: int, timeout_s: float) -> list[InputRecord]:
         """Up to `max_records` records; broker-side errors are logged, a fatal one raises."""
         records = []
-        for message in self._consumer.consume(max(1, max_records), timeout_s):
-            error = message.error()
-            if error is not None:
-                if error.fatal():
-                    raise KafkaException(error)
-                if error.code() != KafkaError._PARTITION_EOF:
-                    log.warning("consumer error", extra={"error": error.str(), "code": error.name()})
-                continue
+        for message in kafka.consume_records(self._consumer, max_records, timeout_s):
             records.append(
                 InputRecord(
                     topic=message.topic(),
