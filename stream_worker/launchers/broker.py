@@ -14,8 +14,6 @@ import logging
 import os
 import signal
 import socket
-import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -26,10 +24,10 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from stream_worker.launchers.objectstore import LocalObjectStore, ObjectStoreError
+from stream_worker.launchers.process import LoggedProcess
 
 log = logging.getLogger(__name__)
 
-LOG_TAIL_CHARS = 4000
 READY_LINE = "ready in"  # what Tansu prints once it listens
 BUCKET = "tansu"  # the object store folder under the data directory that holds the broker's data
 
@@ -75,8 +73,7 @@ class LocalBroker:
         self.port = port if port is not None else free_port()
         self.data_dir = data_dir
         self._store: LocalObjectStore | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log_file: tempfile._TemporaryFileWrapper[bytes] | None = None
+        self._process: LoggedProcess | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -87,7 +84,7 @@ class LocalBroker:
         return self._process.pid if self._process is not None else None
 
     def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return self._process is not None and self._process.is_running()
 
     def start(self, timeout_s: float = 30.0) -> LocalBroker:
         """Start the broker and return once a Kafka client can read its metadata."""
@@ -107,16 +104,7 @@ class LocalBroker:
                     raise BrokerError(str(error)) from error
             command += ["--storage-engine", f"s3://{BUCKET}/"]
             environment = object_store_environment(environment, self._store.url)
-        self._log_file = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log")  # noqa: SIM115
-        # Its own session: a terminal's Ctrl-C reaches only us, and we stop Tansu in order.
-        self._process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=environment,
-        )
+        self._process = LoggedProcess(command, "tansu-", environment)
         try:
             self._wait_ready(timeout_s)
         except BaseException:
@@ -152,32 +140,20 @@ class LocalBroker:
 
     def log_tail(self) -> str:
         """The end of what Tansu wrote, to put in error messages."""
-        if self._log_file is None:
-            return ""
-        text = Path(self._log_file.name).read_text(errors="replace")
-        return text[-LOG_TAIL_CHARS:].strip()
+        return self._process.log_tail() if self._process is not None else ""
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """SIGTERM, then SIGKILL if Tansu has not exited within `timeout_s`; then the object store."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                log.warning("tansu did not exit on SIGTERM within %.0f s; killing it", timeout_s)
-                process.kill()
-                process.wait()
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
+        if process is not None and not process.stop(timeout_s):
+            log.warning("tansu did not exit on SIGTERM within %.0f s; killed it", timeout_s)
         if self._store is not None:
             self._store.stop()
             self._store = None
 
     def kill(self) -> None:
         """SIGKILL Tansu and its object store at once, as a crash would; the data directory stays."""
-        if self._process is not None and self._process.poll() is None:
+        if self._process is not None:
             self._process.kill()
         if self._store is not None:
             self._store.stop(signum=signal.SIGKILL)

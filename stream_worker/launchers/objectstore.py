@@ -25,9 +25,7 @@ import argparse
 import bisect
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -41,10 +39,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from stream_worker.launchers.process import LoggedProcess
+
 TEMP_PREFIX = ".tmp-"
 READY_LINE = "object store listening on"  # printed once the socket accepts connections
 LIST_PAGE = 1000  # keys per ListObjectsV2 page, as S3
-LOG_TAIL_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -286,26 +285,18 @@ class LocalObjectStore:
     def __init__(self, data_dir: Path, port: int) -> None:
         self.data_dir = data_dir
         self.port = port
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log_file: tempfile._TemporaryFileWrapper[bytes] | None = None
+        self._process: LoggedProcess | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return self._process is not None and self._process.is_running()
 
     def start(self, timeout_s: float = 30.0) -> None:
         command = [sys.executable, "-m", __name__, "--data-dir", str(self.data_dir), "--port", str(self.port)]
-        self._log_file = tempfile.NamedTemporaryFile(prefix="objectstore-", suffix=".log")  # noqa: SIM115
-        self._process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self._process = LoggedProcess(command, "objectstore-")
         deadline = time.monotonic() + timeout_s
         while not (READY_LINE in self.log_tail() and self._answers()):
             if not self.is_running() or time.monotonic() > deadline:
@@ -322,23 +313,13 @@ class LocalObjectStore:
             return False
 
     def log_tail(self) -> str:
-        if self._log_file is None:
-            return ""
-        return Path(self._log_file.name).read_text(errors="replace")[-LOG_TAIL_CHARS:].strip()
+        return self._process.log_tail() if self._process is not None else ""
 
     def stop(self, timeout_s: float = 10.0, signum: signal.Signals = signal.SIGTERM) -> None:
         """SIGTERM is safe at any moment: every write is a rename, so no object is ever half written."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signum)
-            try:
-                process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
+        if process is not None:
+            process.stop(timeout_s, signum)
 
 
 def main() -> None:
