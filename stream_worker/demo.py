@@ -46,12 +46,13 @@ from stream_worker.demo_report import (
     summary_lines,
     table_header,
 )
-from stream_worker.demo_services import ServiceChild, log_tail, read_metric
+from stream_worker.demo_services import ServiceChild, log_tail
 from stream_worker.launchers.broker import BrokerError, LocalBroker, create_topics
 from stream_worker.launchers.triton import LocalTriton
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
+from stream_worker.service.http import read_metric
 from stream_worker.tools.produce import (
     FrameSourceError,
     ProduceReport,

@@ -106,16 +106,3 @@ class ServiceChild:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-
-
-def read_metric(metrics_url: str, name: str, timeout_s: float = 5.0) -> float | None:
-    """One unlabelled sample of a running service's /metrics; None when it cannot be read."""
-    try:
-        with urllib.request.urlopen(metrics_url, timeout=timeout_s) as response:
-            text = response.read().decode()
-    except (urllib.error.URLError, OSError):
-        return None
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None

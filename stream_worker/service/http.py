@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
@@ -97,3 +99,16 @@ class LoopClock:
 
     def age_s(self) -> float:
         return time.monotonic() - self._last
+
+
+def read_metric(metrics_url: str, name: str, timeout_s: float = 5.0) -> float | None:
+    """One unlabelled sample of a running service's /metrics; None when it cannot be read."""
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=timeout_s) as response:
+            text = response.read().decode()
+    except (urllib.error.URLError, OSError):
+        return None
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None

@@ -8,12 +8,9 @@ ready, i.e. it can make progress.
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from stream_worker.service.http import HealthServer, LoopClock
+from stream_worker.service.http import HealthServer, LoopClock, read_metric
 
 __all__ = ["HealthServer", "LoopClock", "Metrics", "read_frames_in"]
 
@@ -82,12 +79,5 @@ def read_frames_in(metrics_url: str, timeout_s: float = 5.0) -> int | None:
     What the demo and the benchmark compare their outputs with, to tell a frame the worker lost
     from one the broker never delivered. None when the endpoint cannot be read.
     """
-    try:
-        with urllib.request.urlopen(metrics_url, timeout=timeout_s) as response:
-            text = response.read().decode()
-    except (urllib.error.URLError, OSError):
-        return None
-    for line in text.splitlines():
-        if line.startswith("stream_worker_frames_in_total "):
-            return int(float(line.split()[1]))
-    return None
+    value = read_metric(metrics_url, "stream_worker_frames_in_total", timeout_s)
+    return int(value) if value is not None else None

@@ -8,6 +8,7 @@ import urllib.request
 import pytest
 
 from stream_worker.launchers.broker import free_port
+from stream_worker.service.http import read_metric
 from stream_worker.worker.metrics import HealthServer, Metrics, read_frames_in
 
 
@@ -79,3 +80,13 @@ def test_read_frames_in_reads_the_counter_back(served):
 
 def test_read_frames_in_is_none_without_a_worker():
     assert read_frames_in(f"http://127.0.0.1:{free_port()}/metrics", timeout_s=2) is None
+
+
+def test_read_metric_reads_one_unlabelled_sample_and_never_a_longer_name(served):
+    metrics, port, _ = served
+    url = f"http://127.0.0.1:{port}/metrics"
+    metrics.pending_frames.set(7)
+    metrics.consumer_lag.labels("frames", "0").set(99)
+    assert read_metric(url, "stream_worker_pending_frames") == 7.0
+    assert read_metric(url, "stream_worker_consumer_lag") is None  # labelled only
+    assert read_metric(url, "stream_worker_pending") is None  # a prefix of another name
