@@ -22,12 +22,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.service import kafka
 from stream_worker.service.http import HealthServer, LoopClock
-from stream_worker.service.lifecycle import serve
+from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.publisher import Publisher
 from stream_worker.sightings.consumer import Assigned, PlateRecord, PlatesConsumer
 from stream_worker.sightings.engine import Outgoing, SightingsEngine
@@ -40,7 +41,6 @@ log = logging.getLogger("stream_worker.sightings")
 CONSUME_CHUNK = 500
 POLL_S = 0.1
 CLOSE_RESERVE_S = 3.0  # of the shutdown timeout, kept for the final commit and group leave
-STATUS_LOG_EVERY_S = 15.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +51,15 @@ class SightingRecord:
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
 
 
-class SightingsService:
+class SightingsService(LoopService):
+    log = log
+    started_message = "sightings started"
+
     def __init__(self, settings: SightingsSettings) -> None:
+        super().__init__()
         self.settings = settings
         self.metrics = SightingsMetrics()
         self.loop_clock = LoopClock()
-        self.stop_requested_at: float | None = None
-        self.fatal: BaseException | None = None
-        self._last_status_log = time.monotonic()
         self._replayed_reported = 0
         # First, so that a busy --metrics-port fails before anything connects anywhere.
         self.http = HealthServer(
@@ -74,33 +75,18 @@ class SightingsService:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    def request_stop(self) -> None:
-        if self.stop_requested_at is None:
-            self.stop_requested_at = time.monotonic()
+    def _started_fields(self) -> dict[str, Any]:
+        return {
+            "input_topic": self.settings.input_topic,
+            "output_topic": self.settings.output_topic,
+            "group_id": self.settings.group_id,
+            "kafka_config": self.settings.redacted_kafka_config(),
+        }
 
-    def run(self) -> int:
-        """Process until asked to stop; returns the exit code."""
-        self.http.start()
-        log.info(
-            "sightings started",
-            extra={
-                "metrics_port": self.http.port,
-                "input_topic": self.settings.input_topic,
-                "output_topic": self.settings.output_topic,
-                "group_id": self.settings.group_id,
-                "kafka_config": self.settings.redacted_kafka_config(),
-            },
-        )
-        try:
-            while self.stop_requested_at is None and self.fatal is None:
-                for record in self.consumer.consume(CONSUME_CHUNK, POLL_S):
-                    self._accept(record)
-                self._pump()
-        except KafkaException as error:
-            self.fatal = error
-        if self.fatal is not None:
-            log.error("fatal Kafka error, stopping without draining", extra={"error": str(self.fatal)})
-        return self._shutdown()
+    def _turn(self) -> None:
+        for record in self.consumer.consume(CONSUME_CHUNK, POLL_S):
+            self._accept(record)
+        self._pump()
 
     def _shutdown(self) -> int:
         started = self.stop_requested_at or time.monotonic()
@@ -110,10 +96,7 @@ class SightingsService:
         self.publisher.poll(0)
         self._commit()
         open_groups = len(self.engine.open_groups())
-        try:
-            self.consumer.close()
-        except KafkaException as error:
-            log.warning("could not leave the group cleanly", extra={"error": str(error)})
+        self._leave_group()
         self.http.stop()
         log.info(
             "stopped",
@@ -237,10 +220,8 @@ class SightingsService:
                 self.metrics.consumer_lag.labels(self.settings.input_topic, str(partition)).set(lag)
 
     def _log_status(self) -> None:
-        now = time.monotonic()
-        if now - self._last_status_log < STATUS_LOG_EVERY_S:
+        if not self._status_due():
             return
-        self._last_status_log = now
         sample = self.metrics.registry.get_sample_value
         log.info(
             "status",

@@ -29,13 +29,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.config import WorkerSettings, load_settings
 from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
 from stream_worker.recognition import FrameResult
-from stream_worker.service.lifecycle import serve
+from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.publisher import Publisher
 from stream_worker.triton_client import PlateRecognitionClient, tls_from_files
 from stream_worker.worker.batcher import Batcher
@@ -62,11 +63,14 @@ BUSY_POLL_S = 0.005  # loop period while batches are out: how soon a finished ba
 IDLE_POLL_S = 0.1
 READY_PROBE_TIMEOUT_S = 2.0
 CLOSE_RESERVE_S = 3.0  # of the shutdown timeout, kept for the final flush, commit and group leave
-STATUS_LOG_EVERY_S = 15.0
 
 
-class Worker:
+class Worker(LoopService):
+    log = log
+    started_message = "worker started"
+
     def __init__(self, settings: WorkerSettings) -> None:
+        super().__init__()
         self.settings = settings
         self.metrics = Metrics()
         self.loop_clock = LoopClock()
@@ -79,11 +83,8 @@ class Worker:
         self.assigned: set[Partition] = set()
         self.paused: set[Partition] = set()
         self.epochs: dict[Partition, int] = {}
-        self.stop_requested_at: float | None = None
-        self.fatal: BaseException | None = None
         self.closing = False
         self._next_batch_id = 0
-        self._last_status_log = time.monotonic()
 
         # First, so that a busy --metrics-port fails before anything connects anywhere.
         self.http = HealthServer(
@@ -117,36 +118,19 @@ class Worker:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    def request_stop(self) -> None:
-        if self.stop_requested_at is None:
-            self.stop_requested_at = time.monotonic()
+    def _started_fields(self) -> dict[str, Any]:
+        return {
+            "input_topic": self.settings.input_topic,
+            "group_id": self.settings.group_id,
+            "kafka_config": self.settings.redacted_kafka_config(),
+        }
 
-    def run(self) -> int:
-        """Process until asked to stop; returns the exit code."""
-        self.http.start()
-        log.info(
-            "worker started",
-            extra={
-                "metrics_port": self.http.port,
-                "input_topic": self.settings.input_topic,
-                "group_id": self.settings.group_id,
-                "kafka_config": self.settings.redacted_kafka_config(),
-            },
-        )
-        try:
-            while self.stop_requested_at is None and self.fatal is None:
-                self._apply_backpressure()
-                capacity = self.settings.max_pending_frames - self.tracker.pending()
-                for record in self.consumer.consume(
-                    min(max(capacity, 1), CONSUME_CHUNK), self._poll_timeout()
-                ):
-                    self._accept(record)
-                self._pump()
-        except KafkaException as error:
-            self.fatal = error
-        if self.fatal is not None:
-            log.error("fatal Kafka error, stopping without draining", extra={"error": str(self.fatal)})
-        return self._shutdown()
+    def _turn(self) -> None:
+        self._apply_backpressure()
+        capacity = self.settings.max_pending_frames - self.tracker.pending()
+        for record in self.consumer.consume(min(max(capacity, 1), CONSUME_CHUNK), self._poll_timeout()):
+            self._accept(record)
+        self._pump()
 
     def _shutdown(self) -> int:
         started = self.stop_requested_at or time.monotonic()
@@ -163,10 +147,7 @@ class Worker:
         self.publisher.poll(0)
         self._commit()
         self.closing = True
-        try:
-            self.consumer.close()
-        except KafkaException as error:
-            log.warning("could not leave the group cleanly", extra={"error": str(error)})
+        self._leave_group()
         self.http.stop()
         log.info(
             "stopped",
@@ -470,10 +451,8 @@ class Worker:
 
     def _log_status(self) -> None:
         """A periodic progress line, so that a stalled worker shows where frames are waiting."""
-        now = time.monotonic()
-        if now - self._last_status_log < STATUS_LOG_EVERY_S:
+        if not self._status_due():
             return
-        self._last_status_log = now
         log.info(
             "status",
             extra={

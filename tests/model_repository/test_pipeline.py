@@ -13,24 +13,13 @@ import tritonclient.grpc as grpcclient
 from support import edit_distance, process_tree, resident_bytes
 from tritonclient.utils import InferenceServerException
 
+from stream_worker.triton_client import OUTPUT_NAMES  # the outputs the worker asks for
 from tests.model_repository.test_frames import declared_jpeg
 
 pytestmark = pytest.mark.integration
 
 EXPECTED_BOX = (94, 331, 132, 342)
 EXPECTED_TEXT = "B840CK197"
-OUTPUTS = (
-    "plate_frame",
-    "plate_box",
-    "plate_corners",
-    "plate_text",
-    "plate_confidence",
-    "plate_character_confidences",
-    "plate_detection_score",
-    "plate_layout",
-    "frame_status",
-    "frame_size",
-)
 
 
 def recognize(url: str, frames: list[bytes]) -> dict[str, np.ndarray]:
@@ -38,7 +27,7 @@ def recognize(url: str, frames: list[bytes]) -> dict[str, np.ndarray]:
     images = grpcclient.InferInput("images", [len(frames)], "BYTES")
     images.set_data_from_numpy(np.array(frames, dtype=np.object_))
     result = client.infer("plate_recognition", [images], client_timeout=300)
-    return {name: result.as_numpy(name) for name in OUTPUTS}
+    return {name: result.as_numpy(name) for name in OUTPUT_NAMES}
 
 
 def iou(a, b) -> float:
