@@ -30,7 +30,8 @@ Settings = TypeVar("Settings", bound=ServiceSettings)
 STATUS_LOG_EVERY_S = 15.0
 
 
-class Closable(Protocol):
+class GroupConsumer(Protocol):
+    def commit(self, positions: Any) -> None: ...
     def close(self) -> None: ...
 
 
@@ -48,7 +49,7 @@ class LoopService(ABC):
     log: ClassVar[logging.Logger]
     started_message: ClassVar[str]
     http: HealthServer
-    consumer: Closable
+    consumer: GroupConsumer
 
     def __init__(self) -> None:
         self.stop_requested_at: float | None = None
@@ -83,6 +84,16 @@ class LoopService(ABC):
     @abstractmethod
     def _shutdown(self) -> int:
         """Drain what the service's guarantees ask for, leave the group; returns the exit code."""
+
+    def _try_commit(self, positions: Any) -> bool:
+        """Commit; False (logged) when the broker refuses, typically during a rebalance: the
+        positions stay committable and the next turn tries again."""
+        try:
+            self.consumer.commit(positions)
+        except KafkaException as error:
+            self.log.warning("commit failed", extra={"error": str(error)})
+            return False
+        return True
 
     def _leave_group(self) -> None:
         try:

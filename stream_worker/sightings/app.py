@@ -169,14 +169,9 @@ class SightingsService(LoopService):
         positions = self.engine.committable()
         if not positions:
             return
-        try:
-            self.consumer.commit(positions)
-        except KafkaException as error:
-            # Typically a rebalance in progress: the positions stay committable and are retried.
-            log.warning("commit failed", extra={"error": str(error)})
-            return
-        self.engine.mark_committed(positions)
-        self.metrics.commits.inc()
+        if self._try_commit(positions):
+            self.engine.mark_committed(positions)
+            self.metrics.commits.inc()
 
     # --- rebalance -------------------------------------------------------------------------
 

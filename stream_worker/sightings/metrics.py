@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import Counter, Gauge, Histogram
+
+from stream_worker.service.metrics import ServiceMetrics
 
 READS_BUCKETS = (1, 2, 3, 5, 10, 20, 50, 100, 300)
 DELAY_BUCKETS = (0.5, 1, 1.5, 2, 3, 5, 10, 30, 60, 300)
 
 
-class SightingsMetrics:
+class SightingsMetrics(ServiceMetrics):
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        super().__init__("stream_worker_sightings")
         r = self.registry
         self.events_in = Counter(
             "stream_worker_sightings_events_in", "Plate events consumed (replays included).", registry=r
@@ -50,20 +52,3 @@ class SightingsMetrics:
             "Open passes and unacknowledged sightings holding back the commit.",
             registry=r,
         )
-        self.publish_errors = Counter(
-            "stream_worker_sightings_publish_errors",
-            "Sightings the broker refused (they are retried).",
-            registry=r,
-        )
-        self.consumer_lag = Gauge(
-            "stream_worker_sightings_consumer_lag",
-            "High watermark minus the service's position, per assigned partition.",
-            ["topic", "partition"],
-            registry=r,
-        )
-        self.commits = Counter(
-            "stream_worker_sightings_commits", "Offset commits accepted by the broker.", registry=r
-        )
-
-    def render(self) -> bytes:
-        return generate_latest(self.registry)

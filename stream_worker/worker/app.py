@@ -302,14 +302,9 @@ class Worker(LoopService):
         positions = {p: position for p, position in self.tracker.committable().items() if p in self.assigned}
         if not positions:
             return
-        try:
-            self.consumer.commit(positions)
-        except KafkaException as error:
-            # Typically a rebalance in progress: the positions stay committable and are retried.
-            log.warning("commit failed", extra={"error": str(error)})
-            return
-        self.tracker.mark_committed(positions)
-        self.metrics.commits.inc()
+        if self._try_commit(positions):
+            self.tracker.mark_committed(positions)
+            self.metrics.commits.inc()
 
     def _release_slots(self) -> None:
         for batch_id in [b for b in self.finished if self._settled(self.inflight[b])]:

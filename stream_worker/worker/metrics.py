@@ -8,9 +8,10 @@ ready, i.e. it can make progress.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import Counter, Gauge, Histogram
 
 from stream_worker.service.http import HealthServer, LoopClock, read_metric
+from stream_worker.service.metrics import ServiceMetrics
 
 __all__ = ["HealthServer", "LoopClock", "Metrics", "read_frames_in"]
 
@@ -18,9 +19,9 @@ BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
-class Metrics:
+class Metrics(ServiceMetrics):
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        super().__init__("stream_worker")
         r = self.registry
         self.frames_in = Counter(
             "stream_worker_frames_in", "Frames consumed from the input topic.", registry=r
@@ -58,19 +59,6 @@ class Metrics:
         self.triton_errors = Counter(
             "stream_worker_triton_errors", "Failed Triton requests by kind.", ["kind"], registry=r
         )
-        self.publish_errors = Counter(
-            "stream_worker_publish_errors", "Records the broker refused (they are retried).", registry=r
-        )
-        self.consumer_lag = Gauge(
-            "stream_worker_consumer_lag",
-            "High watermark minus the worker's position, per assigned partition.",
-            ["topic", "partition"],
-            registry=r,
-        )
-        self.commits = Counter("stream_worker_commits", "Offset commits accepted by the broker.", registry=r)
-
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
 
 
 def read_frames_in(metrics_url: str, timeout_s: float = 5.0) -> int | None:
