@@ -824,6 +824,7 @@ def main(argv: Sequence[str]) -> int:
         return 2
     started = datetime.now(UTC)
     load_before = environment.load_average()
+    versions = environment.versions(None)  # now: the commit the run starts from, not the one it ends at
     rng = random.Random(args.seed)
     frames = valid_frames(samples_dir(), *_size(args.frame_size))
     print(f"making {args.hostile} hostile frames", flush=True)
@@ -842,7 +843,7 @@ def main(argv: Sequence[str]) -> int:
         "started_at": started.isoformat(timespec="seconds"),
         "machine": environment.machine(),
         "load_average": {"before": load_before, "after": environment.load_average()},
-        "versions": environment.versions(None),
+        "versions": versions,
         "settings": {
             key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()
         },
