@@ -191,12 +191,19 @@ def test_grafana_is_optional_and_provisioned(compose: dict) -> None:
     assert uids == {datasource["uid"]}
 
 
-def test_dashboard_queries_name_real_worker_metrics() -> None:
-    """Every stream_worker_* series the dashboard reads is one the worker exports."""
+def test_dashboard_queries_name_real_service_metrics() -> None:
+    """Every stream_worker_* series the dashboard reads is one the worker or the sightings service
+    exports, and it shows both."""
+    from stream_worker.sightings.metrics import SightingsMetrics
     from stream_worker.worker.metrics import Metrics
 
-    exported = {sample.name for family in Metrics().registry.collect() for sample in family.samples} | {
-        family.name for family in Metrics().registry.collect()
+    families = [
+        family
+        for registry in (Metrics().registry, SightingsMetrics().registry)
+        for family in registry.collect()
+    ]
+    exported = {sample.name for family in families for sample in family.samples} | {
+        family.name for family in families
     }
     # Histogram buckets, and labelled families without samples yet, still have their names.
     exported |= {f"{name}_bucket" for name in exported} | {f"{name}_total" for name in exported}
@@ -206,8 +213,25 @@ def test_dashboard_queries_name_real_worker_metrics() -> None:
         for target in panel.get("targets", [])
         for name in re.findall(r"\bstream_worker_[a-z_]+", target["expr"])
     }
-    assert used, "the dashboard shows no worker metric"
-    assert used <= exported, f"not exported by the worker: {sorted(used - exported)}"
+    assert used <= exported, f"not exported: {sorted(used - exported)}"
+    assert any(name.startswith("stream_worker_sightings_") for name in used), "no sightings panel"
+    assert any(not name.startswith("stream_worker_sightings_") for name in used), "no worker panel"
+
+
+def test_dashboard_panels_have_distinct_ids_and_do_not_overlap() -> None:
+    panels = _dashboard()["panels"]
+    assert len({panel["id"] for panel in panels}) == len(panels)
+    cells: set[tuple[int, int]] = set()
+    for panel in panels:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        mine = {
+            (x, y)
+            for x in range(grid["x"], grid["x"] + grid["w"])
+            for y in range(grid["y"], grid["y"] + grid["h"])
+        }
+        assert not mine & cells, f"{panel['title']} overlaps another panel"
+        cells |= mine
 
 
 def test_largest_accepted_frame_fits_the_topics(compose: dict) -> None:
