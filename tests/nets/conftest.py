@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import cv2
@@ -56,12 +57,14 @@ def other_crops(car_image: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="session")
-def exported_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model repository holding the three ONNX artifacts, built once for the whole session.
+def exported_repository(prepared_model_repository: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the prepared model repository (the three ONNX artifacts and their stamps).
 
-    Tests that change it must work on a copy (`shutil.copytree`)."""
-    from stream_worker.nets.prepare import prepare_models
-
-    repository = tmp_path_factory.mktemp("model_repository")
-    prepare_models(weights_dir(), repository)
-    return repository
+    A copy, not a second export: `prepared_model_repository` already exported them from the real
+    checkpoints once this session (or found them current), and exporting costs about 30 s. Tests
+    that change it must work on a further copy (`shutil.copytree`)."""
+    return Path(
+        shutil.copytree(
+            prepared_model_repository, tmp_path_factory.mktemp("exported") / "repository", symlinks=True
+        )
+    )

@@ -372,7 +372,7 @@ def test_triton_outage_is_waited_out_without_loss_or_dead_letters(
 
     pattern = [("car", car_jpeg), ("small", small_jpeg), ("car", car_jpeg), ("car", car_jpeg)]
     pattern += [("invalid", INVALID)]
-    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=3, per_camera=30, pattern=pattern))
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=3, per_camera=20, pattern=pattern))
     invalid = {s.source for s in sent if s.kind == "invalid"}
 
     with LocalTriton(prepared_model_repository) as triton:  # our own: the session's must stay up
@@ -380,7 +380,7 @@ def test_triton_outage_is_waited_out_without_loss_or_dead_letters(
         outputs.wait_until(lambda: len(outputs.events.records) >= 5, "the first events", [worker])
         triton.stop()
         done_at_stop = len(outputs.sources())
-        time.sleep(10)
+        time.sleep(4)  # several retries at the 1 s --retry-max-backoff-s
         triton.start()
         outputs.wait_for_all(sent, [worker])
         assert worker.metric('stream_worker_triton_errors_total{kind="unavailable"}') >= 1
