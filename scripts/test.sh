@@ -7,4 +7,6 @@ bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 ruff check .
 ruff format --check .
-pytest --durations=15 "$@"
+# Two test processes (PYTEST_WORKERS): each file runs whole in one of them, so module fixtures
+# start once; each process has its own broker and Triton. More would mostly add Tritons (~2 GB each).
+pytest -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=15 "$@"

@@ -12,8 +12,10 @@ Every integration test talks to a real broker and a real Triton server; nothing 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,7 +51,12 @@ def prepared_model_repository() -> Path:
     """The model repository with the ONNX artifacts exported from the real checkpoints."""
     from stream_worker.nets.prepare import prepare_models
 
-    prepare_models(weights_dir=weights_dir(), repository=MODEL_REPOSITORY)
+    # One export at a time: the suite's processes (pytest-xdist) share this repository, and the
+    # first one exports while the others wait, then find the artifacts current.
+    lock_path = Path(tempfile.gettempdir()) / f"stream-worker-prepare-{os.getuid()}.lock"
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        prepare_models(weights_dir=weights_dir(), repository=MODEL_REPOSITORY)
     return MODEL_REPOSITORY
 
 
