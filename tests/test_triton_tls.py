@@ -5,6 +5,7 @@ run`, while a plain-text client, a foreign CA or a missing client certificate fa
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 from certificates import Authority, make_authority
 from confluent_kafka import Consumer, Producer
 from support import EXPECTED_PLATE, edit_distance
+from tls_component import triton_args, worker_environment
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
@@ -101,13 +103,16 @@ def test_eval_refuses_tls_for_the_local_plain_text_triton(authority: Authority, 
 
 
 def _serve(repository: Path, authority: Authority, mutual: bool) -> LocalTriton:
-    args = [
-        "--grpc-use-ssl=true",
-        f"--grpc-server-cert={authority.server.cert}",
-        f"--grpc-server-key={authority.server.key}",
-    ]
-    if mutual:
-        args += ["--grpc-use-ssl-mutual=true", f"--grpc-root-cert={authority.ca}"]
+    if mutual:  # exactly as the shipped Kubernetes component starts it
+        args = triton_args(
+            {"tls.crt": authority.server.cert, "tls.key": authority.server.key, "ca.crt": authority.ca}
+        )
+    else:
+        args = [
+            "--grpc-use-ssl=true",
+            f"--grpc-server-cert={authority.server.cert}",
+            f"--grpc-server-key={authority.server.key}",
+        ]
     return LocalTriton(repository, extra_args=args)
 
 
@@ -192,10 +197,10 @@ def test_stream_worker_run_reads_plates_through_mutual_tls(
         "dlq-topic": dlq,
         "metrics-port": "0",
         "triton-timeout-s": str(WAIT_S),
-        "triton-tls-ca-file": str(authority.ca),
-        "triton-tls-cert-file": str(authority.client.cert),
-        "triton-tls-key-file": str(authority.client.key),
     }
+    # The TLS settings as the shipped Kubernetes component gives them: environment variables.
+    client_files = {"ca.crt": authority.ca, "tls.crt": authority.client.cert, "tls.key": authority.client.key}
+    environment = {**os.environ, **worker_environment(client_files)}
     log_path = tmp_path / "worker.log"
     with log_path.open("wb") as log:
         worker = subprocess.Popen(
@@ -203,6 +208,7 @@ def test_stream_worker_run_reads_plates_through_mutual_tls(
             + [part for name, value in options.items() for part in (f"--{name}", value)],
             stdout=log,
             stderr=subprocess.STDOUT,
+            env=environment,
         )
     reader = Consumer(
         {

@@ -20,7 +20,11 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KUSTOMIZE_DIR = REPO_ROOT / "deploy" / "kubernetes"
 # Every kustomization users apply: name -> folder.
-KUSTOMIZATIONS = {"base": KUSTOMIZE_DIR / "base", "gpu": KUSTOMIZE_DIR / "overlays" / "gpu"}
+KUSTOMIZATIONS = {
+    "base": KUSTOMIZE_DIR / "base",
+    "gpu": KUSTOMIZE_DIR / "overlays" / "gpu",
+    "gpu-tls": KUSTOMIZE_DIR / "overlays" / "gpu-tls",
+}
 
 # registry/name:tag (optionally @sha256:digest); a tag that names a version, never `latest`.
 _IMAGE = re.compile(
