@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,11 +131,11 @@ def score(planned: Sequence[PlannedPass], outputs: Outputs) -> dict[str, Any]:
     rows = []
     by_frame = {frame_id: (item, k) for item in planned for k, frame_id in enumerate(item.frame_ids)}
     owned: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (photo, label index) -> sightings
-    extra: list[str] = []  # texts of sightings on no labelled plate
+    extra: list[dict[str, Any]] = []  # sightings on no labelled plate
     for sighting in outputs.sightings:
         where = by_frame.get(sighting["best_read"]["frame_id"])
         if where is None:
-            extra.append(sighting["text"])
+            extra.append(sighting)
             continue
         item, k = where
         box = sighting["best_read"]["box"]
@@ -143,9 +143,10 @@ def score(planned: Sequence[PlannedPass], outputs: Outputs) -> dict[str, Any]:
         overlaps = [iou(label_box, box) for label_box in item.scene.frames[k].boxes]
         best = max(range(len(overlaps)), key=overlaps.__getitem__, default=None)
         if best is None or overlaps[best] < IOU_THRESHOLD:
-            extra.append(sighting["text"])
+            extra.append(sighting)
             continue
         owned.setdefault((item.scene.name, best), []).append(sighting)
+    labelled: list[tuple[str, list[dict[str, Any]]]] = []  # (expected text, its sightings)
     for item in planned:
         texts = item.scene.texts
         for frame_id, frame in zip(item.frame_ids, item.scene.frames, strict=True):
@@ -161,6 +162,7 @@ def score(planned: Sequence[PlannedPass], outputs: Outputs) -> dict[str, Any]:
                 continue
             plates += 1
             mine = sorted(owned.get((item.scene.name, i), []), key=lambda s: -s["reads"])
+            labelled.append((text, mine))
             voted = mine[0] if mine else None
             right = voted is not None and voted["text"] == text
             exact += right
@@ -201,12 +203,38 @@ def score(planned: Sequence[PlannedPass], outputs: Outputs) -> dict[str, Any]:
             "split": split,
             "missed": missed,
             "extra": len(extra),
-            "extra_texts": extra,
+            "extra_texts": [x["text"] for x in extra],
+            "extra_reads": [x["reads"] for x in extra],
             "direction_right": direction_right,
             "direction_rate": _rate(direction_right, plates - missed),
         },
         "plates": rows,
+        "publish_rules": {name: _under_rule(labelled, extra, keep) for name, keep in PUBLISH_RULES.items()},
     }
+
+
+# What the service could publish: each rule keeps a sighting or drops it (min_reads and the like),
+# scored from this one run, since such a rule drops whole sightings and changes no grouping.
+PUBLISH_RULES: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "every sighting": lambda s: True,
+    "2+ reads": lambda s: s["reads"] >= 2,
+    "3+ reads": lambda s: s["reads"] >= 3,
+    "2+ reads, or 1 in a valid format": lambda s: s["reads"] >= 2 or s["format_valid"],
+}
+
+
+def _under_rule(
+    labelled: list[tuple[str, list[dict[str, Any]]]],
+    extra: list[dict[str, Any]],
+    keep: Callable[[dict], bool],
+) -> dict[str, int]:
+    exact = missed = 0
+    for text, mine in labelled:
+        kept = [s for s in mine if keep(s)]
+        voted = max(kept, key=lambda s: s["reads"], default=None)
+        exact += voted is not None and voted["text"] == text
+        missed += voted is None
+    return {"exact": exact, "missed": missed, "extra": sum(map(keep, extra))}
 
 
 def _box(plate: dict[str, Any]) -> tuple[float, float, float, float]:
@@ -526,6 +554,12 @@ def render(report: dict[str, Any]) -> str:
         f"passes with one sighting: {sightings['one_sighting']}, split: {sightings['split']}, "
         f"without: {sightings['missed']}; sightings of no labelled plate: {sightings['extra']}; "
         f"direction right: {sightings['direction_right']} ({sightings['direction_rate']})",
+    ]
+    rules = [{"publish": name, **figures} for name, figures in report["publish_rules"].items()]
+    lines += [
+        "",
+        "sightings per publishing rule:",
+        format_table(rules, ["publish", "exact", "missed", "extra"]),
     ]
     if wrong:
         columns = ["photo", "kind", "expected", "voted", "frames_exact", "frames", "sightings", "reads"]

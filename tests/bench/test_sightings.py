@@ -76,10 +76,13 @@ def event(frame_id: str, plates: list[tuple[str, tuple[float, float, float, floa
     }
 
 
-def sighting(text: str, frame_id: str, box, reads: int = 4, direction: str = "left", sid: str = "") -> dict:
+def sighting(
+    text: str, frame_id: str, box, reads: int = 4, direction: str = "left", sid: str = "", valid: bool = True
+) -> dict:
     return {
         "sighting_id": sid or f"{text}-{frame_id}",
         "text": text,
+        "format_valid": valid,
         "reads": reads,
         "confidence": 0.9,
         "direction": direction,
@@ -119,6 +122,31 @@ def test_scoring_counts_frames_and_sightings_against_the_labels(photo):
     assert s["direction_right"] == 2
     rows = {row["expected"]: row for row in figures["plates"]}
     assert rows["A123BC77"]["frames_exact"] == 2 and rows["K456MH199"]["sightings"] == 2
+
+
+def test_publishing_rules_are_scored_as_if_the_service_had_dropped_those_sightings(photo):
+    scenes = [
+        make_pass(photo, "a.jpg", ["A123BC77"], [PLATE_BOX], Direction.LEFT, 4, 1),
+        make_pass(photo, "b.jpg", ["K456MH199"], [PLATE_BOX], Direction.RIGHT, 4, 2),
+        make_pass(photo, "c.jpg", ["E777KX77"], [PLATE_BOX], Direction.RIGHT, 4, 3),
+    ]
+    a, b, c = plan(scenes, cameras=1, fps=10.0, start_ms=0)
+    outputs = Outputs()
+    outputs.sightings = [
+        sighting("A123BC77", a.frame_ids[0], a.scene.frames[0].boxes[0], reads=4),
+        # b: a wrong read with more reads, and the right one alone; only the right one is 1 read.
+        sighting("K456MH19", b.frame_ids[0], b.scene.frames[0].boxes[0], reads=2, valid=False),
+        sighting("K456MH199", b.frame_ids[3], b.scene.frames[3].boxes[0], reads=1),
+        sighting("E777KX77", c.frame_ids[0], c.scene.frames[0].boxes[0], reads=1),  # c: one read only
+        sighting("JUNK", a.frame_ids[1], (600, 400, 630, 410), reads=1, valid=False),
+        sighting("T9640", b.frame_ids[1], (600, 400, 630, 410), reads=2, valid=False),
+        sighting("O777OO77", c.frame_ids[1], (600, 400, 630, 410), reads=1, valid=True),
+    ]
+    rules = score([a, b, c], outputs)["publish_rules"]
+    assert rules["every sighting"] == {"exact": 2, "missed": 0, "extra": 3}  # b votes its 2-read sighting
+    assert rules["2+ reads"] == {"exact": 1, "missed": 1, "extra": 1}
+    assert rules["3+ reads"] == {"exact": 1, "missed": 2, "extra": 0}
+    assert rules["2+ reads, or 1 in a valid format"] == {"exact": 2, "missed": 0, "extra": 2}
 
 
 def test_a_plate_without_a_sighting_or_events_counts_wrong(photo):
