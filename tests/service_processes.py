@@ -143,3 +143,13 @@ class ServiceProcess:
         self.returncode = self.process.wait(timeout=timeout_s)
         self._log.close()
         return self.returncode
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's committed offset per partition of `topic` (negative: none committed)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        positions = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in positions}

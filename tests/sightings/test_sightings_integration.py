@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from plate_events import T0, Pass, timeline
-from service_processes import WAIT_S, ServiceProcess, TopicReader
+from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
 
 from stream_worker.contracts import ClosedBy, Direction, PlateEvent, PlateSighting
 from stream_worker.launchers.broker import create_topics
@@ -129,15 +129,6 @@ def wait_for(reader: TopicReader, condition, what: str, services: list[ServicePr
     reader.poll(1.0)  # a moment longer, so that extra sightings would show
 
 
-def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        positions = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
-    finally:
-        consumer.close()
-    return {tp.partition: tp.offset for tp in positions}
-
-
 def test_three_cameras_give_exactly_the_expected_sightings(
     kafka_bootstrap, topics, sightings_reader, start_sightings, unique_name
 ):
@@ -171,8 +162,9 @@ def test_three_cameras_give_exactly_the_expected_sightings(
     # Everything read is committed, and the service says so on its own endpoints.
     per_partition = {2: -1001, **Counter(partition for partition, _ in stream)}  # nothing on 2
     deadline = time.monotonic() + 30
-    while committed(kafka_bootstrap, f"{unique_name}-group", topics.plates) != per_partition:
-        assert time.monotonic() < deadline, committed(kafka_bootstrap, f"{unique_name}-group", topics.plates)
+    group = f"{unique_name}-group"
+    while (commits := committed_offsets(kafka_bootstrap, group, topics.plates, PARTITIONS)) != per_partition:
+        assert time.monotonic() < deadline, commits
         time.sleep(0.5)
     assert service.scrape("/readyz")[0] == 200
     assert service.metric("stream_worker_sightings_events_in_total") == len(stream)

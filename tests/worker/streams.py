@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
+import service_processes
 from confluent_kafka import Consumer, Producer, TopicPartition
 from service_processes import Record, TopicReader
 from service_processes import ServiceProcess as WorkerProcess
@@ -123,12 +124,7 @@ class Outputs:
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        committed = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
-    finally:
-        consumer.close()
-    return {tp.partition: tp.offset for tp in committed}
+    return service_processes.committed_offsets(bootstrap, group, topic, PARTITIONS)
 
 
 def assert_duplicates_are_twins(outputs: Outputs, bound: int) -> int:
