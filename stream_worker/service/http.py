@@ -84,7 +84,10 @@ class HealthServer:
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and free the port; also right after a failed start-up, before `start`
+        (socketserver's shutdown would wait forever for a loop that never ran)."""
+        if self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import urllib.error
 import urllib.request
 
@@ -90,3 +91,14 @@ def test_read_metric_reads_one_unlabelled_sample_and_never_a_longer_name(served)
     assert read_metric(url, "stream_worker_pending_frames") == 7.0
     assert read_metric(url, "stream_worker_consumer_lag") is None  # labelled only
     assert read_metric(url, "stream_worker_pending") is None  # a prefix of another name
+
+
+def test_a_server_never_started_stops_at_once_and_frees_its_port():
+    server = HealthServer(Metrics(), "127.0.0.1", 0, lambda: (True, "ok"), lambda: 0.0)
+    port = server.port
+    stopper = threading.Thread(target=server.stop, daemon=True)
+    stopper.start()
+    stopper.join(timeout=5)
+    assert not stopper.is_alive(), "stop() waited for a serving loop that never ran"
+    again = HealthServer(Metrics(), "127.0.0.1", port, lambda: (True, "ok"), lambda: 0.0)
+    again.stop()
