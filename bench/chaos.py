@@ -104,6 +104,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--logs", type=Path, default=None, help="Keep the workers' and Triton's logs in this folder."
     )
+    p.add_argument("--allow-busy", action="store_true", help=environment.ALLOW_BUSY_HELP)
     return p
 
 
@@ -824,6 +825,11 @@ def main(argv: Sequence[str]) -> int:
         return 2
     started = datetime.now(UTC)
     load_before = environment.load_average()
+    try:
+        busy = environment.check_idle(allow_busy=args.allow_busy, load=load_before[0])
+    except environment.BusyMachine as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     versions = environment.versions(None)  # now: the commit the run starts from, not the one it ends at
     rng = random.Random(args.seed)
     frames = valid_frames(samples_dir(), *_size(args.frame_size))
@@ -843,6 +849,8 @@ def main(argv: Sequence[str]) -> int:
         "started_at": started.isoformat(timespec="seconds"),
         "machine": environment.machine(),
         "load_average": {"before": load_before, "after": environment.load_average()},
+        "load_threshold": environment.IDLE_LOAD,
+        "busy": busy,
         "versions": versions,
         "settings": {
             key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()
@@ -869,6 +877,7 @@ def render(report: dict[str, Any]) -> str:
         f"\nchaos: {report['seconds']} s, {report['stopped_because']}; machine: "
         f"{report['machine']['cpu_model']}, {report['machine']['usable_cores']} cores; load average "
         f"before/after {report['load_average']['before']} / {report['load_average']['after']}"
+        + (" - BUSY (figures inflated)" if report["busy"] else "")
     ]
     kind_columns = ["kind", "frames", "ok", "missing", "wrong", "event"]
     reasons = sorted({key for row in verdict["by_kind"] for key in row if key.startswith("dead_letter:")})

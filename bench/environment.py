@@ -74,6 +74,42 @@ def load_average() -> list[float]:
     return [round(value, 2) for value in os.getloadavg()]
 
 
+# Above this 1-minute load average before a run, other processes share the cores and the figures
+# (frames/s, latencies, CPU per frame) come out inflated: the benchmarks refuse to start.
+IDLE_LOAD = 0.5
+ALLOW_BUSY_HELP = (
+    f"Run even when the 1-minute load average is above {IDLE_LOAD}: a warning, and the report "
+    "says busy (its figures are inflated)."
+)
+
+
+class BusyMachine(Exception):
+    """The machine is busy and --allow-busy was not given: the benchmark must not start."""
+
+
+def check_idle(threshold: float = IDLE_LOAD, allow_busy: bool = False, load: float | None = None) -> bool:
+    """Whether the machine is busy (1-minute load average above `threshold`; `load`: that figure,
+    read now when None). Busy without `allow_busy` raises BusyMachine, whose message says how to
+    proceed; busy with it prints a one-line warning on stderr and returns True."""
+    if load is None:
+        load = load_average()[0]
+    if load <= threshold:
+        return False
+    if not allow_busy:
+        raise BusyMachine(
+            f"the 1-minute load average is {load}, above {threshold}: other processes would share "
+            "the cores and inflate the figures. Wait until the machine is idle (`uptime`), or pass "
+            "--allow-busy to run anyway (the report then says busy)."
+        )
+    print(
+        f"WARNING: busy machine: the 1-minute load average is {load}, above {threshold}; running "
+        "anyway (--allow-busy): the figures are inflated and the report says busy.",
+        file=sys.stderr,
+        flush=True,
+    )
+    return True
+
+
 def _version(distribution: str) -> str | None:
     try:
         return importlib.metadata.version(distribution)

@@ -91,6 +91,9 @@ class InProcessPipeline:
         self.scales: tuple[float, ...] = self.detections.parse_scales(
             self.parameters.get("detector_scales", "1.0,0.75")
         )
+        self.margins: tuple[int, ...] = self.detections.parse_margins(
+            self.parameters.get("detector_margins", "64,32"), len(self.scales)
+        )
         self.score_threshold = float(self.parameters.get("score_threshold", 0.25))
         self.nms_iou = float(self.parameters.get("nms_iou", 0.5))
         self.detector_max_batch = int(self.parameters.get("detector_max_batch", 32))
@@ -125,6 +128,7 @@ class InProcessPipeline:
             "detector_parameters": self.detector_parameters,
             "detector_images_per_run": self.detector_run_batch or self.detector_max_batch,
             "detector_scales": list(self.scales),
+            "detector_margins": list(self.margins),
             "onnx_providers_asked": self.providers,
             "onnx_providers_used": self.detector.get_providers(),
             "onnx_intra_op_threads": 1,
@@ -135,15 +139,18 @@ class InProcessPipeline:
         plan = self.frames.plan_decode(jpeg, self.max_pixels, self.max_decoded_pixels)
         return self.frames.decode_planned(jpeg, plan)
 
-    def detect(self, canvases: np.ndarray, per_run: int | None = None) -> np.ndarray:
-        """The detector's rows for every canvas, `per_run` canvases per ONNX Runtime run (default:
-        as plate_detector runs ours: requests of `detector_max_batch` cut into `run_batch_size`)."""
+    def detect(self, canvases: Any, per_run: int | None = None) -> list[np.ndarray]:
+        """The detector's rows for every view of `canvases` (detections.Canvases), `per_run`
+        canvases of one shape per ONNX Runtime run (default: as plate_detector runs ours: requests
+        of `detector_max_batch` cut into `run_batch_size`)."""
         size = per_run or min(self.detector_run_batch or self.detector_max_batch, self.detector_max_batch)
-        runs = [
-            self.detector.run(None, {self.detector_input: canvases[start : start + size]})[0]
-            for start in range(0, len(canvases), size)
-        ]
-        return np.concatenate(runs)
+        rows: list[np.ndarray] = [np.zeros((0, 15), np.float32)] * len(canvases.placements)
+        for batch in canvases.batches:
+            for start in range(0, len(batch.views), size):
+                (found,) = self.detector.run(None, {self.detector_input: batch.pixels[start : start + size]})
+                for view, view_rows in zip(batch.views[start : start + size], found, strict=True):
+                    rows[view] = view_rows
+        return rows
 
     def recognize(
         self, jpegs: Sequence[bytes], clock: StageClock | None = None, pool: Executor | None = None
@@ -154,23 +161,17 @@ class InProcessPipeline:
         with stage("decode"):
             images = list(each(self.decode, jpegs))
         scales = len(self.scales)
-        size = self.detections.INPUT_SIZE
-        canvases = np.empty((len(images) * scales, size, size, 3), np.uint8)
-
-        def place(view: int) -> Any:
-            canvases[view], placement = self.detections.letterbox(
-                images[view // scales], self.scales[view % scales]
-            )
-            return placement
-
         with stage("letterbox"):
-            placements = list(each(place, range(len(canvases))))
+            canvases = self.detections.Canvases(
+                [(image.shape[1], image.shape[0]) for image in images], self.scales, self.margins
+            )
+            list(each(canvases.draw, range(len(images)), images))
         with stage("detect"):
             rows = self.detect(canvases)
         with stage("boxes"):
             sizes = [(image.shape[1], image.shape[0]) for image in images]
             found = self.detections.frame_detections(
-                rows, placements, sizes, scales, self.score_threshold, self.nms_iou
+                rows, canvases.placements, sizes, scales, self.score_threshold, self.nms_iou
             )
         owners: list[int] = []
         crops: list[np.ndarray] = []
@@ -203,15 +204,20 @@ class InProcessPipeline:
         return texts
 
 
-def _detector_cpu_ms_per_canvas(
-    pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch: int
-) -> float:
-    """The detector alone at `batch` canvases per run over the frames' canvases, CPU ms per canvas."""
+def _detector_cost(pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch: int) -> dict[str, float]:
+    """The detector alone at `batch` canvases per run over the frames' canvases: CPU ms per
+    canvas, and canvas area per frame in 640x640 canvases (its work grows with the pixels)."""
     images = [pipeline.decode(frame.jpeg) for frame in frames]
-    canvases, _ = pipeline.detections.canvases_for(images, pipeline.scales)
+    canvases = pipeline.detections.canvases_for(images, pipeline.scales, pipeline.margins)
     started = time.process_time()
     pipeline.detect(canvases, batch)
-    return round((time.process_time() - started) * 1000 / len(canvases), 1)
+    seconds = time.process_time() - started
+    square = pipeline.detections.INPUT_SIZE**2
+    return {
+        "cpu_ms_per_canvas": round(seconds * 1000 / len(canvases.placements), 1),
+        "cpu_ms_per_square_canvas": round(seconds * 1000 * square / canvases.pixels, 1),
+        "square_canvases_per_frame": round(canvases.pixels / square / len(images), 3),
+    }
 
 
 def stage_profile(pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch: int) -> dict[str, Any]:
@@ -227,7 +233,7 @@ def stage_profile(pipeline: InProcessPipeline, frames: Sequence[BenchFrame], bat
     with opencv_threads(1):
         for job in batches(frames, batch):
             pipeline.recognize([frame.jpeg for frame in job], clock)
-        single = _detector_cpu_ms_per_canvas(pipeline, frames, 1)
+        single = _detector_cost(pipeline, frames, 1)
     per_frame = {name: clock.seconds[name] / len(frames) for name in STAGES}
     total = sum(per_frame.values())
     canvases = len(pipeline.scales)
@@ -238,13 +244,15 @@ def stage_profile(pipeline: InProcessPipeline, frames: Sequence[BenchFrame], bat
         "opencv_threads": 1,
         "onnx_intra_op_threads": 1,
         "canvases_per_frame": canvases,
+        "canvas_area_per_frame": single["square_canvases_per_frame"],
         "stage_cpu_ms_per_frame": {name: round(seconds * 1000, 2) for name, seconds in per_frame.items()},
         "total_cpu_ms_per_frame": round(total * 1000, 1),
         "detect_share": round(per_frame["detect"] / total, 3),
         "detector_images_per_run": pipeline.detector_run_batch or pipeline.detector_max_batch,
         "detector_cpu_ms_per_canvas": {
             "batched": round(per_frame["detect"] * 1000 / canvases, 1),
-            "one_per_run": single,
+            "one_per_run": single["cpu_ms_per_canvas"],
+            "one_per_run_per_640x640": single["cpu_ms_per_square_canvas"],
         },
         "detector_bound_frames_per_s": round(cores / per_frame["detect"], 2),
         "compute_bound_frames_per_s": round(cores / total, 2),

@@ -34,6 +34,7 @@ import numpy as np
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+from bench import environment
 from bench.passes import KINDS, Difficulty, ScenePass, make_pass
 from bench.report import format_table, write_json
 from stream_worker.evaluation.labels import load_labels
@@ -483,6 +484,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--triton-url", default=None, help="Use this Triton instead of starting the local one.")
     p.add_argument("--repository", type=Path, default=REPO_ROOT / "model_repository")
     p.add_argument("--report", type=Path, default=None, help="Write the JSON report here.")
+    p.add_argument("--allow-busy", action="store_true", help=environment.ALLOW_BUSY_HELP)
     return p
 
 
@@ -490,6 +492,12 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(list(argv))
     if args.frames_per_pass < 2 or args.cameras < 1 or args.fps <= 0:
         print("error: --frames-per-pass >= 2, --cameras >= 1 and --fps > 0 are needed", file=sys.stderr)
+        return 2
+    load_before = environment.load_average()
+    try:
+        busy = environment.check_idle(allow_busy=args.allow_busy, load=load_before[0])
+    except environment.BusyMachine as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     started = time.monotonic()
     try:
@@ -511,6 +519,9 @@ def main(argv: Sequence[str]) -> int:
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "passes": len(planned),
         "frame_count": sum(len(p.frame_ids) for p in planned),
+        "load_average": {"before": load_before, "after": environment.load_average()},
+        "load_threshold": environment.IDLE_LOAD,
+        "busy": busy,
         **figures,
     }
     print(render(report))
@@ -546,7 +557,9 @@ def render(report: dict[str, Any]) -> str:
     side_by_side = [{"unit": "frame", **frames}, {"unit": "sighting", **sightings}]
     wrong = [row for row in report["plates"] if not row["exact"]]
     lines = [
-        f"{report['passes']} passes, {report['frame_count']} frames, {report['duration_s']} s",
+        f"{report['passes']} passes, {report['frame_count']} frames, {report['duration_s']} s; load average "
+        f"before/after {report['load_average']['before']} / {report['load_average']['after']}"
+        + (" - BUSY (figures inflated)" if report["busy"] else ""),
         "",
         "exact text, per frame and per sighting:",
         format_table(side_by_side, ["unit", "plates", "exact", "exact_rate"]),

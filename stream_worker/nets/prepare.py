@@ -27,7 +27,7 @@ from stream_worker.nets.weights import PINNED_FILES, ensure_weights, sha256_of
 # Bump whenever export.py changes what it writes (opset, graph shape, names), to force re-export.
 EXPORT_FORMAT_VERSION = 1
 # Bump whenever detector_graph.py changes what it writes (input layout, names, shapes), to force a rewrite.
-DETECTOR_FORMAT_VERSION = 2
+DETECTOR_FORMAT_VERSION = 3
 MODEL_FILE = "model.onnx"
 STAMP_FILE = "model.stamp.json"
 MODEL_VERSION = "1"

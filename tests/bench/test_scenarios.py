@@ -38,6 +38,7 @@ def report(prepared_model_repository: Path, tmp_path_factory: pytest.TempPathFac
     path = tmp_path_factory.mktemp("bench") / "report.json"
     command = [sys.executable, "-m", "stream_worker", "bench", "all", *TINY, f"--report={path}"]
     command.append(f"--repository={prepared_model_repository}")
+    command.append("--allow-busy")  # the test suite loads the machine; the figures are not judged here
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     assert "summary:" in finished.stdout
@@ -157,6 +158,19 @@ def test_summary_holds_the_headline_ratios(report: dict) -> None:
         assert summary[name] > 0, name
     assert summary["detector_canvases_per_frame"] == 2
     assert summary["pipeline_target"] == 1.5
-    assert summary["stream_target"] == {"frames_per_s": 40.0, "cpu_ms_per_frame": 46.0}
-    assert isinstance(summary["stream_target_met"], bool) and isinstance(summary["pipeline_target_met"], bool)
+    assert summary["stream_target"] == {"frames_per_s": 32.0, "cpu_ms_per_frame": 62.0}
+    assert summary["limit_target"] == {"floor_cpu_ms_per_frame": 45.0, "triton_cpu_fraction_of_limit": 0.9}
+    for met in (
+        "stream_target_met",
+        "pipeline_target_met",
+        "limit_target_met",
+        "worker_and_broker_target_met",
+    ):
+        assert isinstance(summary[met], bool), met
+    assert 0 < summary["detector_canvas_area_per_frame"] < 2
+    by_process = summary["stream_cpu_ms_per_frame_by_process"]
+    assert set(by_process) == {"worker", "triton", "broker"}
+    assert summary["worker_and_broker_cpu_ms_per_frame"] == round(
+        by_process["worker"] + by_process["broker"], 1
+    )
     assert report["parameters_overridden"] == []

@@ -41,3 +41,8 @@ def detections() -> ModuleType:
 @pytest.fixture(scope="session")
 def budget() -> ModuleType:
     return load_model_file("plate_recognition", "budget")
+
+
+@pytest.fixture(scope="session")
+def contract() -> ModuleType:
+    return load_model_file("plate_recognition", "contract")

@@ -77,15 +77,6 @@ def test_networks_run_the_shared_onnx_runtime_model_on_the_cpu(model: str) -> No
         assert script.is_symlink() and not Path(script.readlink()).is_absolute()
 
 
-def test_plate_detector_takes_uint8_frames() -> None:
-    for config in _variants("plate_detector"):
-        assert _signature(config) == (
-            [("images", model_config_pb2.TYPE_UINT8, (640, 640, 3))],
-            [("detections", model_config_pb2.TYPE_FP32, (25200, 15))],
-            32,
-        )
-
-
 def test_recognition_chunks_no_larger_than_the_networks_accept() -> None:
     for config in _variants("plate_recognition"):
         chunk = int(config.parameters["recognizer_max_batch"].string_value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
@@ -22,25 +23,87 @@ def row(cx, cy, w, h, objectness=0.9, single=0.9, double=0.1, corners=None) -> n
     return np.array([cx, cy, w, h, objectness, *corners, single, double], np.float32)
 
 
-def test_letterbox_centres_a_16_by_9_frame_in_black(detections) -> None:
+def test_a_16_by_9_frame_gets_a_canvas_of_its_own_aspect_on_the_square_canvas_grid(detections) -> None:
+    """1920x1080 at scale 1.0: 640x360 pixels where the 640x640 letterbox had them (top 140), cut to
+    the frame at multiples of 32: rows 128..512 of the square (top 140 - 128 = 12)."""
     frame = np.full((1080, 1920, 3), 200, np.uint8)
     canvas, placement = detections.letterbox(frame)
-    assert canvas.shape == (640, 640, 3) and canvas.dtype == np.uint8
-    assert (placement.scale, placement.left, placement.top) == (pytest.approx(1 / 3), 0, 140)
-    assert (canvas[:140] == 0).all() and (canvas[500:] == 0).all() and (canvas[140:500] == 200).all()
+    assert canvas.shape == (384, 640, 3) and canvas.dtype == np.uint8
+    assert (placement.scale, placement.left, placement.top) == (pytest.approx(1 / 3), 0, 12)
+    assert (canvas[:12] == 0).all() and (canvas[372:] == 0).all() and (canvas[12:372] == 200).all()
+
+
+def test_a_margin_keeps_black_around_the_frame_where_the_square_canvas_had_it(detections) -> None:
+    canvas, placement = detections.letterbox(np.full((1080, 1920, 3), 200, np.uint8), margin=64)
+    # square rows 76..500 needed (140 - 64 .. 500 + 64 = 564): from row 64, 512 rows
+    assert canvas.shape == (512, 640, 3) and (placement.left, placement.top) == (0, 76)
+    assert (canvas[76:436] == 200).all() and canvas[:76].max() == 0 and canvas[436:].max() == 0
 
 
 def test_a_smaller_scale_leaves_a_black_frame_all_round(detections) -> None:
     canvas, placement = detections.letterbox(np.full((1080, 1920, 3), 200, np.uint8), fraction=0.75)
-    assert (placement.scale, placement.left, placement.top) == (pytest.approx(0.25), 80, 185)
-    assert (canvas[185:455, 80:560] == 200).all()
-    assert canvas[:, :80].max() == 0 and canvas[:, 560:].max() == 0
+    # square: 480x270 at (80, 185); offsets modulo 32: (16, 25); canvas to the next multiple of 32
+    assert canvas.shape == (320, 512, 3)
+    assert (placement.scale, placement.left, placement.top) == (pytest.approx(0.25), 16, 25)
+    assert (canvas[25:295, 16:496] == 200).all()
+    assert canvas[:, :16].max() == 0 and canvas[:, 496:].max() == 0 and canvas[295:].max() == 0
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "canvas"),
+    [
+        (1920, 1080, (384, 640)),  # 16:9
+        (3840, 2160, (384, 640)),  # 4K: the same canvas
+        (1440, 1080, (512, 640)),  # 4:3: 480 rows at row 16 of the grid
+        (1080, 1920, (640, 384)),  # portrait
+        (100, 50, (320, 640)),  # tiny: upscaled
+        (640, 640, (640, 640)),  # square
+    ],
+)
+def test_canvas_shapes_follow_the_frame(detections, width: int, height: int, canvas: tuple[int, int]) -> None:
+    (canvas_w, canvas_h), (new_w, new_h), placement = detections.canvas_layout(width, height)
+    assert (canvas_h, canvas_w) == canvas and canvas_w % 32 == 0 and canvas_h % 32 == 0
+    assert max(new_w, new_h) == 640
+    assert placement.left + new_w <= canvas_w and placement.top + new_h <= canvas_h
 
 
 def test_small_frames_are_upscaled(detections) -> None:
     canvas, placement = detections.letterbox(np.full((100, 320, 3), 7, np.uint8))
-    assert (placement.scale, placement.left, placement.top) == (2.0, 0, 220)
-    assert (canvas[220:420] == 7).all()
+    assert (placement.scale, placement.left, placement.top) == (2.0, 0, 220 % 32)
+    assert canvas.shape == (256, 640, 3) and (canvas[28:228] == 7).all()
+
+
+def test_canvases_group_views_by_shape_and_draw_each_scale(detections) -> None:
+    frames = [
+        np.full((1080, 1920, 3), 9, np.uint8),
+        np.full((480, 640, 3), 5, np.uint8),
+        np.full((720, 1280, 3), 3, np.uint8),
+    ]
+    canvases = detections.canvases_for(frames, (1.0, 0.75), (0, 0))
+    shapes = {batch.pixels.shape[1:3]: batch.views for batch in canvases.batches}
+    assert shapes == {(384, 640): [0, 4], (320, 512): [1, 5], (512, 640): [2], (384, 512): [3]}
+    for batch in canvases.batches:
+        for view, pixels in zip(batch.views, batch.pixels, strict=True):
+            placement = canvases.placements[view]
+            assert pixels[placement.top + 2, placement.left + 2, 0] == frames[view // 2][0, 0, 0]
+    assert canvases.pixels == sum(b.pixels[..., 0].size for b in canvases.batches)
+
+
+def test_the_smaller_scale_from_the_larger_matches_a_resize_of_the_frame(detections) -> None:
+    rng = np.random.default_rng(1)
+    frame = cv2.GaussianBlur(rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8), (9, 9), 3)
+    canvases = detections.canvases_for([frame], (1.0, 0.75), (0, 0))
+    direct, placement = detections.letterbox(frame, 0.75)
+    (small,) = [b.pixels[0] for b in canvases.batches if b.views == [1]]
+    assert small.shape == direct.shape and canvases.placements[1] == placement
+    assert np.abs(small.astype(int) - direct.astype(int)).mean() < 1.0
+
+
+def test_parse_margins_wants_one_per_scale(detections) -> None:
+    assert detections.parse_margins("64,32", 2) == (64, 32)
+    for bad in ("64", "64,-1", "1,2,3"):
+        with pytest.raises(ValueError, match="detector_margins"):
+            detections.parse_margins(bad, 2)
 
 
 def test_decode_maps_rows_back_to_the_frame(detections) -> None:
@@ -87,14 +150,14 @@ def test_suppress_keeps_the_best_of_overlapping_boxes_and_separate_ones(detectio
 def test_frame_detections_merges_the_scales_of_each_frame(detections) -> None:
     """Two frames at two scales: the same plate seen at both scales is one detection."""
     frames = [np.zeros((1080, 1920, 3), np.uint8), np.zeros((480, 640, 3), np.uint8)]
-    canvases, placements = detections.canvases_for(frames, (1.0, 0.75))
-    assert canvases.shape == (4, 640, 640, 3) and len(placements) == 4
-    outputs = np.zeros((4, 25200, 15), np.float32)
+    placements = detections.canvases_for(frames, (1.0, 0.75), (0, 0)).placements
+    assert [(p.left, p.top) for p in placements] == [(0, 12), (16, 25), (0, 16), (16, 12)]
+    outputs = [np.zeros((100, 15), np.float32) for _ in placements]
     # frame 0's plate at (960, 540) size 120x30 px: at scale 1/3 and at 1/4
-    outputs[0, 0] = row(320, 140 + 180, 40, 10, objectness=0.8)
-    outputs[1, 7] = row(80 + 240, 185 + 135, 30, 7.5, objectness=0.9)
-    # frame 1's plate only at scale 0.75 (480x360 at 0.75, placed at 80, 140)
-    outputs[3, 3] = row(80 + 75, 140 + 75, 30, 12)
+    outputs[0][0] = row(320, 12 + 180, 40, 10, objectness=0.8)
+    outputs[1][7] = row(16 + 240, 25 + 135, 30, 7.5, objectness=0.9)
+    # frame 1's plate only at scale 0.75 (480x360 at 0.75, placed at 16, 12)
+    outputs[3][3] = row(16 + 75, 12 + 75, 30, 12)
     found = detections.frame_detections(outputs, placements, [(1920, 1080), (640, 480)], 2, 0.25, 0.5)
     assert [len(f) for f in found] == [1, 1]
     np.testing.assert_allclose(found[0].boxes[0], [900, 525, 1020, 555], atol=1e-3)

@@ -44,6 +44,9 @@ class TritonPythonModel:
 
     def execute(self, requests: list) -> list:
         batches = [pb_utils.get_input_tensor_by_name(r, self.input_name).as_numpy() for r in requests]
+        # Triton batches only requests of one shape; requests of several shapes (never seen) run apart.
+        if len({b.shape[1:] for b in batches}) > 1:
+            return [response for r in requests for response in self.execute([r])]
         try:
             batch = batches[0] if len(batches) == 1 else np.concatenate(batches)
             step = self.run_batch_size or len(batch) or 1

@@ -1,21 +1,26 @@
 """The YOLOv5-family plate detector's pre- and post-processing: no Triton import (unit-tested directly).
 
-The detector (`plate_detector`, see MODELS.md of the weights) sees a 640x640 letterbox of a frame and
-answers one row per anchor: `cx, cy, w, h, objectness, 4 corners (x, y), p(single row), p(double row)`
-in letterbox pixels. Each frame is shown to it at several scales (`scales`: the fraction of the
-canvas the frame fills), because plates that fill much of a photo are missed at full scale and
-found at 0.75 (measured on ../shared/evalset: boxes_only 126 -> 128 of 134 plates).
+The detector (`plate_detector`, see MODELS.md of the weights) sees a letterbox of a frame and answers
+its best rows, best first: `cx, cy, w, h, objectness, 4 corners (x, y), p(single row), p(double
+row)` in canvas pixels. A canvas has the frame's aspect, its long side 640 pixels at scale 1.0 and
+both sides rounded up to the network's stride (32): a 1920x1080 frame becomes 640x384, not 640x640
+(44% padding), at a fraction of the detector's work. Each frame is shown at several scales
+(`scales`: the fraction of 640 its long side fills), because plates that fill much of a photo are
+missed at full scale and found at 0.75 (measured on ../shared/evalset: boxes_only 126 -> 128 of 134
+plates). Canvases of one shape go to the detector as one batch.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
-INPUT_SIZE = 640
+INPUT_SIZE = 640  # a canvas's long side at scale 1.0
+STRIDE = 32  # canvas sides are multiples of the detector's coarsest stride
 PAD_VALUE = 0  # the detector was trained on black letterbox bands
 ROW_WIDTH = 15  # cx, cy, w, h, objectness, 8 corner coordinates, 2 layout probabilities
 SINGLE_ROW, DOUBLE_ROW = "single_row", "double_row"
@@ -74,24 +79,54 @@ class Detections:
         )
 
 
-def letterbox(
-    image: np.ndarray, fraction: float = 1.0, size: int = INPUT_SIZE
-) -> tuple[np.ndarray, Placement]:
-    """The frame resized (aspect kept) to fill `fraction` of a size x size canvas, centred, black around.
+def canvas_layout(
+    width: int, height: int, fraction: float = 1.0, margin: int = 0, size: int = INPUT_SIZE
+) -> tuple[tuple[int, int], tuple[int, int], Placement]:
+    """Where a width x height frame goes at `fraction`: the canvas's (width, height), the resized
+    frame's (width, height) and its placement. The frame's long side fills `fraction` of `size`.
+
+    The canvas is the size x size letterbox the detector was trained on, cropped to the frame plus
+    `margin` pixels of its black border on each side (where the square had them), at multiples of
+    STRIDE: the frame keeps its offset modulo STRIDE, so every level of the network sees it on the
+    same grid as in the square canvas. The margin keeps plates at the frame's edge found: the
+    detector scores them lower without black around them (two plates of evalset/boxes_only at the
+    bottom edge fell below the threshold in tight canvases, and were found again with 64 pixels at
+    scale 1.0 and 32 at 0.75).
+    """
+    scale = min(size * fraction / width, size * fraction / height)
+    new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
+
+    def crop(length: int) -> tuple[int, int]:
+        square_offset = (size - length) // 2
+        start = max(0, square_offset - margin) // STRIDE * STRIDE
+        end = min(size, square_offset + length + margin)
+        return square_offset - start, -(-(end - start) // STRIDE) * STRIDE
+
+    (left, canvas_w), (top, canvas_h) = crop(new_w), crop(new_h)
+    return (canvas_w, canvas_h), (new_w, new_h), Placement(scale, left, top)
+
+
+def resize_into(image: np.ndarray, target: np.ndarray) -> None:
+    """`image` resized to fill `target` (a view into a canvas), written in place.
 
     Downscaling uses area averaging: with it the detector found 61 instead of 60 of the 62 plates of
     evalset/scenes (bilinear aliases the small characters away).
     """
-    height, width = image.shape[:2]
-    scale = min(size * fraction / width, size * fraction / height)
-    new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
-    left, top = (size - new_w) // 2, (size - new_h) // 2
-    canvas = np.full((size, size, 3), PAD_VALUE, np.uint8)
-    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-    canvas[top : top + new_h, left : left + new_w] = cv2.resize(
-        image, (new_w, new_h), interpolation=interpolation
+    height, width = target.shape[:2]
+    interpolation = cv2.INTER_AREA if width < image.shape[1] else cv2.INTER_LINEAR
+    resized = cv2.resize(image, (width, height), dst=target, interpolation=interpolation)
+    if not np.shares_memory(resized, target):  # OpenCV wrote elsewhere (never seen; kept correct)
+        target[...] = resized
+
+
+def letterbox(image: np.ndarray, fraction: float = 1.0, margin: int = 0) -> tuple[np.ndarray, Placement]:
+    """One frame's canvas at `fraction` (see `canvas_layout`), black around the frame."""
+    (canvas_w, canvas_h), (new_w, new_h), placement = canvas_layout(
+        image.shape[1], image.shape[0], fraction, margin
     )
-    return canvas, Placement(scale, left, top)
+    canvas = np.full((canvas_h, canvas_w, 3), PAD_VALUE, np.uint8)
+    resize_into(image, canvas[placement.top : placement.top + new_h, placement.left : placement.left + new_w])
+    return canvas, placement
 
 
 def decode(rows: np.ndarray, placement: Placement, width: int, height: int, threshold: float) -> Detections:
@@ -139,31 +174,98 @@ def usable_corners(corners: np.ndarray, box: np.ndarray) -> np.ndarray:
     return corners
 
 
-def canvases_for(images: list[np.ndarray], scales: tuple[float, ...]) -> tuple[np.ndarray, list[Placement]]:
-    """All frames at all scales as one uint8 batch [len(images) * len(scales), 640, 640, 3]."""
-    batch = np.empty((len(images) * len(scales), INPUT_SIZE, INPUT_SIZE, 3), np.uint8)
-    placements = []
-    for i, (image, fraction) in enumerate((image, fraction) for image in images for fraction in scales):
-        batch[i], placement = letterbox(image, fraction)
-        placements.append(placement)
-    return batch, placements
+@dataclass(frozen=True, slots=True)
+class CanvasBatch:
+    """Canvases of one shape, for one detector request; `views[i]` is canvas i's view index (frame
+    index x number of scales + scale index)."""
+
+    pixels: np.ndarray  # [N, height, width, 3] uint8
+    views: list[int]
+
+
+class Canvases:
+    """Every frame of a micro-batch at every scale, in canvases grouped by shape (one detector
+    request per shape), and each view's placement.
+
+    Each canvas is written once, in place: a frame is resized straight into its batch (no full-size
+    canvas, no copy). A smaller scale is resized from the larger one's pixels when that was a
+    downscale: one pass over the full frame per frame, not one per scale (no plate of evalset
+    found or read differently). `draw` may run for several frames at once (separate memory).
+    """
+
+    def __init__(
+        self, sizes: Sequence[tuple[int, int]], scales: Sequence[float], margins: Sequence[int]
+    ) -> None:
+        self.scales = tuple(scales)
+        self.layouts = [
+            canvas_layout(width, height, fraction, margin)
+            for width, height in sizes
+            for fraction, margin in zip(scales, margins, strict=True)
+        ]
+        shapes: dict[tuple[int, int], list[int]] = {}
+        for view, (canvas_size, _, _) in enumerate(self.layouts):
+            shapes.setdefault(canvas_size, []).append(view)
+        self.batches = [
+            CanvasBatch(np.full((len(views), h, w, 3), PAD_VALUE, np.uint8), views)
+            for (w, h), views in shapes.items()
+        ]
+        self.slots = {view: (batch, i) for batch in self.batches for i, view in enumerate(batch.views)}
+        self.placements = [placement for _, _, placement in self.layouts]
+        self.largest_first = sorted(range(len(self.scales)), key=lambda s: -self.scales[s])
+
+    def draw(self, frame: int, image: np.ndarray) -> None:
+        """Resize frame `frame` into its canvases."""
+        source = image
+        for s in self.largest_first:
+            view = frame * len(self.scales) + s
+            _, (new_w, new_h), placement = self.layouts[view]
+            batch, i = self.slots[view]
+            target = batch.pixels[
+                i, placement.top : placement.top + new_h, placement.left : placement.left + new_w
+            ]
+            resize_into(source, target)
+            if placement.scale < 1:
+                source = target
+
+    @property
+    def pixels(self) -> int:
+        """Canvas pixels in all (what the detector's work grows with)."""
+        return sum(
+            batch.pixels.shape[0] * batch.pixels.shape[1] * batch.pixels.shape[2] for batch in self.batches
+        )
+
+
+def canvases_for(images: list[np.ndarray], scales: Sequence[float], margins: Sequence[int]) -> Canvases:
+    """`Canvases` of these frames, drawn."""
+    canvases = Canvases([(image.shape[1], image.shape[0]) for image in images], scales, margins)
+    for frame, image in enumerate(images):
+        canvases.draw(frame, image)
+    return canvases
 
 
 def frame_detections(
-    outputs: np.ndarray,
+    outputs: Sequence[np.ndarray],
     placements: list[Placement],
     sizes: list[tuple[int, int]],
     scales: int,
     threshold: float,
     iou_threshold: float,
 ) -> list[Detections]:
-    """One `Detections` per frame from the detector's outputs for `canvases_for`'s batch."""
+    """One `Detections` per frame from the detector's rows for each view (`canvases_for`)."""
     result = []
     for frame, (width, height) in enumerate(sizes):
         views = range(frame * scales, (frame + 1) * scales)
         found = [decode(outputs[v], placements[v], width, height, threshold) for v in views]
         result.append(suppress(Detections.concatenate(found), iou_threshold))
     return result
+
+
+def parse_margins(text: str, scales: int) -> tuple[int, ...]:
+    """`"64,32"` -> (64, 32): one margin in pixels per scale of `detector_scales`."""
+    margins = tuple(int(part) for part in text.split(",") if part.strip())
+    if len(margins) != scales or any(m < 0 for m in margins):
+        raise ValueError(f"detector_margins must be {scales} pixel counts >= 0 (one per scale), got {text!r}")
+    return margins
 
 
 def parse_scales(text: str) -> tuple[float, ...]:

@@ -6,9 +6,10 @@ Per request (one micro-batch of frames):
    never fails the other frames. Decoded memory is bounded by `decoded_memory_budget_mb` (see
    budget.py): frames are decoded in waves that fit it (normally one), each wave's full-size pixels
    are released once its plates are cut out, and a frame larger than the whole budget is refused;
-2. detection: all frames, letterboxed at every scale of `detector_scales`, go to `plate_detector`
-   as ONE uint8 request (chunked only beyond `detector_max_batch`); boxes, corners and scores are
-   decoded, suppressed (NMS) and mapped back to each frame's pixels. With `detector: haar` the
+2. detection: all frames, letterboxed at every scale of `detector_scales` into canvases of their own
+   aspect (detections.py), go to `plate_detector` as one uint8 request per canvas shape (chunked
+   only beyond `detector_max_batch`), which answers each canvas's best rows; boxes, corners and
+   scores are thresholded, suppressed (NMS) and mapped back to each frame's pixels. With `detector: haar` the
    fallback `haar_detector` runs instead, one request per frame;
 3. each plate is warped flat from its four corners into the 94x24 input; all plates of all frames
    go as ONE `stn` request and ONE `lprnet` request (chunked only beyond their max_batch_size),
@@ -28,6 +29,7 @@ import json
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from budget import MemoryBudget, waves
+from contract import DETECTOR_IMAGES, DETECTOR_ROW_WIDTH, DETECTOR_ROWS, output_arrays
 from detections import (
     DOUBLE_ROW,
     SINGLE_ROW,
@@ -35,6 +37,7 @@ from detections import (
     box_corners,
     canvases_for,
     frame_detections,
+    parse_margins,
     parse_scales,
     usable_corners,
 )
@@ -74,6 +77,7 @@ class TritonPythonModel:
         self.detector = parameters.get("detector_model", "plate_detector")
         self.haar_detector = parameters.get("haar_detector_model", "haar_detector")
         self.scales = parse_scales(parameters.get("detector_scales", "1.0,0.75"))
+        self.margins = parse_margins(parameters.get("detector_margins", "64,32"), len(self.scales))
         self.score_threshold = float(parameters.get("score_threshold", 0.25))
         self.nms_iou = float(parameters.get("nms_iou", 0.5))
         self.detector_max_batch = int(parameters.get("detector_max_batch", 32))
@@ -148,27 +152,20 @@ class TritonPythonModel:
             character_confidences.extend(characters)
         kept_plates = plates.take(np.array(kept, np.int64))
 
+        values = {
+            "plate_frame": [plate_frames[i] for i in kept],
+            "plate_box": kept_plates.boxes.reshape(-1, 4),
+            "plate_corners": kept_plates.corners.reshape(-1, 4, 2),
+            "plate_text": texts,
+            "plate_confidence": confidences,
+            "plate_character_confidences": character_confidences,
+            "plate_detection_score": kept_plates.scores,
+            "plate_layout": [(DOUBLE_ROW if d else SINGLE_ROW).encode() for d in kept_plates.double_row],
+            "frame_status": [s.encode() for s in statuses],
+            "frame_size": sizes,
+        }
         return pb_utils.InferenceResponse(
-            output_tensors=[
-                pb_utils.Tensor("plate_frame", np.array([plate_frames[i] for i in kept], dtype=np.int32)),
-                pb_utils.Tensor("plate_box", kept_plates.boxes.astype(np.float32).reshape(-1, 4)),
-                pb_utils.Tensor("plate_corners", kept_plates.corners.astype(np.float32).reshape(-1, 4, 2)),
-                pb_utils.Tensor("plate_text", np.array(texts, dtype=np.object_)),
-                pb_utils.Tensor("plate_confidence", np.array(confidences, dtype=np.float32)),
-                pb_utils.Tensor(
-                    "plate_character_confidences", np.array(character_confidences, dtype=np.float32)
-                ),
-                pb_utils.Tensor("plate_detection_score", kept_plates.scores.astype(np.float32)),
-                pb_utils.Tensor(
-                    "plate_layout",
-                    np.array(
-                        [(DOUBLE_ROW if d else SINGLE_ROW).encode() for d in kept_plates.double_row],
-                        dtype=np.object_,
-                    ),
-                ),
-                pb_utils.Tensor("frame_status", np.array([s.encode() for s in statuses], dtype=np.object_)),
-                pb_utils.Tensor("frame_size", sizes),
-            ]
+            output_tensors=[pb_utils.Tensor(name, array) for name, array in output_arrays(values)]
         )
 
     async def _cut_plates(
@@ -223,23 +220,35 @@ class TritonPythonModel:
         return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
 
     async def _detect(self, images: list[np.ndarray]) -> list[Detections]:
-        """All frames at all scales through `plate_detector` in one request per `detector_max_batch`."""
+        """All frames at all scales through `plate_detector`: one request per canvas shape (split
+        beyond `detector_max_batch`), so that Triton batches same-shape canvases together."""
         if not images:
             return []
-        canvases, placements = await asyncio.to_thread(canvases_for, images, self.scales)
+        canvases = await asyncio.to_thread(canvases_for, images, self.scales, self.margins)
         chunks = [
-            canvases[start : start + self.detector_max_batch]
-            for start in range(0, len(canvases), self.detector_max_batch)
+            (
+                batch.views[start : start + self.detector_max_batch],
+                batch.pixels[start : start + self.detector_max_batch],
+            )
+            for batch in canvases.batches
+            for start in range(0, len(batch.views), self.detector_max_batch)
         ]
         outputs = await asyncio.gather(
             *(
-                self._infer(self.detector, [pb_utils.Tensor("images", chunk)], ["detections"])
-                for chunk in chunks
+                self._infer(
+                    self.detector, [pb_utils.Tensor(DETECTOR_IMAGES.name, pixels)], [DETECTOR_ROWS.name]
+                )
+                for _, pixels in chunks
             )
         )
-        rows = np.concatenate([detections for (detections,) in outputs])
+        rows = [np.zeros((0, DETECTOR_ROW_WIDTH), np.float32)] * len(canvases.placements)
+        for (views, _), (detections,) in zip(chunks, outputs, strict=True):
+            for view, view_rows in zip(views, detections, strict=True):
+                rows[view] = view_rows
         sizes = [(image.shape[1], image.shape[0]) for image in images]
-        return frame_detections(rows, placements, sizes, len(self.scales), self.score_threshold, self.nms_iou)
+        return frame_detections(
+            rows, canvases.placements, sizes, len(self.scales), self.score_threshold, self.nms_iou
+        )
 
     async def _detect_haar(self, image: np.ndarray) -> Detections:
         boxes, scores = await self._infer(

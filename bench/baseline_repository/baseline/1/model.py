@@ -63,6 +63,9 @@ class TritonPythonModel:
 
         recognition = _served_parameters(repository, "plate_recognition", config_name)
         self.scales = self.detections.parse_scales(recognition.get("detector_scales", "1.0,0.75"))
+        self.margins = self.detections.parse_margins(
+            recognition.get("detector_margins", "64,32"), len(self.scales)
+        )
         self.score_threshold = float(recognition.get("score_threshold", 0.25))
         self.nms_iou = float(recognition.get("nms_iou", 0.5))
         self.vertical_margin = float(recognition.get("crop_vertical_margin", 0.2))
@@ -93,16 +96,14 @@ class TritonPythonModel:
 
     def _recognize(self, request: object) -> object:
         image = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
-        canvases, placements = self.detections.canvases_for([image], self.scales)
-        rows = np.concatenate(
-            [
-                self.detector.run(None, {self.detector_input: canvases[i : i + 1]})[0]
-                for i in range(len(canvases))
-            ]
-        )
+        canvases = self.detections.canvases_for([image], self.scales, self.margins)
+        rows = [None] * len(canvases.placements)
+        for batch in canvases.batches:  # one canvas per run, as the seed ran its detector
+            for view, pixels in zip(batch.views, batch.pixels, strict=True):
+                rows[view] = self.detector.run(None, {self.detector_input: pixels[None]})[0][0]
         size = (image.shape[1], image.shape[0])
         (plates,) = self.detections.frame_detections(
-            rows, placements, [size], len(self.scales), self.score_threshold, self.nms_iou
+            rows, canvases.placements, [size], len(self.scales), self.score_threshold, self.nms_iou
         )
         boxes, texts, confidences = [], [], []
         if len(plates):
