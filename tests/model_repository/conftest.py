@@ -46,3 +46,8 @@ def budget() -> ModuleType:
 @pytest.fixture(scope="session")
 def contract() -> ModuleType:
     return load_model_file("plate_recognition", "contract")
+
+
+@pytest.fixture(scope="session")
+def heap() -> ModuleType:
+    return load_model_file("plate_recognition", "heap")

@@ -50,6 +50,7 @@ from frames import (
     plate_confidence,
     plate_tensor,
 )
+from heap import keep_freed_memory
 
 DEFAULT_MAX_PIXELS = 33_177_600  # 7680x4320, 8K UHD
 DEFAULT_MAX_DECODED_PIXELS = 4_194_304  # 2048x2048
@@ -69,6 +70,7 @@ class TritonPythonModel:
         self.max_decoded_pixels = int(parameters.get("max_decoded_pixels", DEFAULT_MAX_DECODED_PIXELS))
         budget_mb = int(parameters.get("decoded_memory_budget_mb", DEFAULT_DECODED_MEMORY_BUDGET_MB))
         self.budget = MemoryBudget(budget_mb * 2**20)
+        keep_freed_memory(self.budget.capacity)  # no page faults per request (heap.py)
         self.detector_kind = parameters.get("detector", "yolo")
         if self.detector_kind not in DETECTORS:
             raise pb_utils.TritonModelException(
