@@ -92,7 +92,7 @@ class InProcessPipeline:
             self.parameters.get("detector_scales", "1.0,0.75")
         )
         self.margins: tuple[int, ...] = self.detections.parse_margins(
-            self.parameters.get("detector_margins", "64,32"), len(self.scales)
+            self.parameters.get("detector_margins", "64,64"), len(self.scales)
         )
         self.score_threshold = float(self.parameters.get("score_threshold", 0.25))
         self.nms_iou = float(self.parameters.get("nms_iou", 0.5))

@@ -206,7 +206,7 @@ def _square_plates(source: ort.InferenceSession, detections: ModuleType, image: 
 
 
 def _our_plates(detector: ort.InferenceSession, detections: ModuleType, image: np.ndarray) -> Any:
-    canvases = detections.canvases_for([image], (1.0, 0.75), (64, 32))
+    canvases = detections.canvases_for([image], (1.0, 0.75), (64, 64))
     rows = [np.zeros((0, 15), np.float32)] * 2
     for batch in canvases.batches:
         (found,) = detector.run(None, {"images": batch.pixels})

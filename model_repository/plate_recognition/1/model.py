@@ -79,7 +79,7 @@ class TritonPythonModel:
         self.detector = parameters.get("detector_model", "plate_detector")
         self.haar_detector = parameters.get("haar_detector_model", "haar_detector")
         self.scales = parse_scales(parameters.get("detector_scales", "1.0,0.75"))
-        self.margins = parse_margins(parameters.get("detector_margins", "64,32"), len(self.scales))
+        self.margins = parse_margins(parameters.get("detector_margins", "64,64"), len(self.scales))
         self.score_threshold = float(parameters.get("score_threshold", 0.25))
         self.nms_iou = float(parameters.get("nms_iou", 0.5))
         self.detector_max_batch = int(parameters.get("detector_max_batch", 32))

@@ -64,7 +64,7 @@ class TritonPythonModel:
         recognition = _served_parameters(repository, "plate_recognition", config_name)
         self.scales = self.detections.parse_scales(recognition.get("detector_scales", "1.0,0.75"))
         self.margins = self.detections.parse_margins(
-            recognition.get("detector_margins", "64,32"), len(self.scales)
+            recognition.get("detector_margins", "64,64"), len(self.scales)
         )
         self.score_threshold = float(recognition.get("score_threshold", 0.25))
         self.nms_iou = float(recognition.get("nms_iou", 0.5))
