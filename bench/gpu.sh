@@ -95,7 +95,8 @@ import numpy as np
 import onnxruntime as ort
 
 inputs = {
-    "plate_detector": np.zeros((1, 640, 640, 3), np.uint8),
+    # a 16:9 frame's canvas at scale 1.0 (plate_recognition's detector_margins: 640x512)
+    "plate_detector": np.zeros((1, 512, 640, 3), np.uint8),
     "stn": np.zeros((1, 3, 24, 94), np.float32),
 }
 for model, tensor in inputs.items():
