@@ -19,11 +19,13 @@ with the consumer settings to compare (each `-X key=value` is passed to the cons
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -44,12 +46,73 @@ RECORDS = 8
 
 
 class HeldBackStore(ObjectStore):
-    """Writes the batch at HELD_OFFSET HOLD_S late, as a preempted broker thread would."""
+    """Writes the batch at HELD_OFFSET `hold_s` late (of every topic), as a preempted broker thread would."""
+
+    def __init__(self, root: Path, hold_s: float = HOLD_S) -> None:
+        super().__init__(root)
+        self.hold_s = hold_s
 
     def put(self, name: str, body: bytes, if_match: str | None, if_none_match: str | None) -> str | None:
         if name.endswith(f"/records/{HELD_OFFSET:020}.batch"):
-            time.sleep(HOLD_S)
+            time.sleep(self.hold_s)
         return super().put(name, body, if_match, if_none_match)
+
+
+@contextlib.contextmanager
+def held_back_broker(hold_s: float = HOLD_S) -> Iterator[str]:
+    """A Tansu broker on a HeldBackStore; yields its bootstrap servers (tests use it too)."""
+    with tempfile.TemporaryDirectory() as data_dir:
+        store = StoreServer(free_port(), HeldBackStore(Path(data_dir), hold_s))
+        threading.Thread(target=store.serve_forever, daemon=True).start()
+        port = free_port()
+        url = f"tcp://127.0.0.1:{port}"
+        command = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url]
+        environment = object_store_environment({}, f"http://127.0.0.1:{store.server_address[1]}")
+        try:
+            with subprocess.Popen(
+                [*command, "--storage-engine", f"s3://{BUCKET}/"],
+                env={**environment, "NO_COLOR": "1"},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            ) as broker:
+                try:
+                    time.sleep(1.0)
+                    yield f"127.0.0.1:{port}"
+                finally:
+                    broker.kill()
+        finally:
+            store.shutdown()
+
+
+def produce_as_two_cameras(bootstrap_servers: str, topic: str, values: list[bytes]) -> dict[int, int]:
+    """`values` to partition 0 of `topic`, alternately from two idempotent producers (cameras), 0.3 s
+    apart; the one holding the record at HELD_OFFSET does not wait for it. Returns index -> offset."""
+    cameras = [Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True}) for _ in "ab"]
+    offsets: dict[int, int] = {}
+
+    def delivered(index: int) -> Callable[[object, object], None]:
+        def callback(error: object, message: object) -> None:
+            if error is None:
+                offsets[index] = message.offset()  # type: ignore[attr-defined]
+
+        return callback
+
+    for index, value in enumerate(values):
+        camera = cameras[index % 2]
+        camera.produce(
+            topic,
+            value=value,
+            key=b"ab"[index % 2 : index % 2 + 1],
+            partition=0,
+            on_delivery=delivered(index),
+        )
+        camera.poll(0)
+        if index != HELD_OFFSET:  # the held-back record's camera does not wait; the other goes on
+            camera.flush(30)
+        time.sleep(0.3)
+    for camera in cameras:
+        camera.flush(30)
+    return offsets
 
 
 def run(bootstrap_servers: str, consumer_config: dict[str, str]) -> dict[str, object]:
@@ -68,22 +131,8 @@ def run(bootstrap_servers: str, consumer_config: dict[str, str]) -> dict[str, ob
 
     reader = threading.Thread(target=consume)
     reader.start()
-    # Two cameras, each with its own idempotent producer, as `stream-worker produce` runs them.
-    cameras = [Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True}) for _ in "ab"]
-    offsets: dict[int, int] = {}  # record -> offset
-
-    def delivered(error: object, message: object) -> None:
-        offsets[int(message.value())] = message.offset()  # type: ignore[attr-defined]
-
-    for record in range(RECORDS):
-        camera = cameras[record % 2]
-        camera.produce(TOPIC, value=str(record), on_delivery=delivered)
-        camera.poll(0)
-        if record != HELD_OFFSET:  # the held-back record's camera does not wait; the other goes on
-            camera.flush(30)
-        time.sleep(0.3)
-    for camera in cameras:
-        camera.flush(30)
+    produced = produce_as_two_cameras(bootstrap_servers, TOPIC, [str(i).encode() for i in range(RECORDS)])
+    offsets = {int(i): offset for i, offset in produced.items()}
     time.sleep(2.0)
     done.set()
     reader.join()
@@ -110,25 +159,8 @@ def main() -> None:
     parser.add_argument("-X", dest="settings", action="append", default=[], metavar="KEY=VALUE")
     arguments = parser.parse_args()
     consumer_config = dict(setting.split("=", 1) for setting in arguments.settings)
-    with tempfile.TemporaryDirectory() as data_dir:
-        store = StoreServer(free_port(), HeldBackStore(Path(data_dir)))
-        threading.Thread(target=store.serve_forever, daemon=True).start()
-        port = free_port()
-        url = f"tcp://127.0.0.1:{port}"
-        command = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url]
-        environment = object_store_environment({}, f"http://127.0.0.1:{store.server_address[1]}")
-        with subprocess.Popen(
-            [*command, "--storage-engine", f"s3://{BUCKET}/"],
-            env={**environment, "NO_COLOR": "1"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        ) as broker:
-            try:
-                time.sleep(1.0)
-                print(json.dumps(run(f"127.0.0.1:{port}", consumer_config)))
-            finally:
-                broker.kill()
-        store.shutdown()
+    with held_back_broker() as bootstrap_servers:
+        print(json.dumps(run(bootstrap_servers, consumer_config)))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from stream_worker.service.gaps import GapHealer
 from stream_worker.service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -49,9 +50,19 @@ def producer_config(settings: ServiceSettings, **defaults: object) -> dict[str, 
     }
 
 
-def consume_records(consumer: Consumer, max_records: int, timeout_s: float) -> list[Message]:
+def consume_records(
+    consumer: Consumer, max_records: int, timeout_s: float, gaps: GapHealer | None = None
+) -> list[Message]:
     """Up to `max_records` records of one poll; broker-side errors are logged and skipped (end of
-    partition is no error), a fatal one raises."""
+    partition is no error), a fatal one raises.
+
+    With `gaps`, only the records to process in offset order come back (see service/gaps.py):
+    duplicates are dropped, and a partition with an offset gap loses the rest of this poll's
+    records and is sought back to its expected offset. A seek the consumer refuses (its fetch
+    not started yet) is made again before the next poll.
+    """
+    if gaps is not None:
+        seek_gaps(consumer, gaps)
     records = []
     for message in consumer.consume(max(1, max_records), timeout_s):
         error = message.error()
@@ -61,7 +72,30 @@ def consume_records(consumer: Consumer, max_records: int, timeout_s: float) -> l
             raise KafkaException(error)
         elif error.code() != KafkaError._PARTITION_EOF:
             log.warning("consumer error", extra={"error": error.str(), "code": error.name()})
+    if gaps is None:
+        return records
+    records = gaps.filter(records, _position)
+    seek_gaps(consumer, gaps)
     return records
+
+
+def _position(message: Message) -> tuple[Partition, int]:
+    return (message.topic(), message.partition()), message.offset()
+
+
+def seek_gaps(consumer: Consumer, gaps: GapHealer) -> None:
+    """Make the seeks `gaps` asks for; one the consumer refuses stays due for the next call."""
+    for (topic, partition), offset in gaps.seeks().items():
+        try:
+            consumer.seek(TopicPartition(topic, partition, offset))
+        except KafkaException as error:
+            log.debug(
+                "cannot seek back to an offset gap yet",
+                extra={"topic": topic, "partition": partition, "offset": offset, "error": str(error)},
+            )
+            gaps.seek_refused((topic, partition))
+        else:
+            gaps.seeked((topic, partition))
 
 
 def partitions(items: Iterable[TopicPartition]) -> list[Partition]:

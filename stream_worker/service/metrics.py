@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
+from stream_worker.service.gaps import GapOutcome, SettledGap
+
 
 class ServiceMetrics:
     def __init__(self, prefix: str) -> None:
@@ -19,6 +21,21 @@ class ServiceMetrics:
             registry=r,
         )
         self.commits = Counter(f"{prefix}_commits", "Offset commits accepted by the broker.", registry=r)
+        self.consumer_offset_gaps = Counter(
+            f"{prefix}_consumer_offset_gaps",
+            "Offset gaps in consumed partitions, by outcome: healed (the missing records were read "
+            "again) or accepted (still missing after the bounded tries).",
+            ["topic", "outcome"],
+            registry=r,
+        )
+
+    def show_gaps(self, topic: str) -> None:
+        """Export the topic's gap counts at 0 before any gap, so that 0 reads as none."""
+        for outcome in GapOutcome:
+            self.consumer_offset_gaps.labels(topic, outcome.value)
+
+    def count_gap(self, gap: SettledGap) -> None:
+        self.consumer_offset_gaps.labels(gap.topic, gap.outcome.value).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

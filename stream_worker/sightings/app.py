@@ -69,8 +69,9 @@ class SightingsService(LoopService):
             settings.input_topic, settings.grouping_rules(), settings.voting_rules(), settings.min_reads
         )
         self.publisher = Publisher(kafka.producer_config(settings))
+        self.metrics.show_gaps(settings.input_topic)
         self.consumer = PlatesConsumer(
-            settings, self._on_assign, self._on_revoke, self._on_lost, self._on_lag
+            settings, self._on_assign, self._on_revoke, self._on_lost, self._on_lag, self.metrics.count_gap
         )
 
     # --- lifecycle -------------------------------------------------------------------------

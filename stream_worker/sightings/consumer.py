@@ -6,6 +6,9 @@ time index (offsets_for_times). Passes that straddle C are then rebuilt from the
 (commits.py says why). A broker that cannot answer by time (the local Tansu answers offset 0)
 makes the replay start earlier, which is slower but as correct; one that cannot find the record
 at C - 1 (deleted by retention) starts at C.
+
+Records come in offset order per partition: an offset gap is healed or accepted first
+(service/gaps.py), the expected offset of a partition being where its reading starts.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicPartition
 
 from stream_worker.service import kafka
+from stream_worker.service.gaps import GapHealer, SettledGap
 from stream_worker.sightings.settings import SightingsSettings
 
 log = logging.getLogger(__name__)
@@ -48,9 +52,12 @@ class PlatesConsumer:
         on_revoke: Callable[[list[int]], None],
         on_lost: Callable[[list[int]], None],
         on_lag: Callable[[dict[int, int]], None],
+        on_gap: Callable[[SettledGap], None] | None = None,
     ) -> None:
         self._settings = settings
         self._topic = settings.input_topic
+        self.gaps = GapHealer(on_settled=on_gap)
+        self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         config = kafka.consumer_config(
             settings, settings.group_id, **{"queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES}
         )
@@ -60,25 +67,37 @@ class PlatesConsumer:
         self._probe_config = {**config, "group.id": f"{settings.group_id}.replay-probe"}
         self._probe_config.pop("stats_cb")
         self._consumer = Consumer(config)
-
-        def assign(consumer: Consumer, parts: list[TopicPartition]) -> None:
-            assigned = self._starts(parts)
-            consumer.assign(
-                [
-                    TopicPartition(self._topic, a.partition, a.replay_from)
-                    for a in assigned
-                    if a.replay_from is not None
-                ]
-                + [TopicPartition(self._topic, a.partition) for a in assigned if a.replay_from is None]
-            )
-            on_assign(assigned)
-
         self._consumer.subscribe(
-            [self._topic],
-            on_assign=assign,
-            on_revoke=lambda _, parts: on_revoke([p.partition for p in parts]),
-            on_lost=lambda _, parts: on_lost([p.partition for p in parts]),
+            [self._topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
         )
+
+    # librdkafka's rebalance callbacks (they run inside `consume`).
+    def _assigned(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        assigned = self._starts(parts)
+        consumer.assign(
+            [
+                TopicPartition(self._topic, a.partition, a.replay_from)
+                for a in assigned
+                if a.replay_from is not None
+            ]
+            + [TopicPartition(self._topic, a.partition) for a in assigned if a.replay_from is None]
+        )
+        # Reading starts at `replay_from`, else at the committed floor; with neither, where the
+        # auto.offset.reset puts it, known from the first record.
+        starts = {a.partition: a.replay_from if a.replay_from is not None else a.floor for a in assigned}
+        self.gaps.assign(
+            [(self._topic, a.partition) for a in assigned],
+            {(self._topic, p): start for p, start in starts.items() if start is not None},
+        )
+        self._on_assign(assigned)
+
+    def _revoked(self, _consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self._on_revoke([p.partition for p in parts])
+        self.gaps.forget(kafka.partitions(parts))
+
+    def _lost(self, _consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self._on_lost([p.partition for p in parts])
+        self.gaps.forget(kafka.partitions(parts))
 
     def _starts(self, parts: list[TopicPartition]) -> list[Assigned]:
         committed = self._consumer.committed(parts, timeout=PROBE_TIMEOUT_S)
@@ -118,9 +137,10 @@ class PlatesConsumer:
         return start
 
     def consume(self, max_records: int, timeout_s: float) -> list[PlateRecord]:
-        """Up to `max_records` records; broker-side errors are logged, a fatal one raises."""
+        """Up to `max_records` records, in offset order per partition (see service/gaps.py);
+        broker-side errors are logged, a fatal one raises."""
         records = []
-        for message in kafka.consume_records(self._consumer, max_records, timeout_s):
+        for message in kafka.consume_records(self._consumer, max_records, timeout_s, self.gaps):
             records.append(PlateRecord(message.partition(), message.offset(), message.value()))
         return records
 

@@ -112,8 +112,14 @@ class Worker(LoopService):
         )
         self.pool = InferencePool(runner, settings.max_inflight_batches, lambda: self.client.model_version)
         self.publisher = Publisher(producer_config(settings))
+        self.metrics.show_gaps(settings.input_topic)
         self.consumer = FrameConsumer(
-            settings, self._on_assign, self._on_revoke, self._on_lost, on_lag=self._record_lag
+            settings,
+            self._on_assign,
+            self._on_revoke,
+            self._on_lost,
+            on_lag=self._record_lag,
+            on_gap=self.metrics.count_gap,
         )
 
     # --- lifecycle -------------------------------------------------------------------------
