@@ -824,12 +824,9 @@ def main(argv: Sequence[str]) -> int:
         print(f"error: unknown hostile kinds {unknown}; known: {', '.join(KINDS_BY_NAME)}", file=sys.stderr)
         return 2
     started = datetime.now(UTC)
-    load_before = environment.load_average()
-    try:
-        busy = environment.check_idle(allow_busy=args.allow_busy, load=load_before[0])
-    except environment.BusyMachine as error:
-        print(f"error: {error}", file=sys.stderr)
+    if (idle := environment.load_or_refuse(args.allow_busy)) is None:
         return 2
+    load_before, busy = idle
     versions = environment.versions(None)  # now: the commit the run starts from, not the one it ends at
     rng = random.Random(args.seed)
     frames = valid_frames(samples_dir(), *_size(args.frame_size))

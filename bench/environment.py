@@ -147,3 +147,14 @@ def versions(tritonserver: str | None = None) -> dict[str, Any]:
     found["git_commit"] = _git("rev-parse", "HEAD")
     found["git_worktree_dirty"] = bool(_git("status", "--porcelain", "--untracked-files=no"))
     return found
+
+
+def load_or_refuse(allow_busy: bool) -> tuple[list[float], bool] | None:
+    """Before a benchmark: the load average and whether the machine is busy, or None (the refusal
+    printed on stderr) when the benchmark must not start."""
+    load = load_average()
+    try:
+        return load, check_idle(allow_busy=allow_busy, load=load[0])
+    except BusyMachine as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None

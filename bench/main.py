@@ -113,12 +113,9 @@ def main(argv: Sequence[str]) -> int:
         if getattr(args, name) < 1:
             print(f"error: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
             return 2
-    load_before = environment.load_average()
-    try:
-        busy = environment.check_idle(allow_busy=args.allow_busy, load=load_before[0])
-    except environment.BusyMachine as error:
-        print(f"error: {error}", file=sys.stderr)
+    if (idle := environment.load_or_refuse(args.allow_busy)) is None:
         return 2
+    load_before, busy = idle
     from bench.pipeline import BenchError
     from bench.scenarios import run_scenarios
     from stream_worker.launchers.triton import TritonLaunchError

@@ -493,12 +493,9 @@ def main(argv: Sequence[str]) -> int:
     if args.frames_per_pass < 2 or args.cameras < 1 or args.fps <= 0:
         print("error: --frames-per-pass >= 2, --cameras >= 1 and --fps > 0 are needed", file=sys.stderr)
         return 2
-    load_before = environment.load_average()
-    try:
-        busy = environment.check_idle(allow_busy=args.allow_busy, load=load_before[0])
-    except environment.BusyMachine as error:
-        print(f"error: {error}", file=sys.stderr)
+    if (idle := environment.load_or_refuse(args.allow_busy)) is None:
         return 2
+    load_before, busy = idle
     started = time.monotonic()
     try:
         difficulty = Difficulty(args.min_scale, tuple(args.jpeg_quality), args.max_blur)

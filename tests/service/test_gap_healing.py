@@ -42,6 +42,13 @@ def _wait_for_metric(service: ServiceProcess, sample: str, value: float) -> None
         time.sleep(0.2)
 
 
+def _gap_counts(service: ServiceProcess, prefix: str, topic: str) -> dict[str, float]:
+    return {
+        outcome: service.metric(f'{prefix}_consumer_offset_gaps_total{{outcome="{outcome}",topic="{topic}"}}')
+        for outcome in ("healed", "accepted")
+    }
+
+
 def _start(command: str, args: list[str], log: Path, started: str) -> ServiceProcess:
     service = ServiceProcess(args, log, command=command, started=started).start()
     service.wait_for_log(lambda line: line.get("msg") == "partitions assigned", "assignment")
@@ -65,12 +72,7 @@ def test_the_worker_reads_the_record_the_local_broker_skipped(
             produced = skip.produce_as_two_cameras(bootstrap, frames, [jpeg] * RECORDS)
             assert sorted(produced.values()) == list(range(RECORDS))
             _wait_for_metric(worker, "stream_worker_frames_in_total", RECORDS)
-            gaps = {
-                outcome: worker.metric(
-                    f'stream_worker_consumer_offset_gaps_total{{outcome="{outcome}",topic="{frames}"}}'
-                )
-                for outcome in ("healed", "accepted")
-            }
+            gaps = _gap_counts(worker, "stream_worker", frames)
             reader = TopicReader(bootstrap, plates, 1)
             deadline = time.monotonic() + WAIT_S
             while len({r.event["source"]["offset"] for r in reader.records}) < RECORDS:
@@ -108,12 +110,7 @@ def test_the_sightings_service_groups_the_event_the_local_broker_skipped(
             ]
             skip.produce_as_two_cameras(bootstrap, plates, [e.model_dump_json().encode() for e in events])
             _wait_for_metric(service, "stream_worker_sightings_events_in_total", RECORDS)
-            gaps = {
-                outcome: service.metric(
-                    f'stream_worker_sightings_consumer_offset_gaps_total{{outcome="{outcome}",topic="{plates}"}}'
-                )
-                for outcome in ("healed", "accepted")
-            }
+            gaps = _gap_counts(service, "stream_worker_sightings", plates)
             reader = TopicReader(bootstrap, sightings, 1)
             deadline = time.monotonic() + WAIT_S
             while not reader.records:
