@@ -23,25 +23,31 @@ def row(cx, cy, w, h, objectness=0.9, single=0.9, double=0.1, corners=None) -> n
     return np.array([cx, cy, w, h, objectness, *corners, single, double], np.float32)
 
 
+def letterbox(detections, image: np.ndarray, fraction: float = 1.0, margin: int = 0):
+    """One frame's canvas at one scale, as plate_recognition draws it, and its placement."""
+    canvases = detections.canvases_for([image], (fraction,), (margin,))
+    return canvases.batches[0].pixels[0], canvases.placements[0]
+
+
 def test_a_16_by_9_frame_gets_a_canvas_of_its_own_aspect_on_the_square_canvas_grid(detections) -> None:
     """1920x1080 at scale 1.0: 640x360 pixels where the 640x640 letterbox had them (top 140), cut to
     the frame at multiples of 32: rows 128..512 of the square (top 140 - 128 = 12)."""
     frame = np.full((1080, 1920, 3), 200, np.uint8)
-    canvas, placement = detections.letterbox(frame)
+    canvas, placement = letterbox(detections, frame)
     assert canvas.shape == (384, 640, 3) and canvas.dtype == np.uint8
     assert (placement.scale, placement.left, placement.top) == (pytest.approx(1 / 3), 0, 12)
     assert (canvas[:12] == 0).all() and (canvas[372:] == 0).all() and (canvas[12:372] == 200).all()
 
 
 def test_a_margin_keeps_black_around_the_frame_where_the_square_canvas_had_it(detections) -> None:
-    canvas, placement = detections.letterbox(np.full((1080, 1920, 3), 200, np.uint8), margin=64)
+    canvas, placement = letterbox(detections, np.full((1080, 1920, 3), 200, np.uint8), margin=64)
     # square rows 76..500 needed (140 - 64 .. 500 + 64 = 564): from row 64, 512 rows
     assert canvas.shape == (512, 640, 3) and (placement.left, placement.top) == (0, 76)
     assert (canvas[76:436] == 200).all() and canvas[:76].max() == 0 and canvas[436:].max() == 0
 
 
 def test_a_smaller_scale_leaves_a_black_frame_all_round(detections) -> None:
-    canvas, placement = detections.letterbox(np.full((1080, 1920, 3), 200, np.uint8), fraction=0.75)
+    canvas, placement = letterbox(detections, np.full((1080, 1920, 3), 200, np.uint8), fraction=0.75)
     # square: 480x270 at (80, 185); offsets modulo 32: (16, 25); canvas to the next multiple of 32
     assert canvas.shape == (320, 512, 3)
     assert (placement.scale, placement.left, placement.top) == (pytest.approx(0.25), 16, 25)
@@ -68,7 +74,7 @@ def test_canvas_shapes_follow_the_frame(detections, width: int, height: int, can
 
 
 def test_small_frames_are_upscaled(detections) -> None:
-    canvas, placement = detections.letterbox(np.full((100, 320, 3), 7, np.uint8))
+    canvas, placement = letterbox(detections, np.full((100, 320, 3), 7, np.uint8))
     assert (placement.scale, placement.left, placement.top) == (2.0, 0, 220 % 32)
     assert canvas.shape == (256, 640, 3) and (canvas[28:228] == 7).all()
 
@@ -93,7 +99,7 @@ def test_the_smaller_scale_from_the_larger_matches_a_resize_of_the_frame(detecti
     rng = np.random.default_rng(1)
     frame = cv2.GaussianBlur(rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8), (9, 9), 3)
     canvases = detections.canvases_for([frame], (1.0, 0.75), (0, 0))
-    direct, placement = detections.letterbox(frame, 0.75)
+    direct, placement = letterbox(detections, frame, 0.75)
     (small,) = [b.pixels[0] for b in canvases.batches if b.views == [1]]
     assert small.shape == direct.shape and canvases.placements[1] == placement
     assert np.abs(small.astype(int) - direct.astype(int)).mean() < 1.0

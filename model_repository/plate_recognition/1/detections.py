@@ -122,16 +122,6 @@ def resize_into(image: np.ndarray, target: np.ndarray) -> None:
         target[...] = resized
 
 
-def letterbox(image: np.ndarray, fraction: float = 1.0, margin: int = 0) -> tuple[np.ndarray, Placement]:
-    """One frame's canvas at `fraction` (see `canvas_layout`), black around the frame."""
-    (canvas_w, canvas_h), (new_w, new_h), placement = canvas_layout(
-        image.shape[1], image.shape[0], fraction, margin
-    )
-    canvas = np.full((canvas_h, canvas_w, 3), PAD_VALUE, np.uint8)
-    resize_into(image, canvas[placement.top : placement.top + new_h, placement.left : placement.left + new_w])
-    return canvas, placement
-
-
 def decode(rows: np.ndarray, placement: Placement, width: int, height: int, threshold: float) -> Detections:
     """The rows scoring above `threshold`, mapped back to the frame's pixels (boxes clipped to it)."""
     rows = np.asarray(rows, np.float32).reshape(-1, ROW_WIDTH)
