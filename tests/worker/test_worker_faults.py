@@ -88,7 +88,9 @@ def test_triton_outage_is_waited_out_without_loss_or_dead_letters(
     invalid = {s.source for s in sent if s.kind == "invalid"}
 
     with LocalTriton(prepared_model_repository) as triton:  # our own: the session's must stay up
-        worker = start_worker(triton.grpc_url)
+        # One batch in flight: with several, the 55 frames left could all be in requests that the
+        # stopping Triton still answers, and the outage would meet no request.
+        worker = start_worker(triton.grpc_url, "--max-inflight-batches", "1")
         outputs.wait_until(lambda: len(outputs.events.records) >= 5, "the first events", [worker])
         triton.stop()
         done_at_stop = len(outputs.sources())
