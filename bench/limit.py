@@ -89,10 +89,10 @@ class InProcessPipeline:
         self.max_pixels = int(self.parameters.get("max_pixels", MAX_PIXELS))
         self.max_decoded_pixels = int(self.parameters.get("max_decoded_pixels", MAX_DECODED_PIXELS))
         self.scales: tuple[float, ...] = self.detections.parse_scales(
-            self.parameters.get("detector_scales", "1.0,0.75")
+            self.parameters.get("detector_scales", self.detections.DEFAULT_SCALES)
         )
         self.margins: tuple[int, ...] = self.detections.parse_margins(
-            self.parameters.get("detector_margins", "64,64"), len(self.scales)
+            self.parameters.get("detector_margins", self.detections.DEFAULT_MARGINS), len(self.scales)
         )
         self.score_threshold = float(self.parameters.get("score_threshold", 0.25))
         self.nms_iou = float(self.parameters.get("nms_iou", 0.5))

@@ -84,7 +84,7 @@ def test_limit_runs_the_same_work_in_process(report: dict) -> None:
     assert settings["worker_threads"] == 2
     # plate_recognition's own parameters: the learned detector at its two scales.
     assert settings["recognition_parameters"]["detector"] == "yolo"
-    assert settings["detector_scales"] == [1.0, 0.75]
+    assert settings["detector_scales"] == [1.0, 0.5]
     assert settings["onnx_providers_used"] == ["CPUExecutionProvider"]
     for system in limit["systems"].values():
         assert_positive(system)

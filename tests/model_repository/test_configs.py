@@ -8,6 +8,8 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
+from tests.model_repository.conftest import load_model_file
+
 MODEL_REPOSITORY = Path(__file__).resolve().parents[2] / "model_repository"
 MODELS = ("plate_recognition", "plate_detector", "haar_detector", "stn", "lprnet")
 # The ONNX networks `stream-worker models prepare` writes: batched, on the GPU in the gpu variant.
@@ -89,3 +91,28 @@ def test_recognition_sends_the_detector_no_larger_requests_than_it_accepts() -> 
     for config in _variants("plate_recognition"):
         chunk = int(config.parameters["detector_max_batch"].string_value)
         assert 0 < chunk <= _config(MODEL_REPOSITORY / "plate_detector" / "config.pbtxt").max_batch_size
+
+
+def test_both_variants_show_the_detector_the_same_scales_and_margins() -> None:
+    default, gpu = _variants("plate_recognition")
+    detections = load_model_file("plate_recognition", "detections")
+    assert default.parameters["detector_scales"].string_value == detections.DEFAULT_SCALES
+    assert default.parameters["detector_margins"].string_value == detections.DEFAULT_MARGINS
+    for key in ("detector_scales", "detector_margins", "score_threshold", "nms_iou"):
+        assert gpu.parameters[key].string_value == default.parameters[key].string_value, key
+
+
+def test_the_gpu_detector_warms_up_the_canvases_a_16_by_9_camera_sends() -> None:
+    """TensorRT builds an engine profile per canvas shape; a shape left out of the warm-up is built
+    while the first 1080p frames wait."""
+    detections = load_model_file("plate_recognition", "detections")
+    default, _ = _variants("plate_recognition")
+    scales = detections.parse_scales(default.parameters["detector_scales"].string_value)
+    margins = detections.parse_margins(default.parameters["detector_margins"].string_value, len(scales))
+    sent = {
+        detections.canvas_layout(1920, 1080, scale, margin)[0][::-1]
+        for scale, margin in zip(scales, margins, strict=True)
+    }
+    _, gpu_detector = _variants("plate_detector")
+    warmed = {tuple(sample.inputs["images"].dims[:2]) for sample in gpu_detector.model_warmup}
+    assert sent <= warmed

@@ -6,7 +6,7 @@ row)` in canvas pixels. A canvas has the frame's aspect, its long side 640 pixel
 both sides rounded up to the network's stride (32): a 1920x1080 frame becomes 640x384, not 640x640
 (44% padding), at a fraction of the detector's work. Each frame is shown at several scales
 (`scales`: the fraction of 640 its long side fills), because plates that fill much of a photo are
-missed at full scale and found at 0.75 (measured on ../shared/evalset: boxes_only 126 -> 128 of 134
+missed at full scale and found at 0.5 (measured on ../shared/evalset: boxes_only 126 -> 128 of 134
 plates). Canvases of one shape go to the detector as one batch.
 """
 
@@ -89,12 +89,11 @@ def canvas_layout(
     `margin` pixels of its black border on each side (where the square had them), at multiples of
     STRIDE: the frame keeps its offset modulo STRIDE, so every level of the network sees it on the
     same grid as in the square canvas. The margin keeps plates at the frame's edge found: the
-    detector scores them lower without black around them. On ../shared/evalset, tight canvases
-    (0.94 of a square for 16:9) found 127 of boxes_only's 134 plates (two plates at the bottom
-    edge fell below the threshold); 64 pixels at scale 1.0 and 32 at 0.75 found all 128 that square
-    canvases find, and 64 at both (the default, 1.5 squares for 16:9) also voted every sighting of
-    `bench sightings` as square canvases do (54 of 59 exact, 53 with 64/32: one pass whose frames
-    split 3 to 5 between two readings). Scenes: 62/62 found, 57/61 exact with all three.
+    detector scores them lower without black around them. Measured on ../shared/evalset (plates
+    found of boxes_only's 134; exact sightings of `bench sightings`' 59): tight canvases 127; scales
+    1.0 and 0.75 with 64 pixels at both (1.5 squares for 16:9) 128 and 54; 1.0 and 0.5 with 64 and
+    32 (the default: 640x512 and 384x256, 1.04 squares) 128 and 55; 32 pixels at scale 1.0: 127.
+    Scenes: 62/62 found and 57/61 exact with each of them.
     """
     scale = min(size * fraction / width, size * fraction / height)
     new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
@@ -253,8 +252,13 @@ def frame_detections(
     return result
 
 
+# What config.pbtxt sets (chosen on ../shared/evalset, see canvas_layout); used where it is silent.
+DEFAULT_SCALES = "1.0,0.5"
+DEFAULT_MARGINS = "64,32"
+
+
 def parse_margins(text: str, scales: int) -> tuple[int, ...]:
-    """`"64,64"` -> (64, 64): one margin in pixels per scale of `detector_scales`."""
+    """`"64,32"` -> (64, 32): one margin in pixels per scale of `detector_scales`."""
     margins = tuple(int(part) for part in text.split(",") if part.strip())
     if len(margins) != scales or any(m < 0 for m in margins):
         raise ValueError(f"detector_margins must be {scales} pixel counts >= 0 (one per scale), got {text!r}")
@@ -262,7 +266,7 @@ def parse_margins(text: str, scales: int) -> tuple[int, ...]:
 
 
 def parse_scales(text: str) -> tuple[float, ...]:
-    """`"1.0,0.75"` -> (1.0, 0.75); each in (0, 1]."""
+    """`"1.0,0.5"` -> (1.0, 0.5); each in (0, 1]."""
     scales = tuple(float(part) for part in text.split(",") if part.strip())
     if not scales or any(not (0 < s <= 1) or math.isnan(s) for s in scales):
         raise ValueError(f"detector_scales must be fractions in (0, 1], got {text!r}")

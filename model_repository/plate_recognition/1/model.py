@@ -31,6 +31,8 @@ import triton_python_backend_utils as pb_utils
 from budget import MemoryBudget, waves
 from contract import DETECTOR_IMAGES, DETECTOR_ROW_WIDTH, DETECTOR_ROWS, output_arrays
 from detections import (
+    DEFAULT_MARGINS,
+    DEFAULT_SCALES,
     DOUBLE_ROW,
     SINGLE_ROW,
     Detections,
@@ -78,8 +80,8 @@ class TritonPythonModel:
             )
         self.detector = parameters.get("detector_model", "plate_detector")
         self.haar_detector = parameters.get("haar_detector_model", "haar_detector")
-        self.scales = parse_scales(parameters.get("detector_scales", "1.0,0.75"))
-        self.margins = parse_margins(parameters.get("detector_margins", "64,64"), len(self.scales))
+        self.scales = parse_scales(parameters.get("detector_scales", DEFAULT_SCALES))
+        self.margins = parse_margins(parameters.get("detector_margins", DEFAULT_MARGINS), len(self.scales))
         self.score_threshold = float(parameters.get("score_threshold", 0.25))
         self.nms_iou = float(parameters.get("nms_iou", 0.5))
         self.detector_max_batch = int(parameters.get("detector_max_batch", 32))

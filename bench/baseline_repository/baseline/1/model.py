@@ -62,9 +62,11 @@ class TritonPythonModel:
         self.frames = _load_module(repository / "plate_recognition/1/frames.py", "baseline_frames")
 
         recognition = _served_parameters(repository, "plate_recognition", config_name)
-        self.scales = self.detections.parse_scales(recognition.get("detector_scales", "1.0,0.75"))
+        self.scales = self.detections.parse_scales(
+            recognition.get("detector_scales", self.detections.DEFAULT_SCALES)
+        )
         self.margins = self.detections.parse_margins(
-            recognition.get("detector_margins", "64,64"), len(self.scales)
+            recognition.get("detector_margins", self.detections.DEFAULT_MARGINS), len(self.scales)
         )
         self.score_threshold = float(recognition.get("score_threshold", 0.25))
         self.nms_iou = float(recognition.get("nms_iou", 0.5))
