@@ -228,7 +228,10 @@ class Publisher(threading.Thread):
 
         from stream_worker.tools.produce import producer_config
 
-        producer = Producer(producer_config(self._servers, {"message.max.bytes": str(8 * MIB)}))
+        extra = {"message.max.bytes": str(8 * MIB)}
+        producer = Producer(
+            producer_config(self._servers, extra, local_broker=True)
+        )  # chaos: the local broker
         started = time.monotonic()
         try:
             for position, frame in enumerate(self._plan):

@@ -40,6 +40,7 @@ from bench.report import format_table, write_json
 from stream_worker.evaluation.labels import load_labels
 from stream_worker.evaluation.scoring import iou, match_boxes
 from stream_worker.launchers.broker import create_topics, free_port
+from stream_worker.tools.produce import producer_config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCENES = REPO_ROOT.parent / "shared" / "evalset" / "scenes"
@@ -337,6 +338,7 @@ def run_passes(
     partitions: int = 3,
     timeout_s: float = 1800.0,
     sightings_args: Sequence[str] = (),
+    local_broker: bool = False,
 ) -> Outputs:
     """Publish the planned passes through the worker and the sightings service; their outputs."""
     topics = Topics.named(f"bench-sightings-{uuid.uuid4().hex[:8]}")
@@ -353,6 +355,7 @@ def run_passes(
             "6000",
             "--metrics-host",
             "127.0.0.1",
+            *(["--local-broker"] if local_broker else []),
         ]
         worker_args = ["--triton-url", triton_url, "--group-id", f"{run_id}-worker"]
         worker_args += ["--triton-timeout-s", "600", "--input-topic", topics.frames]
@@ -368,15 +371,17 @@ def run_passes(
         try:
             worker.wait_ready()
             sightings.wait_ready()
-            frame_ids = _publish(bootstrap_servers, topics.frames, records(planned, fps))
+            frame_ids = _publish(bootstrap_servers, topics.frames, records(planned, fps), local_broker)
             return _collect(bootstrap_servers, topics, frame_ids, [worker, sightings], timeout_s)
         finally:
             worker.stop()
             sightings.stop()
 
 
-def _publish(bootstrap_servers: str, topic: str, frames: Iterator[tuple[str, str, int, bytes]]) -> set[str]:
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 20})
+def _publish(
+    bootstrap_servers: str, topic: str, frames: Iterator[tuple[str, str, int, bytes]], local_broker: bool
+) -> set[str]:
+    producer = Producer(producer_config(bootstrap_servers, {"linger.ms": "20"}, local_broker))
     frame_ids = set()
     for camera, frame_id, captured_ms, jpeg in frames:
         headers = [
@@ -504,7 +509,10 @@ def main(argv: Sequence[str]) -> int:
         with contextlib.ExitStack() as stack:
             bootstrap = args.bootstrap_servers or _local_broker(stack)
             triton_url = args.triton_url or _local_triton(stack, args.repository)
-            outputs = run_passes(bootstrap, triton_url, planned, args.fps, args.partitions)
+            local = args.bootstrap_servers is None
+            outputs = run_passes(
+                bootstrap, triton_url, planned, args.fps, args.partitions, local_broker=local
+            )
     except SightingsBenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

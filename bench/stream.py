@@ -86,6 +86,7 @@ class WorkerProcess:
             f"--output-topic={topics.plates}",
             f"--dlq-topic={topics.dead_letters}",
             f"--session-timeout-ms={SESSION_TIMEOUT_MS}",
+            "--local-broker",  # the stream bench always runs on the embedded broker
             f"--metrics-port={self.metrics_port}",
             "--metrics-host=127.0.0.1",
             "--log-level=WARNING",
@@ -395,6 +396,7 @@ def publish_backlog(
             bootstrap_servers=bootstrap_servers,
             topic=topic,
             camera_id=f"cam{camera}",
+            local_broker=True,
         )
         if report.failed:
             raise BenchError(f"publishing the backlog failed: {report.first_error}")

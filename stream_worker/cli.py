@@ -324,6 +324,13 @@ def produce(
     topic: str = typer.Option("frames", "--topic", envvar="STREAM_WORKER_INPUT_TOPIC", help="Frames topic."),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     client_config: list[str] = CLIENT_CONFIG_OPTION,
+    local_broker: bool = typer.Option(
+        False,
+        "--local-broker",
+        envvar="STREAM_WORKER_LOCAL_BROKER",
+        help="The broker is `stream-worker broker`: acks=all retries, not the idempotent producer "
+        "(which that broker can lose a batch of when killed). Never for Kafka.",
+    ),
 ) -> None:
     """Publish camera frames (key = camera id; headers camera_id, frame_id, captured_at)."""
     from stream_worker.tools.produce import FrameSourceError, check_sources, iter_frames, produce_frames
@@ -337,6 +344,7 @@ def produce(
             camera_id=camera_id,
             fps=fps,
             config=_client_config(client_config),
+            local_broker=local_broker,
         )
     except FrameSourceError as error:
         typer.echo(f"error: {error}", err=True)

@@ -206,6 +206,11 @@ class Demo:
         return self._stream(inputs, bootstrap, topics)
 
     @property
+    def _local_broker(self) -> bool:
+        """The demo started the embedded broker: its clients publish as that broker needs."""
+        return self.options.bootstrap_servers is None
+
+    @property
     def started_anything(self) -> bool:
         return self._watchdog is not None
 
@@ -346,6 +351,8 @@ class Demo:
     def _start_services(self, bootstrap: str, triton_url: str, topics: tuple[str, ...]) -> None:
         frames, plates, dead_letters, sightings = topics
         common = ["--bootstrap-servers", bootstrap, "--session-timeout-ms", str(SESSION_TIMEOUT_MS)]
+        if self._local_broker:
+            common.append("--local-broker")
         self._worker = ServiceChild(
             "run",
             [*common, "--triton-url", triton_url, "--group-id", f"stream-worker-demo-{self.run_id}",
@@ -397,6 +404,7 @@ class Demo:
                         topic=topic,
                         camera_id=camera_id,
                         fps=options.fps,
+                        local_broker=self._local_broker,
                     )
                 except Exception as error:  # reported by the main loop, which owns the exit status
                     self._producer_errors.append(error)

@@ -26,6 +26,7 @@ RESERVED_KAFKA_SETTINGS: dict[str, str | None] = {
     "acks": None,
     "request.required.acks": None,
     "transactional.id": None,
+    "max.in.flight.requests.per.connection": None,
     "auto.offset.reset": "--auto-offset-reset",
     "session.timeout.ms": "--session-timeout-ms",
 }
@@ -59,6 +60,12 @@ class ServiceSettings(BaseSettings):
         default_factory=dict,
         description="Extra librdkafka setting for the consumer and the producer (SASL/TLS, ...): "
         "--kafka-config key=value, repeatable; env: a JSON object.",
+    )
+    local_broker: bool = Field(
+        False,
+        description="The broker is the embedded one (`stream-worker broker`, the demo): publish with "
+        "acks=all retries, one request in flight, instead of the idempotent producer, which that "
+        "broker can lose a batch of when it is killed. Never set it for Kafka.",
     )
     auto_offset_reset: Literal["earliest", "latest"] = Field(
         "earliest", description="Where a group without a committed offset starts."

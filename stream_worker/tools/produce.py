@@ -19,6 +19,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from stream_worker.contracts import FrameHeader
 from stream_worker.media import MediaSupportMissing, opencv
+from stream_worker.service.kafka import delivery_config
 
 log = logging.getLogger(__name__)
 
@@ -116,14 +117,16 @@ def _video_jpegs(path: Path) -> Iterator[bytes]:
         capture.release()
 
 
-def producer_config(bootstrap_servers: str, extra: Mapping[str, str] | None = None) -> dict[str, object]:
-    """Idempotent, fully acknowledged: a retried send never duplicates or reorders a camera's frames."""
+def producer_config(
+    bootstrap_servers: str, extra: Mapping[str, str] | None = None, local_broker: bool = False
+) -> dict[str, object]:
+    """Fully acknowledged, in order: a retried send never reorders a camera's frames (see
+    service/kafka.delivery_config; `local_broker` for the embedded broker)."""
     return {
         "bootstrap.servers": bootstrap_servers,
-        "enable.idempotence": True,
-        "acks": "all",
         "linger.ms": 5,
         **(extra or {}),
+        **delivery_config(local_broker),
     }
 
 
@@ -136,12 +139,13 @@ def produce_frames(
     fps: float = 0.0,
     config: Mapping[str, str] | None = None,
     flush_timeout_s: float = 60.0,
+    local_broker: bool = False,
 ) -> ProduceReport:
     """Publish `frames` with key and headers per the input contract; fps 0 = as fast as possible.
 
     Waits for every delivery report; undelivered frames are counted in `failed`, never ignored.
     """
-    producer = Producer(producer_config(bootstrap_servers, config))
+    producer = Producer(producer_config(bootstrap_servers, config, local_broker))
     outcome = _DeliveryTally()
     key = camera_id.encode()
     started = time.monotonic()

@@ -55,7 +55,7 @@ def test_table_lines_up_columns_and_marks_missing_cells() -> None:
 def test_detector_parameters_are_read_from_the_real_config() -> None:
     parameters = config_parameters(config_path(MODEL_REPOSITORY, "plate_recognition"))
     assert parameters["detector"] == "yolo"
-    assert parameters["detector_scales"] == "1.0,0.75"
+    assert parameters["detector_scales"] == "1.0,0.5"
     assert float(parameters["score_threshold"]) > 0 and int(parameters["detector_max_batch"]) > 0
     assert int(config_parameters(config_path(MODEL_REPOSITORY, "plate_detector"))["intra_op_threads"]) > 0
 
