@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from confluent_kafka import KafkaException
 
+from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer
 from stream_worker.service.logs import configure_logging
 from stream_worker.service.settings import ConfigError, ServiceSettings, check_kafka_config
@@ -30,8 +31,7 @@ Settings = TypeVar("Settings", bound=ServiceSettings)
 STATUS_LOG_EVERY_S = 15.0
 
 
-class GroupConsumer(Protocol):
-    def commit(self, positions: Any) -> None: ...
+class GroupMember(Protocol):
     def close(self) -> None: ...
 
 
@@ -44,21 +44,25 @@ class Service(Protocol):
 
 class LoopService(ABC):
     """The life of a consuming service: one main loop until a stop signal or a fatal Kafka error,
-    then its own shutdown. Subclasses set `log`, `started_message`, `http` and `consumer`."""
+    then its own shutdown within `deadlines`. Subclasses set `log`, `started_message`, `http` and
+    `consumer`."""
 
     log: ClassVar[logging.Logger]
     started_message: ClassVar[str]
     http: HealthServer
-    consumer: GroupConsumer
+    consumer: GroupMember
 
-    def __init__(self) -> None:
-        self.stop_requested_at: float | None = None
+    def __init__(self, deadlines: Deadlines) -> None:
+        self.deadlines = deadlines
         self.fatal: BaseException | None = None
         self._last_status_log = time.monotonic()
 
+    @property
+    def stop_requested_at(self) -> float | None:
+        return self.deadlines.stop_requested_at
+
     def request_stop(self) -> None:
-        if self.stop_requested_at is None:
-            self.stop_requested_at = time.monotonic()
+        self.deadlines.request_stop()
 
     def run(self) -> int:
         """Process until asked to stop; returns the exit code."""
@@ -84,16 +88,6 @@ class LoopService(ABC):
     @abstractmethod
     def _shutdown(self) -> int:
         """Drain what the service's guarantees ask for, leave the group; returns the exit code."""
-
-    def _try_commit(self, positions: Any) -> bool:
-        """Commit; False (logged) when the broker refuses, typically during a rebalance: the
-        positions stay committable and the next turn tries again."""
-        try:
-            self.consumer.commit(positions)
-        except KafkaException as error:
-            self.log.warning("commit failed", extra={"error": str(error)})
-            return False
-        return True
 
     def _leave_group(self) -> None:
         try:

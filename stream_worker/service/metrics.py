@@ -28,6 +28,18 @@ class ServiceMetrics:
             ["topic", "outcome"],
             registry=r,
         )
+        self.commit_failures = Counter(
+            f"{prefix}_commit_failures",
+            "Partition commits that failed (the broker refused the request or that partition's "
+            "offset); the offsets stay committable and are committed on a later turn.",
+            ["topic"],
+            registry=r,
+        )
+
+    def show_consumed_topic(self, topic: str) -> None:
+        """Export the topic's gap and commit-failure counts at 0 before any, so that 0 reads as none."""
+        self.show_gaps(topic)
+        self.commit_failures.labels(topic)
 
     def show_gaps(self, topic: str) -> None:
         """Export the topic's gap counts at 0 before any gap, so that 0 reads as none."""

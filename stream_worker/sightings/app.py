@@ -3,7 +3,8 @@ sightings -> commit, all on one thread.
 
 Guarantees and how they are kept:
 - At-least-once: a plates offset is committed only below the first read still held by an open
-  pass or by a sighting the broker has not acknowledged (commits.py). A crash (SIGKILL included)
+  pass or by a sighting the broker has not acknowledged (commits.py), and counts as committed only
+  once the broker accepted that partition's commit (service/commits.py). A crash (SIGKILL included)
   re-reads from the commit, starting a little earlier (consumer.py), and rebuilds the passes.
 - Recognisable duplicates: a sighting's id is the camera and the position of its pass's first
   read, so a pass published again after a restart carries the same id.
@@ -11,12 +12,12 @@ Guarantees and how they are kept:
   the camera and published in the order their passes closed; the idempotent producer keeps it.
 - Rebalance and SIGTERM/SIGINT: sightings already closed are flushed and committed; open passes
   are dropped uncommitted (never published half done): whoever reads the partition next rebuilds
-  them from the commit. A stop drains within `shutdown_timeout_s` and exits 0.
+  them from the commit. A stop drains within `shutdown_timeout_s` and exits 0; a revocation's
+  flush is cut short by a stop (service/deadlines.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -27,6 +28,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.service import kafka
+from stream_worker.service.commits import Committer
+from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.publisher import Publisher
@@ -40,7 +43,6 @@ log = logging.getLogger("stream_worker.sightings")
 
 CONSUME_CHUNK = 500
 POLL_S = 0.1
-CLOSE_RESERVE_S = 3.0  # of the shutdown timeout, kept for the final commit and group leave
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ class SightingsService(LoopService):
     started_message = "sightings started"
 
     def __init__(self, settings: SightingsSettings) -> None:
-        super().__init__()
+        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
         self.metrics = SightingsMetrics()
         self.loop_clock = LoopClock()
@@ -69,9 +71,12 @@ class SightingsService(LoopService):
             settings.input_topic, settings.grouping_rules(), settings.voting_rules(), settings.min_reads
         )
         self.publisher = Publisher(kafka.producer_config(settings))
-        self.metrics.show_gaps(settings.input_topic)
         self.consumer = PlatesConsumer(
-            settings, self._on_assign, self._on_revoke, self._on_lost, self._on_lag, self.metrics.count_gap
+            settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost
+        )
+        topic = settings.input_topic
+        self.committer = Committer(
+            self.consumer, self.engine, self.metrics, partition_of=lambda p: (topic, p)
         )
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -90,19 +95,17 @@ class SightingsService(LoopService):
         self._pump()
 
     def _shutdown(self) -> int:
-        started = self.stop_requested_at or time.monotonic()
-        reserve = min(CLOSE_RESERVE_S, self.settings.shutdown_timeout_s * 0.2)
-        deadline = started + self.settings.shutdown_timeout_s - reserve
-        undelivered = self.publisher.flush(max(0.0, deadline - time.monotonic()))
+        self.deadlines.begin_shutdown()
+        undelivered = self.publisher.flush(self.deadlines.drain_left())
         self.publisher.poll(0)
-        self._commit()
+        self.committer.commit()
         open_groups = len(self.engine.open_groups())
         self._leave_group()
         self.http.stop()
         log.info(
             "stopped",
             extra={
-                "seconds": round(time.monotonic() - started, 3),
+                "seconds": round(self.deadlines.shutdown_seconds(), 3),
                 "open_passes_left_uncommitted": open_groups,
                 "undelivered_sightings": undelivered,
             },
@@ -133,7 +136,7 @@ class SightingsService(LoopService):
         for outgoing in self.engine.expire(time.monotonic()):
             self._publish(outgoing)
         self.publisher.poll(0)
-        self._commit()
+        self.committer.commit()
         if (replayed := self.engine.counts.replayed) > self._replayed_reported:
             self.metrics.replayed_groups.inc(replayed - self._replayed_reported)
             self._replayed_reported = replayed
@@ -166,14 +169,6 @@ class SightingsService(LoopService):
         if outgoing.partition in self.engine.assigned():
             self._publish(outgoing)
 
-    def _commit(self) -> None:
-        positions = self.engine.committable()
-        if not positions:
-            return
-        if self._try_commit(positions):
-            self.engine.mark_committed(positions)
-            self.metrics.commits.inc()
-
     # --- rebalance -------------------------------------------------------------------------
 
     def _on_assign(self, assigned: list[Assigned]) -> None:
@@ -191,29 +186,17 @@ class SightingsService(LoopService):
 
     def _on_revoke(self, partitions: list[int]) -> None:
         if self.fatal is None:
-            self.publisher.flush(self.settings.revoke_timeout_s)
-            self._commit()
+            self.publisher.flush(self.deadlines.drain_left(self.deadlines.revocation_end()))
+            self.committer.commit()
         dropped = sum(self.engine.revoke(p) for p in partitions)
-        self._forget_lag(partitions)
         log.info("partitions revoked", extra={"partitions": partitions, "open_passes_dropped": dropped})
 
     def _on_lost(self, partitions: list[int]) -> None:
         for partition in partitions:
             self.engine.revoke(partition)
-        self._forget_lag(partitions)
         log.warning("partitions lost", extra={"partitions": partitions})
 
-    def _forget_lag(self, partitions: list[int]) -> None:
-        for partition in partitions:
-            with contextlib.suppress(KeyError):  # no lag reported for it yet
-                self.metrics.consumer_lag.remove(self.settings.input_topic, str(partition))
-
     # --- observability ---------------------------------------------------------------------
-
-    def _on_lag(self, lags: dict[int, int]) -> None:
-        for partition, lag in lags.items():
-            if partition in self.engine.assigned():
-                self.metrics.consumer_lag.labels(self.settings.input_topic, str(partition)).set(lag)
 
     def _log_status(self) -> None:
         if not self._status_due():

@@ -1,4 +1,4 @@
-"""The plates consumer: manual commits, and on assignment a start a little before the commit.
+"""The plates consumer: on assignment, each partition starts a little before its committed position.
 
 A partition with a committed position C is read again from `replay_from`: the offset whose record
 time is `replay_lookback_s` before that of the record at C - 1, found with the broker's
@@ -7,20 +7,23 @@ time index (offsets_for_times). Passes that straddle C are then rebuilt from the
 makes the replay start earlier, which is slower but as correct; one that cannot find the record
 at C - 1 (deleted by retention) starts at C.
 
-Records come in offset order per partition: an offset gap is healed or accepted first
-(service/gaps.py), the expected offset of a partition being where its reading starts.
+Everything else (manual commits, ownership, offset gaps healed in order, lag) is the shared group
+consumer's (service/consumer.py); the expected offset of a partition is where its reading starts.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, Message, TopicPartition
 
 from stream_worker.service import kafka
-from stream_worker.service.gaps import GapHealer, SettledGap
+from stream_worker.service.consumer import ClientFactory, GroupConsumer
+from stream_worker.service.kafka import Partition
+from stream_worker.service.metrics import ServiceMetrics
 from stream_worker.sightings.settings import SightingsSettings
 
 log = logging.getLogger(__name__)
@@ -44,37 +47,39 @@ class Assigned:
     replay_from: int | None  # where reading starts (None: at the floor or per auto.offset.reset)
 
 
-class PlatesConsumer:
+class PlatesConsumer(GroupConsumer[PlateRecord]):
+    """The shared group consumer (service/consumer.py) reading plate events, whose assignment
+    starts each partition at its replay position; its callbacks speak partition numbers."""
+
     def __init__(
         self,
         settings: SightingsSettings,
+        metrics: ServiceMetrics,
         on_assign: Callable[[list[Assigned]], None],
         on_revoke: Callable[[list[int]], None],
         on_lost: Callable[[list[int]], None],
-        on_lag: Callable[[dict[int, int]], None],
-        on_gap: Callable[[SettledGap], None] | None = None,
+        client: ClientFactory = Consumer,
     ) -> None:
         self._settings = settings
         self._topic = settings.input_topic
-        self.gaps = GapHealer(on_settled=on_gap)
-        self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
+        self._starting: list[Assigned] = []  # of the assignment under way
         config = kafka.consumer_config(
             settings, settings.group_id, **{"queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES}
         )
-        config["stats_cb"] = lambda stats: on_lag(
-            {p: lag for (t, p), lag in kafka.lag_from_statistics(stats).items() if t == self._topic}
-        )
         self._probe_config = {**config, "group.id": f"{settings.group_id}.replay-probe"}
-        self._probe_config.pop("stats_cb")
-        self._consumer = Consumer(config)
-        self._consumer.subscribe(
-            [self._topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
+        super().__init__(
+            config,
+            self._topic,
+            metrics,
+            on_assign=lambda _partitions: on_assign(self._starting),
+            on_revoke=lambda partitions: on_revoke([p for _, p in partitions]),
+            on_lost=lambda partitions: on_lost([p for _, p in partitions]),
+            client=client,
         )
 
-    # librdkafka's rebalance callbacks (they run inside `consume`).
-    def _assigned(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
-        assigned = self._starts(parts)
-        consumer.assign(
+    def _start_positions(self, client: Any, parts: list[TopicPartition]) -> dict[Partition, int]:
+        self._starting = assigned = self._starts(parts)
+        client.assign(
             [
                 TopicPartition(self._topic, a.partition, a.replay_from)
                 for a in assigned
@@ -85,22 +90,10 @@ class PlatesConsumer:
         # Reading starts at `replay_from`, else at the committed floor; with neither, where the
         # auto.offset.reset puts it, known from the first record.
         starts = {a.partition: a.replay_from if a.replay_from is not None else a.floor for a in assigned}
-        self.gaps.assign(
-            [(self._topic, a.partition) for a in assigned],
-            {(self._topic, p): start for p, start in starts.items() if start is not None},
-        )
-        self._on_assign(assigned)
-
-    def _revoked(self, _consumer: Consumer, parts: list[TopicPartition]) -> None:
-        self._on_revoke([p.partition for p in parts])
-        self.gaps.forget(kafka.partitions(parts))
-
-    def _lost(self, _consumer: Consumer, parts: list[TopicPartition]) -> None:
-        self._on_lost([p.partition for p in parts])
-        self.gaps.forget(kafka.partitions(parts))
+        return {(self._topic, p): start for p, start in starts.items() if start is not None}
 
     def _starts(self, parts: list[TopicPartition]) -> list[Assigned]:
-        committed = self._consumer.committed(parts, timeout=PROBE_TIMEOUT_S)
+        committed = self._client.committed(parts, timeout=PROBE_TIMEOUT_S)
         assigned = []
         for part in committed:
             floor = part.offset if part.offset >= 0 else None
@@ -136,20 +129,5 @@ class PlatesConsumer:
         )
         return start
 
-    def consume(self, max_records: int, timeout_s: float) -> list[PlateRecord]:
-        """Up to `max_records` records, in offset order per partition (see service/gaps.py);
-        broker-side errors are logged, a fatal one raises."""
-        records = []
-        for message in kafka.consume_records(self._consumer, max_records, timeout_s, self.gaps):
-            records.append(PlateRecord(message.partition(), message.offset(), message.value()))
-        return records
-
-    def commit(self, positions: Mapping[int, int]) -> None:
-        """Synchronous: the caller treats the positions as committed only when this returns."""
-        self._consumer.commit(
-            offsets=[TopicPartition(self._topic, p, offset) for p, offset in positions.items()],
-            asynchronous=False,
-        )
-
-    def close(self) -> None:
-        self._consumer.close()
+    def _record(self, message: Message) -> PlateRecord:
+        return PlateRecord(message.partition(), message.offset(), message.value())

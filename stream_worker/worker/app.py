@@ -3,27 +3,30 @@ event -> publish -> commit, on one main thread plus the inference pool's threads
 
 Guarantees and how they are kept:
 - At-least-once: an offset is committed only after its output or dead-letter record, and those of
-  every earlier offset of its partition, are acknowledged (offsets.py). A crash re-reads from the
-  last commit; the re-published events carry the same `event_id`.
+  every earlier offset of its partition, are acknowledged (offsets.py), and counts as committed
+  only once the broker accepted that partition's commit (service/commits.py). A crash re-reads
+  from the last commit; the re-published events carry the same `event_id`.
 - Bounded duplicates: a batch holds its in-flight slot until its offsets are committed, so at
   most `max_inflight_batches x max_batch_frames` frames can be published but uncommitted.
 - Per-camera order: outcomes are published in offset order per partition (ordering.py), and
   the idempotent producer keeps that order through its retries. (A record the broker refuses
   outright, after all of librdkafka's retries, is published again, possibly out of order.)
-- Bounded memory: consumption pauses at `max_pending_frames` read-but-unacknowledged frames.
+- Bounded memory: consumption pauses at `max_pending_frames` read-but-unacknowledged frames
+  (service/consumer.py, which also keeps partition ownership and assignment epochs).
 - Rebalance: frames of revoked partitions not yet sent to Triton are dropped uncommitted (the
   next owner reads them); their batches in flight get `revoke_timeout_s` to finish, publish and
   commit, else they are dropped too. Results that come back for a partition after that are
   recognised by its assignment epoch and discarded.
 - SIGTERM/SIGINT: stop consuming, finish the batches in flight (frames not yet sent stay
-  uncommitted), flush, commit, leave the group, exit 0, all within `shutdown_timeout_s`.
+  uncommitted), flush, commit, leave the group, exit 0, all within `shutdown_timeout_s`
+  (service/deadlines.py).
 Every consumer/producer call happens on the main thread; the pool only talks to Triton.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
+import math
 import queue
 import threading
 import time
@@ -36,6 +39,8 @@ from confluent_kafka import KafkaError, KafkaException
 from stream_worker.config import WorkerSettings, load_settings
 from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
 from stream_worker.recognition import FrameResult
+from stream_worker.service.commits import Committer
+from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.publisher import Publisher
 from stream_worker.triton_client import PlateRecognitionClient, tls_from_files
@@ -62,7 +67,6 @@ CONSUME_CHUNK = 64  # records per consume() call, at most
 BUSY_POLL_S = 0.005  # loop period while batches are out: how soon a finished batch is published
 IDLE_POLL_S = 0.1
 READY_PROBE_TIMEOUT_S = 2.0
-CLOSE_RESERVE_S = 3.0  # of the shutdown timeout, kept for the final flush, commit and group leave
 
 
 class Worker(LoopService):
@@ -70,7 +74,7 @@ class Worker(LoopService):
     started_message = "worker started"
 
     def __init__(self, settings: WorkerSettings) -> None:
-        super().__init__()
+        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
         self.metrics = Metrics()
         self.loop_clock = LoopClock()
@@ -80,10 +84,6 @@ class Worker(LoopService):
         self.ready: deque[list[Frame]] = deque()  # closed batches waiting for an in-flight slot
         self.inflight: dict[int, BatchJob] = {}  # submitted, until finished AND committed
         self.finished: set[int] = set()
-        self.assigned: set[Partition] = set()
-        self.paused: set[Partition] = set()
-        self.epochs: dict[Partition, int] = {}
-        self.closing = False
         self._next_batch_id = 0
 
         # First, so that a busy --metrics-port fails before anything connects anywhere.
@@ -112,15 +112,8 @@ class Worker(LoopService):
         )
         self.pool = InferencePool(runner, settings.max_inflight_batches, lambda: self.client.model_version)
         self.publisher = Publisher(producer_config(settings))
-        self.metrics.show_gaps(settings.input_topic)
-        self.consumer = FrameConsumer(
-            settings,
-            self._on_assign,
-            self._on_revoke,
-            self._on_lost,
-            on_lag=self._record_lag,
-            on_gap=self.metrics.count_gap,
-        )
+        self.consumer = FrameConsumer(settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost)
+        self.committer = Committer(self.consumer, self.tracker, self.metrics, partition_of=lambda p: p)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -132,33 +125,31 @@ class Worker(LoopService):
         }
 
     def _turn(self) -> None:
-        self._apply_backpressure()
+        paused = self.consumer.throttle(self.tracker.pending(), self.settings.max_pending_frames)
+        self.metrics.paused.set(1 if paused else 0)
         capacity = self.settings.max_pending_frames - self.tracker.pending()
         for record in self.consumer.consume(min(max(capacity, 1), CONSUME_CHUNK), self._poll_timeout()):
             self._accept(record)
         self._pump()
 
     def _shutdown(self) -> int:
-        started = self.stop_requested_at or time.monotonic()
-        deadline = started + self.settings.shutdown_timeout_s
-        reserve = self._close_reserve_s()
+        self.deadlines.begin_shutdown()
         log.info("stopping: draining in-flight frames", extra={"pending": self.tracker.pending()})
         if self.fatal is None:
-            self.consumer.pause(self.assigned)
+            self.consumer.pause_all()
             self._drop_unsent()
-            self._drain(self._inflight_settled, deadline - reserve)
+            self._drain(self._inflight_settled)
         self._stop_inference.set()
         self.pool.close()
-        undelivered = self.publisher.flush(max(0.0, deadline - time.monotonic() - reserve / 2))
+        undelivered = self.publisher.flush(self.deadlines.final_flush_left())
         self.publisher.poll(0)
-        self._commit()
-        self.closing = True
+        self.committer.commit()
         self._leave_group()
         self.http.stop()
         log.info(
             "stopped",
             extra={
-                "seconds": round(time.monotonic() - started, 3),
+                "seconds": round(self.deadlines.shutdown_seconds(), 3),
                 "uncommitted_frames": self.tracker.pending(),
                 "undelivered_records": undelivered,
             },
@@ -169,7 +160,7 @@ class Worker(LoopService):
 
     def _accept(self, record: InputRecord) -> None:
         partition = (record.topic, record.partition)
-        if partition not in self.assigned:
+        if not self.consumer.owns(partition):
             return  # fetched before a revocation: its next owner reads it
         last = self.tracker.last_tracked(partition)
         if last is not None and record.offset <= last:
@@ -177,7 +168,7 @@ class Worker(LoopService):
         self.tracker.track(partition, record.offset)
         self.ordering.expect(partition, record.offset)
         self.metrics.frames_in.inc()
-        checked = validate(record, self.settings.max_frame_bytes, self.epochs[partition])
+        checked = validate(record, self.settings.max_frame_bytes, self.consumer.epoch(partition))
         if isinstance(checked, Rejection):
             self.ordering.resolve(partition, record.offset, self._dead_letter(record, checked))
         elif batch := self.batcher.add(checked):
@@ -203,7 +194,7 @@ class Worker(LoopService):
         self._collect_finished()
         self._publish_released()
         self.publisher.poll(0)
-        self._commit()
+        self.committer.commit()
         self._release_slots()
         self.metrics.pending_frames.set(self.tracker.pending())
         self.metrics.inflight_batches.set(len(self.inflight))
@@ -262,7 +253,7 @@ class Worker(LoopService):
             if record is None:
                 self.tracker.ack(partition, offset)  # --skip-empty: nothing to wait for
             else:
-                self._publish(partition, offset, self.epochs[partition], record)
+                self._publish(partition, offset, self.consumer.epoch(partition), record)
 
     def _publish(self, partition: Partition, offset: int, epoch: int, record: OutgoingRecord) -> None:
         def on_delivery(error: KafkaError | None) -> None:
@@ -284,7 +275,7 @@ class Worker(LoopService):
                 self.metrics.events_out.inc()
             else:
                 self.metrics.dead_letters.labels(record.dead_letter_reason.value).inc()
-            if self.epochs.get(partition) == epoch and partition in self.assigned:
+            if self.consumer.is_current(partition, epoch):
                 self.tracker.ack(partition, offset)
             return
         self.metrics.publish_errors.inc()
@@ -301,16 +292,8 @@ class Worker(LoopService):
         )
         if record.dead_letter_reason is not None and record.value and is_too_large(error):
             record = record.without_value()
-        if self.epochs.get(partition) == epoch:
+        if self.consumer.is_current(partition, epoch):
             self._publish(partition, offset, epoch, record)
-
-    def _commit(self) -> None:
-        positions = {p: position for p, position in self.tracker.committable().items() if p in self.assigned}
-        if not positions:
-            return
-        if self._try_commit(positions):
-            self.tracker.mark_committed(positions)
-            self.metrics.commits.inc()
 
     def _release_slots(self) -> None:
         for batch_id in [b for b in self.finished if self._settled(self.inflight[b])]:
@@ -330,7 +313,7 @@ class Worker(LoopService):
         )
 
     def _is_current(self, frame: Frame) -> bool:
-        return frame.partition in self.assigned and self.epochs.get(frame.partition) == frame.epoch
+        return self.consumer.is_current(frame.partition, frame.epoch)
 
     # --- flow control ----------------------------------------------------------------------
 
@@ -340,21 +323,7 @@ class Worker(LoopService):
         due = self.batcher.seconds_until_due()
         return IDLE_POLL_S if due is None else min(IDLE_POLL_S, max(due, 0.001))
 
-    def _apply_backpressure(self) -> None:
-        pending = self.tracker.pending()
-        limit = self.settings.max_pending_frames
-        if pending >= limit or (self.paused and pending > limit // 2):
-            if newly := self.assigned - self.paused:
-                self.consumer.pause(newly)
-                self.paused |= newly
-                log.info("backpressure: consumption paused", extra={"pending": pending})
-        elif self.paused:
-            self.consumer.resume(self.paused & self.assigned)
-            self.paused.clear()
-            log.info("backpressure: consumption resumed", extra={"pending": pending})
-        self.metrics.paused.set(1 if self.paused else 0)
-
-    def _drop_unsent(self, partitions: Collection[Partition] | None = None) -> int:
+    def _drop_unsent(self, partitions: Collection[Partition] | None = None) -> None:
         """Take the frames not yet sent to Triton (all, or those of `partitions`) out of the pipeline.
 
         They stay uncommitted and are read again (here or by the next owner). Finishing them
@@ -363,38 +332,22 @@ class Worker(LoopService):
         if batch := self.batcher.flush():
             self.ready.append(batch)
         kept: deque[list[Frame]] = deque()
-        dropped = 0
         for batch in self.ready:
-            frames = [f for f in batch if partitions is not None and f.partition not in partitions]
-            dropped += len(batch) - len(frames)
-            if frames:
+            if frames := [f for f in batch if partitions is not None and f.partition not in partitions]:
                 kept.append(frames)
         self.ready = kept
-        return dropped
 
-    def _drain(self, done: Callable[[], bool], deadline: float) -> bool:
-        """Pump without consuming until `done()` or the deadline; True when done.
-
-        A stop signal arriving meanwhile (e.g. during a rebalance) brings the deadline forward to
-        the shutdown's, so that the worker still exits within `shutdown_timeout_s`.
-        """
+    def _drain(self, done: Callable[[], bool], until: float = math.inf) -> bool:
+        """Pump without consuming until `done()` or `until`; True when done. A stop, also one
+        arriving meanwhile, ends it at the stop's drain end (service/deadlines.py)."""
         while True:
             self._pump()
             if done() or self.fatal is not None:
                 return done()
-            remaining = min(deadline, self._drain_deadline()) - time.monotonic()
+            remaining = self.deadlines.drain_left(until)
             if remaining <= 0:
                 return False
             self.publisher.poll(min(BUSY_POLL_S, remaining))
-
-    def _close_reserve_s(self) -> float:
-        return min(CLOSE_RESERVE_S, self.settings.shutdown_timeout_s * 0.2)
-
-    def _drain_deadline(self) -> float:
-        """When a stop-time drain must end: never, unless a stop was requested."""
-        if self.stop_requested_at is None:
-            return float("inf")
-        return self.stop_requested_at + self.settings.shutdown_timeout_s - self._close_reserve_s()
 
     def _inflight_settled(self, partitions: Collection[Partition] | None = None) -> bool:
         return all(self._settled(job, partitions) for job in self.inflight.values())
@@ -402,19 +355,15 @@ class Worker(LoopService):
     # --- rebalance -------------------------------------------------------------------------
 
     def _on_assign(self, partitions: list[Partition]) -> None:
-        for partition in partitions:
-            self.epochs[partition] = self.epochs.get(partition, 0) + 1
-            self.assigned.add(partition)
         log.info("partitions assigned", extra={"partitions": _names(partitions)})
 
-    def _on_revoke(self, partitions: list[Partition]) -> None:
-        revoked = [p for p in partitions if p in self.assigned]
+    def _on_revoke(self, revoked: list[Partition]) -> None:
+        """Owned partitions being revoked: finish what was sent of them, in the revocation budget."""
         finished = True
-        if not self.closing and self.fatal is None:
+        if not self.consumer.closing and self.fatal is None:
             self._drop_unsent(revoked)
-            deadline = time.monotonic() + self.settings.revoke_timeout_s
-            finished = self._drain(lambda: self._inflight_settled(revoked), deadline)
-        self._commit()
+            finished = self._drain(lambda: self._inflight_settled(revoked), self.deadlines.revocation_end())
+        self.committer.commit()
         dropped = sum(self.tracker.pending(p) for p in revoked)
         self._forget(revoked)
         log.info(
@@ -427,22 +376,8 @@ class Worker(LoopService):
         log.warning("partitions lost", extra={"partitions": _names(partitions)})
 
     def _forget(self, partitions: list[Partition]) -> None:
-        # librdkafka keeps a partition paused through its revocation and a later re-assignment:
-        # resume what backpressure paused, or a partition given back to this worker (after a
-        # rebalance) would never be fetched again, its frames waiting forever.
-        if (paused := [p for p in partitions if p in self.paused]) and not self.closing:
-            try:
-                self.consumer.resume(paused)
-            except KafkaException as error:
-                log.warning("could not resume revoked partitions", extra={"error": str(error)})
         self.tracker.forget(partitions)
         self.ordering.forget(partitions)
-        for partition in partitions:
-            self.epochs[partition] = self.epochs.get(partition, 0) + 1
-            self.assigned.discard(partition)
-            self.paused.discard(partition)
-            with contextlib.suppress(KeyError):  # no lag reported for it yet
-                self.metrics.consumer_lag.remove(partition[0], str(partition[1]))
 
     # --- observability ---------------------------------------------------------------------
 
@@ -465,25 +400,21 @@ class Worker(LoopService):
                 "inflight_batches": len(self.inflight),
                 "awaiting_order": self.ordering.waiting(),
                 "unacked_records": len(self.publisher),
-                "paused": bool(self.paused),
-                "assigned": _names(sorted(self.assigned)),
+                "paused": self.consumer.throttled,
+                "assigned": _names(self.consumer.assigned()),
             },
         )
 
-    def _record_lag(self, lags: dict[Partition, int]) -> None:
-        for (topic, partition), lag in lags.items():
-            if (topic, partition) in self.assigned:
-                self.metrics.consumer_lag.labels(topic, str(partition)).set(lag)
-
     def _readiness(self) -> tuple[bool, str]:
-        if not self.assigned:
+        assigned = self.consumer.assigned()
+        if not assigned:
             return False, "no partitions assigned"
         if not self._probe.is_ready():
             return (
                 False,
                 f"Triton at {self.settings.triton_url} or model {self.settings.model_name} not ready",
             )
-        return True, f"{len(self.assigned)} partitions assigned, Triton ready"
+        return True, f"{len(assigned)} partitions assigned, Triton ready"
 
 
 def _names(partitions: Sequence[Partition]) -> list[str]:

@@ -1,5 +1,5 @@
 """The main-loop skeleton both services share (service/lifecycle.LoopService): how it stops, what a
-fatal Kafka error does, how commits and the group leave fail softly, and the status timing."""
+fatal Kafka error does, how the group leave fails softly, and the status timing."""
 
 from __future__ import annotations
 
@@ -10,20 +10,15 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.service import lifecycle
+from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer
 from stream_worker.service.lifecycle import LoopService
 
 
 class RecordingConsumer:
-    def __init__(self, commit_error: bool = False, close_error: bool = False) -> None:
-        self.commit_error, self.close_error = commit_error, close_error
-        self.commits: list[Any] = []
+    def __init__(self, close_error: bool = False) -> None:
+        self.close_error = close_error
         self.closed = False
-
-    def commit(self, positions: Any) -> None:
-        if self.commit_error:
-            raise KafkaException(KafkaError(KafkaError.REBALANCE_IN_PROGRESS))
-        self.commits.append(positions)
 
     def close(self) -> None:
         self.closed = True
@@ -45,7 +40,7 @@ class CountingService(LoopService):
     def __init__(
         self, consumer: RecordingConsumer, stop_after: int, error: BaseException | None = None
     ) -> None:
-        super().__init__()
+        super().__init__(Deadlines(shutdown_timeout_s=30, revoke_timeout_s=10))
         self.consumer = consumer
         self.http = HealthServer(Metrics(), "127.0.0.1", 0, lambda: (True, "ok"), lambda: 0.0)
         self.turns, self.stop_after, self.error = 0, stop_after, error
@@ -83,6 +78,7 @@ def test_a_second_stop_request_keeps_the_first_time() -> None:
     first = service.stop_requested_at
     service.request_stop()
     assert first is not None and service.stop_requested_at == first
+    assert service.deadlines.stop_requested_at == first  # the shutdown's budget starts there
     service.http.stop()
 
 
@@ -100,17 +96,6 @@ def test_any_other_error_is_not_swallowed() -> None:
     with pytest.raises(ValueError, match="a bug"):
         service.run()
     service.http.stop()
-
-
-def test_a_refused_commit_is_logged_and_reported_for_a_later_retry(caplog) -> None:
-    refusing = CountingService(RecordingConsumer(commit_error=True), stop_after=1)
-    with caplog.at_level(logging.WARNING, "test.lifecycle"):
-        assert refusing._try_commit({0: 5}) is False
-    assert any(r.getMessage() == "commit failed" for r in caplog.records)
-    accepting = CountingService(RecordingConsumer(), stop_after=1)
-    assert accepting._try_commit({0: 5}) is True and accepting.consumer.commits == [{0: 5}]
-    refusing.http.stop()
-    accepting.http.stop()
 
 
 def test_a_failed_group_leave_is_logged_not_raised(caplog) -> None:

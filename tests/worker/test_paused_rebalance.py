@@ -1,67 +1,22 @@
-"""A partition paused for backpressure and then revoked must be resumed before it is forgotten.
+"""Why a partition paused for backpressure and then revoked must be resumed before it is forgotten.
 
-librdkafka keeps a partition's pause through its revocation and a later re-assignment (the first
-test shows it on the real broker). The worker forgets a revoked partition's state, its record of
+librdkafka keeps a partition's pause through its revocation and a later re-assignment (this test
+shows it on the real broker). The consumer forgets a revoked partition's state, its record of
 pauses included, so without resuming first a partition given back to it after a rebalance was
 never fetched again: `bench chaos` found two partitions stalled for good after worker restarts.
+The resume itself is tested in tests/service/test_consumer.py.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from stream_worker.config import load_settings
 from stream_worker.launchers.broker import create_topics
-from stream_worker.worker.app import Worker
-from stream_worker.worker.offsets import Partition
-
-
-class RecordingConsumer:
-    def __init__(self) -> None:
-        self.resumed: list[Partition] = []
-
-    def resume(self, partitions: Iterable[Partition]) -> None:
-        self.resumed.extend(partitions)
-
-    def close(self) -> None:
-        pass
-
-
-@pytest.fixture
-def worker() -> Iterator[Worker]:
-    settings = load_settings(
-        ["--bootstrap-servers=127.0.0.1:1", "--triton-url=127.0.0.1:1", "--metrics-port=0", "--group-id=g"]
-    )
-    worker = Worker(settings)  # connects to nothing until run
-    worker.consumer = RecordingConsumer()  # type: ignore[assignment]
-    yield worker
-    worker.pool.close()
-
-
-def test_revoked_or_lost_paused_partitions_are_resumed_first(worker: Worker) -> None:
-    paused, running, kept = ("frames", 0), ("frames", 1), ("frames", 2)
-    for partition in (paused, running, kept):
-        worker.epochs[partition] = 1
-        worker.assigned.add(partition)
-    worker.paused = {paused, kept}
-    worker._on_lost([paused, running])
-    assert worker.consumer.resumed == [paused]  # type: ignore[attr-defined]
-    assert worker.paused == {kept} and worker.assigned == {kept}
-
-
-def test_nothing_is_resumed_while_the_worker_closes(worker: Worker) -> None:
-    partition = ("frames", 0)
-    worker.epochs[partition] = 1
-    worker.assigned.add(partition)
-    worker.paused = {partition}
-    worker.closing = True
-    worker._on_lost([partition])
-    assert worker.consumer.resumed == []  # type: ignore[attr-defined]
 
 
 def _poll_until(consumers: list[Consumer], done: Callable[[], bool], seconds: float = 60) -> None:
