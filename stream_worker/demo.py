@@ -33,7 +33,7 @@ from types import FrameType
 from typing import Any
 
 import orjson
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from stream_worker.children import Watchdog
@@ -53,6 +53,7 @@ from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
 from stream_worker.service.http import read_metric
+from stream_worker.service.topic_reader import TopicReader
 from stream_worker.tools.produce import (
     FrameSourceError,
     ProduceReport,
@@ -73,6 +74,7 @@ CORRUPT_FRAME = b"this is not a JPEG: a corrupt frame to show the dead-letter pa
 SESSION_TIMEOUT_MS = 6000  # a group join takes about half of it on Tansu
 TRITON_START_TIMEOUT_S = 300.0
 POLL_S = 0.2
+VIEW_BATCH = 100  # records the viewer shows per poll
 SIGHTINGS_SILENCE_S = 3.0  # the cameras stop at the end: their last passes close on silence
 SIGHTINGS_WAIT_S = 30.0
 # Results idle this long with frames outstanding: ask the worker whether it ever received them.
@@ -426,23 +428,9 @@ class Demo:
     def _stream(self, inputs: Sequence[Path], bootstrap: str, topics: tuple[str, ...]) -> int:
         options = self.options
         planned = options.cameras * options.frames_per_camera + options.corrupt_frames
-        consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"stream-worker-demo-{self.run_id}-viewer",
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-            }
-        )
-        self._cleanup.callback(consumer.close)
-        metadata = consumer.list_topics(timeout=30).topics
-        consumer.assign(
-            [
-                TopicPartition(topic, partition, OFFSET_BEGINNING)
-                for topic in topics[1:]
-                for partition in sorted(metadata[topic].partitions)
-            ]
-        )
+        # Read from the side, in offset order with the local broker's skips healed (service/gaps.py).
+        viewer = TopicReader(bootstrap, topics[1:])
+        self._cleanup.callback(viewer.close)
         self.console.line(
             f"publishing {planned} frames: {options.cameras} camera(s) x {options.frames_per_camera} "
             f"at {options.fps:g} fps"
@@ -453,9 +441,9 @@ class Demo:
         with self.console.counters({"published": planned, "results": planned}) as bars:
             idle_since = time.monotonic()
             while True:
-                message = consumer.poll(POLL_S)
+                messages = viewer.poll(VIEW_BATCH, POLL_S)
                 now = time.monotonic()
-                if message is not None and message.error() is None:
+                for message in messages:
                     self._show(message, topics, now)
                     idle_since = now
                 self._check_alive()
@@ -480,10 +468,10 @@ class Demo:
                         f"{log_tail(self._worker.log_path)}"
                     )
                     break
-        self._wait_for_sightings(consumer, topics)
+        self._wait_for_sightings(viewer, topics)
         return self._finish()
 
-    def _wait_for_sightings(self, consumer: Consumer, topics: tuple[str, ...]) -> None:
+    def _wait_for_sightings(self, viewer: TopicReader, topics: tuple[str, ...]) -> None:
         """Until the sightings service holds no pass open or unpublished (the cameras' last passes
         close on silence), showing what arrives."""
         assert self._sightings is not None
@@ -491,8 +479,7 @@ class Demo:
         deadline = time.monotonic() + SIGHTINGS_WAIT_S
         with self.console.step("waiting for the last sightings (the cameras fell silent)"):
             while time.monotonic() < deadline:
-                message = consumer.poll(POLL_S)
-                if message is not None and message.error() is None:
+                for message in viewer.poll(VIEW_BATCH, POLL_S):
                     self._show(message, topics, time.monotonic())
                 self._check_alive()
                 events_in = read_metric(url, "stream_worker_sightings_events_in_total")
@@ -500,8 +487,7 @@ class Demo:
                 if events_in is not None and events_in >= len(self.results.events) and held == 0:
                     break
             for _ in range(5):  # what was published last
-                message = consumer.poll(POLL_S)
-                if message is not None and message.error() is None:
+                for message in viewer.poll(VIEW_BATCH, POLL_S):
                     self._show(message, topics, time.monotonic())
 
     def _broker_skipped(self, sent: int) -> bool:

@@ -1,27 +1,23 @@
 """Read a topic from the side, without joining or moving any consumer group's offsets.
 
-The consumer assigns itself every partition (its group id is throwaway and nothing is committed),
+The reader assigns itself every partition (service/topic_reader.py: no group, nothing committed),
 so tailing the output or the dead-letter topic never disturbs the workers.
 """
 
 from __future__ import annotations
 
-import logging
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Message
 
-log = logging.getLogger(__name__)
+from stream_worker.service.topic_reader import TopicNotFoundError, TopicReader
+
+__all__ = ["TopicNotFoundError", "describe_record", "tail_records"]
 
 JsonRecord = dict[str, Any]
-
-
-class TopicNotFoundError(LookupError):
-    """The topic to tail does not exist on the broker."""
 
 
 def tail_records(
@@ -33,19 +29,11 @@ def tail_records(
     idle_timeout_s: float | None = None,
     config: Mapping[str, str] | None = None,
 ) -> Iterator[JsonRecord]:
-    """Yield the topic's records as `describe_record` dicts; stop after `max_messages`, or once
-    nothing new arrived for `idle_timeout_s` (None: run until the caller stops iterating)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": f"stream-worker-tail-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            **(config or {}),
-        }
-    )
+    """Yield the topic's records as `describe_record` dicts, in offset order per partition; stop
+    after `max_messages`, or once nothing new arrived for `idle_timeout_s` (None: run until the
+    caller stops iterating)."""
+    reader = TopicReader(bootstrap_servers, [topic], from_beginning, config)
     try:
-        _assign_all_partitions(consumer, topic, OFFSET_BEGINNING if from_beginning else OFFSET_END)
         count = 0
         last_activity = time.monotonic()
         while max_messages is None or count < max_messages:
@@ -54,29 +42,12 @@ def tail_records(
                 wait_s = min(wait_s, last_activity + idle_timeout_s - time.monotonic())
                 if wait_s <= 0:
                     return
-            message = consumer.poll(wait_s)
-            if message is None:
-                continue
-            if message.error() is not None:
-                if message.error().fatal():
-                    raise KafkaException(message.error())
-                log.warning("consumer error on %s: %s", topic, message.error().str())
-                continue
-            last_activity = time.monotonic()
-            count += 1
-            yield describe_record(message)
+            for message in reader.poll(max_messages - count if max_messages else 500, wait_s):
+                last_activity = time.monotonic()
+                count += 1
+                yield describe_record(message)
     finally:
-        consumer.close()
-
-
-def _assign_all_partitions(consumer: Consumer, topic: str, offset: int) -> None:
-    metadata = consumer.list_topics(topic, timeout=30.0).topics.get(topic)
-    if metadata is None or metadata.error is not None or not metadata.partitions:
-        reason = (
-            metadata.error.str() if metadata is not None and metadata.error is not None else "no partitions"
-        )
-        raise TopicNotFoundError(f"topic {topic!r} not found on the broker ({reason})")
-    consumer.assign([TopicPartition(topic, partition, offset) for partition in sorted(metadata.partitions)])
+        reader.close()
 
 
 def describe_record(message: Message) -> JsonRecord:
