@@ -552,3 +552,164 @@ def bench(ctx: typer.Context) -> None:
     from bench.main import main
 
     raise typer.Exit(main(ctx.args))
+
+
+# --- watchlist --------------------------------------------------------------------- (issue 20)
+watchlist_app = typer.Typer(
+    help="Manage the watch lists: plates to alert on, kept on the compacted topic `watchlist`.",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker watchlist add B840CK197 --list stolen --label 'grey van'\n\n"
+        "  stream-worker watchlist import plates.csv\n\n"
+        "  stream-worker watchlist list --json"
+    ),
+    no_args_is_help=True,
+)
+app.add_typer(watchlist_app, name="watchlist")
+
+WATCHLIST_TOPIC_OPTION = typer.Option(
+    "watchlist", "--topic", envvar="STREAM_WORKER_WATCHLIST_TOPIC", help="Compacted watch-list topic."
+)
+# CLIENT_CONFIG_OPTION's flags, plus --kafka-config (the name issue 20 gives it).
+WATCHLIST_CONFIG_OPTION = typer.Option(
+    [],
+    "-X",
+    "--config",
+    "--kafka-config",
+    metavar="KEY=VALUE",
+    help="Extra librdkafka setting; repeatable (e.g. security.protocol=SSL).",
+)
+WATCHLIST_TIMEOUT_OPTION = typer.Option(
+    30.0, "--timeout", min=0.1, help="Seconds to wait for the broker on each step."
+)
+WATCHLIST_EXIT_CODES = "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input (nothing written)."
+
+
+def _watchlist_connection(bootstrap_servers: str, topic: str, client_config: list[str], timeout: float):
+    from stream_worker.alerts.commands import Connection
+
+    return Connection(bootstrap_servers, topic, _client_config(client_config), timeout)
+
+
+def _echo_err(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+@watchlist_app.command(
+    "add",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker watchlist add B840CK197 --list stolen --label 'grey van'\n\n"
+        "  stream-worker watchlist add 'в 840 ск 197' --list residents --max-distance 0 "
+        "--expires-at 2027-01-01\n\n" + WATCHLIST_EXIT_CODES
+    ),
+)
+def watchlist_add(
+    plate: str = typer.Argument(
+        ..., help="The plate; Cyrillic letters, lowercase, spaces and dashes are normalised."
+    ),
+    list_name: str = typer.Option(
+        ..., "--list", help="Watch list name, a lowercase slug (stolen, residents)."
+    ),
+    label: str | None = typer.Option(None, "--label", help="Free text shown with the alert."),
+    max_distance: float | None = typer.Option(
+        None,
+        "--max-distance",
+        min=0.0,
+        help="Largest weighted edit distance that still matches (0: exact; default: the service's).",
+        show_default=False,
+    ),
+    expires_at: str | None = typer.Option(
+        None, "--expires-at", help="ISO-8601 date or date-time (naive = UTC) the entry stops matching."
+    ),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = WATCHLIST_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Put a plate on a watch list (replaces the plate's entry if it has one)."""
+    from stream_worker.alerts.commands import add
+
+    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(
+        add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, _echo_err)
+    )
+
+
+@watchlist_app.command(
+    "remove",
+    epilog=("Example: stream-worker watchlist remove B840CK197\n\n" + WATCHLIST_EXIT_CODES),
+)
+def watchlist_remove(
+    plate: str = typer.Argument(..., help="The plate, in any spelling."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = WATCHLIST_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Take a plate off the watch list (writes its tombstone)."""
+    from stream_worker.alerts.commands import remove
+
+    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(remove(connection, plate, typer.echo, _echo_err))
+
+
+@watchlist_app.command(
+    "list",
+    epilog=(
+        "Examples:\n\n  stream-worker watchlist list\n\n  stream-worker watchlist list --json | jq .plate\n\n"
+        + WATCHLIST_EXIT_CODES
+    ),
+)
+def watchlist_list(
+    as_json: bool = typer.Option(False, "--json", help="One WatchEntry JSON object per line."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = WATCHLIST_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Print every entry, by list then plate (undecodable records are reported on stderr)."""
+    from stream_worker.alerts.commands import show
+
+    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(show(connection, as_json, typer.echo, _echo_err))
+
+
+@watchlist_app.command(
+    "import",
+    epilog=(
+        "Example: stream-worker watchlist import plates.csv\n\n"
+        "Columns: plate,list,label,max_distance,expires_at (header row required; plate and list "
+        "mandatory). All or nothing: any bad row refuses the whole file, every bad row is named.\n\n"
+        + WATCHLIST_EXIT_CODES
+    ),
+)
+def watchlist_import(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="UTF-8 CSV file."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = WATCHLIST_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Add or replace the entries of a CSV file (plates not in the file stay)."""
+    from stream_worker.alerts.commands import import_csv
+
+    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(import_csv(connection, file, typer.echo, _echo_err))
+
+
+@watchlist_app.command(
+    "export",
+    epilog=("Example: stream-worker watchlist export > plates.csv\n\n" + WATCHLIST_EXIT_CODES),
+)
+def watchlist_export(
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = WATCHLIST_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Write the watch list as CSV to stdout, in the columns `import` reads."""
+    from stream_worker.alerts.commands import export_csv
+
+    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(export_csv(connection, typer.echo, _echo_err))

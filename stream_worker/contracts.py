@@ -1,4 +1,5 @@
-"""The message contracts: input frame headers, output `PlateEvent`, dead-letter headers, `PlateSighting`.
+"""The message contracts: input frame headers, output `PlateEvent`, dead-letter headers, `PlateSighting`,
+and the watch list's `WatchEntry` (defined with its plate normalisation in stream_worker/alerts/).
 
 The pydantic models are the single source of truth; `schemas/*.schema.json` are generated from
 them (`python -m stream_worker.contracts` or `stream-worker schemas export`) so that consumers in
@@ -15,6 +16,8 @@ from typing import Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
+
+from stream_worker.alerts.watchlist import WatchEntry
 
 # schema_version: the major version, incremented only by a breaking change. schema_revision:
 # incremented by each compatible addition (new optional fields), so a consumer can tell which
@@ -286,6 +289,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "plate_sighting.schema.json": PlateSighting,
     "frame_headers.schema.json": FrameHeaders,
     "dead_letter_headers.schema.json": DeadLetterHeaders,
+    "watch_entry.schema.json": WatchEntry,
 }
 
 

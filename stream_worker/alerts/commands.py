@@ -1,0 +1,176 @@
+"""What the `stream-worker watchlist` commands do, apart from parsing their options (cli.py).
+
+Each returns the exit status: 0 done, 2 bad input (nothing written), 1 the broker failed. Output
+goes through `out` and `err` so that the commands run the same under a test's runner.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+
+from stream_worker.alerts.csvfile import CsvImportError, parse_csv, write_csv
+from stream_worker.alerts.store import (
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_TOPIC,
+    WatchlistSnapshot,
+    WatchlistStoreError,
+    read_watchlist,
+    write_changes,
+)
+from stream_worker.alerts.watchlist import WatchEntry, new_entry, validate_plate
+
+OK, BROKER_FAILED, BAD_INPUT = 0, 1, 2
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Connection:
+    bootstrap_servers: str
+    topic: str = DEFAULT_TOPIC
+    config: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+def add(
+    connection: Connection,
+    plate: str,
+    list_name: str,
+    label: str | None,
+    max_distance: float | None,
+    expires_at: str | None,
+    out: Echo,
+    err: Echo,
+) -> int:
+    """Put one plate on a list (replacing its entry if it has one)."""
+    try:
+        entry = new_entry(plate, list_name, label, max_distance, expires_at)
+    except ValueError as error:
+        err(f"error: {error}")
+        return BAD_INPUT
+    status = _write(connection, [entry], [], err)
+    if status == OK:
+        out(f"added {entry.plate} to {entry.list}")
+    return status
+
+
+def remove(connection: Connection, plate: str, out: Echo, err: Echo) -> int:
+    """Write the plate's tombstone, unless the watch list does not have it."""
+    try:
+        plate = validate_plate(plate)
+    except ValueError as error:
+        err(f"error: plate {error}")
+        return BAD_INPUT
+    snapshot = _read(connection, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    if plate not in snapshot.entries:
+        out(f"{plate} is not on the watch list; nothing written")
+        return OK
+    status = _write(connection, [], [plate], err)
+    if status == OK:
+        out(f"removed {plate} from {snapshot.entries[plate].list}")
+    return status
+
+
+def show(connection: Connection, as_json: bool, out: Echo, err: Echo) -> int:
+    """Print the entries, by list then plate: a table, or one JSON object per line."""
+    snapshot = _read(connection, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    entries = sorted(snapshot.entries.values(), key=lambda entry: (entry.list, entry.plate))
+    if as_json:
+        for entry in entries:
+            out(entry.to_json().decode())
+    elif entries:
+        now = datetime.now(UTC)
+        out(_row("PLATE", "LIST", "MAX_DISTANCE", "EXPIRES_AT", "LABEL"))
+        for entry in entries:
+            out(_table_row(entry, now))
+    else:
+        err(f"the watch list ({connection.topic}) is empty")
+    return OK
+
+
+def import_csv(connection: Connection, path: Path, out: Echo, err: Echo) -> int:
+    """Check every row of the file, then write them all, or nothing when any row is bad."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        err(f"error: cannot read {path}: {error}")
+        return BAD_INPUT
+    try:
+        entries = parse_csv(text)
+    except CsvImportError as error:
+        err(f"error: {path} refused, nothing imported ({len(error.problems)} bad row(s)):")
+        for problem in error.problems:
+            err(f"  {problem}")
+        return BAD_INPUT
+    if not entries:
+        out(f"{path} has no rows; nothing imported")
+        return OK
+    status = _write(connection, entries, [], err)
+    if status == OK:
+        lists = sorted({entry.list for entry in entries})
+        out(f"imported {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} into {', '.join(lists)}")
+    return status
+
+
+def export_csv(connection: Connection, out: Echo, err: Echo) -> int:
+    """The whole watch list as CSV, in the columns `import` reads."""
+    snapshot = _read(connection, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    buffer = io.StringIO()
+    write_csv(snapshot.entries.values(), buffer)
+    out(buffer.getvalue().rstrip("\n"))
+    return OK
+
+
+def _read(connection: Connection, err: Echo) -> WatchlistSnapshot | None:
+    try:
+        snapshot = read_watchlist(
+            connection.bootstrap_servers, connection.topic, connection.config, connection.timeout_s
+        )
+    except (WatchlistStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return None
+    if not snapshot.topic_exists:
+        err(f"note: topic {connection.topic!r} does not exist yet; the watch list is empty")
+    for skipped in snapshot.skipped:
+        err(f"warning: skipped the record at {connection.topic} {skipped}")
+    return snapshot
+
+
+def _write(connection: Connection, entries: list[WatchEntry], removals: list[str], err: Echo) -> int:
+    try:
+        write_changes(
+            connection.bootstrap_servers,
+            connection.topic,
+            entries,
+            removals,
+            connection.config,
+            connection.timeout_s,
+        )
+    except (WatchlistStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return BROKER_FAILED
+    return OK
+
+
+def _row(plate: str, list_name: str, distance: str, expires: str, label: str) -> str:
+    return f"{plate:<10} {list_name:<16} {distance:<12} {expires:<26} {label}".rstrip()
+
+
+def _table_row(entry: WatchEntry, now: datetime) -> str:
+    distance = "default" if entry.max_distance is None else f"{entry.max_distance:g}"
+    expires = "-" if entry.expires_at is None else entry.expires_at.isoformat().replace("+00:00", "Z")
+    if entry.is_expired(now):
+        expires += " (expired)"
+    return _row(entry.plate, entry.list, distance, expires, entry.label or "")

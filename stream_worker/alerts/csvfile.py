@@ -1,0 +1,115 @@
+"""The watch list as CSV, for `stream-worker watchlist import` and `export`.
+
+Columns `plate,list,label,max_distance,expires_at` (a header row names them; only `plate` and
+`list` are required, in any order). An import is all or nothing: every row is checked first and
+one bad row refuses the file, with every bad row's number and reason, so that a half-imported
+list never exists. Row numbers count the header as row 1, as a spreadsheet shows them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TextIO
+
+from stream_worker.alerts.watchlist import WatchEntry, new_entry
+
+COLUMNS = ("plate", "list", "label", "max_distance", "expires_at")
+REQUIRED_COLUMNS = ("plate", "list")
+
+
+@dataclass(frozen=True, slots=True)
+class RowProblem:
+    row: int  # 1 = the header
+    reason: str
+
+    def __str__(self) -> str:
+        return f"row {self.row}: {self.reason}"
+
+
+class CsvImportError(ValueError):
+    """The file is refused as a whole; `problems` lists every bad row (row 1 for the header)."""
+
+    def __init__(self, problems: list[RowProblem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(problem) for problem in problems))
+
+
+def parse_csv(text: str, now: datetime | None = None) -> list[WatchEntry]:
+    """The entries of a CSV file's text, all added `now`; CsvImportError naming every bad row.
+    Blank lines are ignored; a plate listed twice (in any spelling) is an error on the later row."""
+    reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
+    header = next(reader, None)
+    if header is None or not any(cell.strip() for cell in header):
+        raise CsvImportError([RowProblem(1, f"no header row (expected {','.join(COLUMNS)})")])
+    names = [cell.strip().lower() for cell in header]
+    header_problems = _header_problems(names)
+    if header_problems:
+        raise CsvImportError([RowProblem(1, problem) for problem in header_problems])
+    entries: list[WatchEntry] = []
+    problems: list[RowProblem] = []
+    first_row: dict[str, int] = {}
+    for row_number, cells in enumerate(reader, start=2):
+        if not any(cell.strip() for cell in cells):
+            continue
+        if len(cells) != len(names):
+            problems.append(RowProblem(row_number, f"{len(cells)} cells, the header has {len(names)}"))
+            continue
+        values = dict(zip(names, cells, strict=True))
+        try:
+            entry = new_entry(
+                values["plate"],
+                values["list"],
+                values.get("label"),
+                values.get("max_distance"),
+                values.get("expires_at"),
+                now,
+            )
+        except ValueError as error:
+            problems.append(RowProblem(row_number, str(error)))
+            continue
+        if entry.plate in first_row:
+            problems.append(
+                RowProblem(row_number, f"{entry.plate} is already on row {first_row[entry.plate]}")
+            )
+            continue
+        first_row[entry.plate] = row_number
+        entries.append(entry)
+    if problems:
+        raise CsvImportError(problems)
+    return entries
+
+
+def _header_problems(names: list[str]) -> list[str]:
+    problems = []
+    unknown = [name for name in names if name not in COLUMNS]
+    if unknown:
+        problems.append(f"unknown column(s) {', '.join(map(repr, unknown))} (known: {','.join(COLUMNS)})")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        problems.append(f"column(s) {', '.join(map(repr, repeated))} named twice")
+    missing = [name for name in REQUIRED_COLUMNS if name not in names]
+    if missing:
+        problems.append(
+            f"missing column(s) {', '.join(map(repr, missing))} (the first row must be the header)"
+        )
+    return problems
+
+
+def write_csv(entries: Iterable[WatchEntry], out: TextIO) -> None:
+    """Entries as `parse_csv` reads them back (header first), sorted by list, then plate."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for entry in sorted(entries, key=lambda entry: (entry.list, entry.plate)):
+        writer.writerow(
+            [
+                entry.plate,
+                entry.list,
+                entry.label or "",
+                "" if entry.max_distance is None else f"{entry.max_distance:g}",
+                "" if entry.expires_at is None else entry.expires_at.isoformat().replace("+00:00", "Z"),
+            ]
+        )
