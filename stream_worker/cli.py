@@ -434,6 +434,23 @@ def sightings(ctx: typer.Context) -> None:
     raise typer.Exit(main(ctx.args))
 
 
+# Like `sightings`: the flags come from the settings model (stream_worker/alerts/settings.py).
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def alerts(ctx: typer.Context) -> None:
+    """Read PlateEvents, publish a PlateAlert when a watch-listed plate passes (all flags: alerts --help).
+
+    One alert per camera, entry and vehicle pass, on its first matching read. Every flag is also an
+    env variable STREAM_WORKER_ALERTS_<NAME>. Exit codes: 0 stopped cleanly (SIGTERM/SIGINT), 1 fatal
+    Kafka error, 2 invalid settings.
+    """
+    from stream_worker.alerts.app import main
+
+    raise typer.Exit(main(ctx.args))
+
+
 schemas_app = typer.Typer(help="The message contracts' JSON Schema files.", no_args_is_help=True)
 app.add_typer(schemas_app, name="schemas")
 

@@ -1,5 +1,6 @@
 """The message contracts: input frame headers, output `PlateEvent`, dead-letter headers, `PlateSighting`,
-and the watch list's `WatchEntry` (defined with its plate normalisation in stream_worker/alerts/).
+the watch list's `WatchEntry` (defined with its plate normalisation in stream_worker/alerts/) and
+`PlateAlert`.
 
 The pydantic models are the single source of truth; `schemas/*.schema.json` are generated from
 them (`python -m stream_worker.contracts` or `stream-worker schemas export`) so that consumers in
@@ -17,6 +18,7 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from stream_worker.alerts.matching import MatchKind
 from stream_worker.alerts.watchlist import WatchEntry
 
 # schema_version: the major version, incremented only by a breaking change. schema_revision:
@@ -284,12 +286,44 @@ class PlateSighting(BaseModel):
         return orjson.dumps(self.model_dump(mode="json"))
 
 
+class PlateAlert(BaseModel):
+    """One per (camera, watch-list entry, vehicle pass) on the alerts topic (key = camera id),
+    JSON-encoded: raised on the pass's first read that matched the entry."""
+
+    model_config = ConfigDict(title="PlateAlert")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    alert_id: str = Field(
+        description="UUIDv5 of the camera id, the entry's plate and list, and the plates-topic position "
+        "of the pass's first matching read: an alert published again after a restart carries the same id."
+    )
+    list: str = Field(description="The watch list of the entry matched.")
+    label: str | None = Field(description="The entry's label.")
+    plate: str = Field(description="The entry's plate (normalised).")
+    match_kind: MatchKind = Field(description="exact: the read is the plate; fuzzy: within max_distance.")
+    distance: float = Field(ge=0, description="Weighted edit distance of the read from the entry's plate.")
+    candidate: str = Field(description="The read text that matched (normalised).")
+    confidence: float = Field(description="The read's recogniser confidence in [0, 1].")
+    camera_id: str
+    frame_id: str
+    event_id: str = Field(description="The PlateEvent the read comes from.")
+    captured_at: datetime | None = Field(description="The frame's capture time, UTC; null when absent.")
+    box: Box
+    source: Source = Field(description="Where the read's PlateEvent is (the plates topic).")
+    frame_source: Source = Field(description="Where the frame itself was read (the frames topic).")
+    alerted_at: datetime = Field(description="When the service built the alert, UTC (wall clock).")
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json"))
+
+
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "plate_event.schema.json": PlateEvent,
     "plate_sighting.schema.json": PlateSighting,
     "frame_headers.schema.json": FrameHeaders,
     "dead_letter_headers.schema.json": DeadLetterHeaders,
     "watch_entry.schema.json": WatchEntry,
+    "plate_alert.schema.json": PlateAlert,
 }
 
 

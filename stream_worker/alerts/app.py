@@ -1,0 +1,256 @@
+"""The composition root of `stream-worker alerts`: consume plates -> match the watch list -> publish
+alerts -> commit, all on one thread.
+
+Guarantees and how they are kept:
+- The watch list is read whole before the first record is matched (not ready until then), then
+  followed live each turn (following.py): an entry added or removed counts from the next read.
+- One alert per (camera, entry, pass), raised on the pass's first matching read (passes.py).
+- At-least-once: a plates offset is committed only below the first read of every pass that is
+  open, unacknowledged, or straddles the position (passes.py), and only once the broker accepted
+  that partition's commit (service/commits.py). A crash re-reads from the commit.
+- Recognisable duplicates: an alert's id is the camera, the entry and the position of its pass's
+  first matching read (alert.py), so an alert published again after a restart has the same id.
+- Rebalance and SIGTERM/SIGINT: alerts already queued are flushed and committed; open passes are
+  dropped uncommitted, and whoever reads the partition next reads them again from their first read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from pydantic import ValidationError
+
+from stream_worker.alerts.consumer import AlertsPlatesConsumer
+from stream_worker.alerts.following import WatchlistFollower
+from stream_worker.alerts.metrics import AlertsMetrics
+from stream_worker.alerts.passes import AlertEngine, Outgoing, PassRules
+from stream_worker.alerts.settings import AlertsSettings, load_settings
+from stream_worker.alerts.store import WatchlistStoreError
+from stream_worker.contracts import PlateEvent
+from stream_worker.service import kafka
+from stream_worker.service.commits import Committer
+from stream_worker.service.deadlines import Deadlines
+from stream_worker.service.http import HealthServer, LoopClock
+from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.publisher import Publisher
+from stream_worker.sightings.consumer import PlateRecord
+
+log = logging.getLogger("stream_worker.alerts")
+
+CONSUME_CHUNK = 500
+POLL_S = 0.1
+LOAD_RETRY_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class AlertRecord:
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+class AlertsService(LoopService):
+    log = log
+    started_message = "alerts started"
+
+    def __init__(self, settings: AlertsSettings) -> None:
+        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
+        self.settings = settings
+        self.metrics = AlertsMetrics()
+        self.loop_clock = LoopClock()
+        # First, so that a busy --metrics-port fails before anything connects anywhere.
+        self.http = HealthServer(
+            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        )
+        self.engine = AlertEngine(
+            settings.input_topic, PassRules(settings.min_confidence, settings.pass_gap_s, settings.max_pass_s)
+        )
+        self.watchlist = WatchlistFollower(
+            settings.bootstrap_servers,
+            settings.watchlist_topic,
+            settings.default_max_distance,
+            settings.kafka_config,
+            on_skipped=self.metrics.watchlist_skipped.inc,
+        )
+        self.publisher = Publisher(kafka.producer_config(settings))
+        self.consumer = AlertsPlatesConsumer(
+            settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost
+        )
+        topic = settings.input_topic
+        self.committer = Committer(
+            self.consumer, self.engine, self.metrics, partition_of=lambda p: (topic, p)
+        )
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def _started_fields(self) -> dict[str, Any]:
+        return {
+            "input_topic": self.settings.input_topic,
+            "output_topic": self.settings.output_topic,
+            "watchlist_topic": self.settings.watchlist_topic,
+            "group_id": self.settings.group_id,
+            "kafka_config": self.settings.redacted_kafka_config(),
+        }
+
+    def _turn(self) -> None:
+        if not self.watchlist.loaded:
+            self._load_watchlist()
+            return
+        applied = self.watchlist.changes
+        self.watchlist.poll()
+        self.metrics.watchlist_changes.inc(self.watchlist.changes - applied)
+        self.metrics.watchlist_size.set(len(self.watchlist.entries))
+        for record in self.consumer.consume(CONSUME_CHUNK, POLL_S):
+            self._accept(record)
+        self._pump()
+
+    def _load_watchlist(self) -> None:
+        try:
+            self.watchlist.load()
+        except WatchlistStoreError as error:
+            log.warning("cannot read the watch list yet, trying again", extra={"error": str(error)})
+            time.sleep(LOAD_RETRY_S)
+        self.metrics.watchlist_size.set(len(self.watchlist.entries))
+        self.loop_clock.tick()
+
+    def _shutdown(self) -> int:
+        self.deadlines.begin_shutdown()
+        undelivered = self.publisher.flush(self.deadlines.drain_left())
+        self.publisher.poll(0)
+        self.committer.commit()
+        open_passes = self.engine.open_passes()
+        self._leave_group()
+        self.watchlist.close()
+        self.http.stop()
+        log.info(
+            "stopped",
+            extra={
+                "seconds": round(self.deadlines.shutdown_seconds(), 3),
+                "open_passes_left_uncommitted": open_passes,
+                "undelivered_alerts": undelivered,
+            },
+        )
+        return 1 if self.fatal is not None else 0
+
+    # --- the pipeline ----------------------------------------------------------------------
+
+    def _accept(self, record: PlateRecord) -> None:
+        if record.partition not in self.engine.assigned():
+            return  # fetched before a revocation: its next owner reads it
+        self.metrics.events_in.inc()
+        event: PlateEvent | None = None
+        try:
+            event = PlateEvent.model_validate_json(record.value or b"")
+        except ValidationError as error:
+            self.metrics.invalid_events.inc()
+            log.warning(
+                "skipped a record that is not a PlateEvent",
+                extra={"partition": record.partition, "offset": record.offset, "error": str(error)[:300]},
+            )
+        matcher = self.watchlist.matcher
+        for outgoing in self.engine.add(record.partition, record.offset, event, matcher, time.monotonic()):
+            self._publish(outgoing, event.processed_at if event else datetime.now(UTC))
+
+    def _pump(self) -> None:
+        self.engine.expire(time.monotonic())
+        self.publisher.poll(0)
+        self.committer.commit()
+        self.metrics.open_passes.set(self.engine.open_passes())
+        self.metrics.held.set(self.engine.held())
+        self.loop_clock.tick()
+        self._log_status()
+
+    def _publish(self, outgoing: Outgoing, processed_at: datetime) -> None:
+        alert = outgoing.alert
+        record = AlertRecord(self.settings.output_topic, alert.camera_id.encode(), alert.to_json())
+        self.publisher.publish(record, lambda error: self._delivered(outgoing, processed_at, error))
+
+    def _delivered(self, outgoing: Outgoing, processed_at: datetime, error: KafkaError | None) -> None:
+        alert = outgoing.alert
+        if error is None:
+            self.engine.delivered(outgoing)
+            self.metrics.alerts_out.labels(alert.list, alert.match_kind.value).inc()
+            self.metrics.latency.observe(max(0.0, (datetime.now(UTC) - processed_at).total_seconds()))
+            log.info(
+                "alert published",
+                extra={
+                    "alert_id": alert.alert_id,
+                    "camera_id": alert.camera_id,
+                    "plate": alert.plate,
+                    "list": alert.list,
+                    "candidate": alert.candidate,
+                    "distance": alert.distance,
+                },
+            )
+            return
+        self.metrics.publish_errors.inc()
+        if error.fatal():
+            self.fatal = KafkaException(error)
+            return
+        log.warning(
+            "broker refused an alert, publishing it again",
+            extra={"alert_id": alert.alert_id, "error": error.str()},
+        )
+        if self.engine.is_current(outgoing):
+            self._publish(outgoing, processed_at)
+
+    # --- rebalance -------------------------------------------------------------------------
+
+    def _on_assign(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.engine.assign(partition)
+        log.info(
+            "partitions assigned",
+            extra={"partitions": [f"{self.settings.input_topic}:{p}" for p in partitions]},
+        )
+
+    def _on_revoke(self, partitions: list[int]) -> None:
+        if self.fatal is None:
+            self.publisher.flush(self.deadlines.drain_left(self.deadlines.revocation_end()))
+            self.committer.commit()
+        dropped = sum(self.engine.revoke(p) for p in partitions)
+        log.info("partitions revoked", extra={"partitions": partitions, "open_passes_dropped": dropped})
+
+    def _on_lost(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.engine.revoke(partition)
+        log.warning("partitions lost", extra={"partitions": partitions})
+
+    # --- observability ---------------------------------------------------------------------
+
+    def _log_status(self) -> None:
+        if not self._status_due():
+            return
+        log.info(
+            "status",
+            extra={
+                "watchlist_entries": len(self.watchlist.entries),
+                "open_passes": self.engine.open_passes(),
+                "held": self.engine.held(),
+                "unacked_alerts": len(self.publisher),
+                "assigned": self.engine.assigned(),
+            },
+        )
+
+    def _readiness(self) -> tuple[bool, str]:
+        if not self.watchlist.loaded:
+            return False, "watch list not loaded yet"
+        assigned = self.engine.assigned()
+        if not assigned:
+            return False, "no partitions assigned"
+        return (
+            True,
+            f"watch list of {len(self.watchlist.entries)} entries, {len(assigned)} partitions assigned",
+        )
+
+
+def main(cli_args: Sequence[str]) -> int:
+    """`stream-worker alerts`: 0 after a clean stop, 1 after a fatal Kafka error, 2 for bad settings."""
+    return serve(lambda: load_settings(cli_args), AlertsService)

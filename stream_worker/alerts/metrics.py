@@ -1,0 +1,52 @@
+"""Prometheus metrics of the alerts service (its own registry; served by the shared HealthServer)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from stream_worker.service.metrics import ServiceMetrics
+
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
+
+
+class AlertsMetrics(ServiceMetrics):
+    def __init__(self) -> None:
+        super().__init__("stream_worker_alerts")
+        r = self.registry
+        self.events_in = Counter(
+            "stream_worker_alerts_events_in", "Plate events consumed (replays included).", registry=r
+        )
+        self.invalid_events = Counter(
+            "stream_worker_alerts_invalid_events",
+            "Records of the plates topic that are not PlateEvents (skipped).",
+            registry=r,
+        )
+        self.alerts_out = Counter(
+            "stream_worker_alerts_out",
+            "Alerts acknowledged by the broker, by watch list and match kind (replays included).",
+            ["list", "kind"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "stream_worker_alerts_match_latency_seconds",
+            "From the read's PlateEvent processed_at to its alert acknowledged by the broker.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.watchlist_size = Gauge(
+            "stream_worker_alerts_watchlist_size",
+            "Entries on the watch list (expired ones included).",
+            registry=r,
+        )
+        self.watchlist_changes = Counter(
+            "stream_worker_alerts_watchlist_changes",
+            "Watch-list records applied after the start (entries and removals).",
+            registry=r,
+        )
+        self.watchlist_skipped = Counter(
+            "stream_worker_alerts_watchlist_skipped",
+            "Watch-list records that do not decode (skipped).",
+            registry=r,
+        )
+        self.open_passes = Gauge("stream_worker_alerts_open_passes", "Passes still open.", registry=r)
+        self.held = Gauge("stream_worker_alerts_held", "Passes holding back the commit position.", registry=r)

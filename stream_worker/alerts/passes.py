@@ -1,0 +1,208 @@
+"""Which reads raise an alert, and which plates offsets may be committed: the alerts pipeline
+without Kafka, a function of the records and times handed in (what a replay relies on).
+
+One alert per pass: a pass is a camera's run of reads matching one watch-list entry, ended when
+the camera's frames move `gap_s` (capture time) past its last matching read, when no matching
+read comes for `gap_s` (wall clock, `expire`), or `max_pass_s` (capture time) after its first
+read. The alert is raised on the pass's FIRST matching read, without waiting for the pass to end
+(an alert is wanted while the vehicle is still in view); later reads of the pass publish nothing.
+Consumers get exactly one alert per pass and no follow-ups (no better read, no end of pass).
+
+Ids and commits: an alert's id is made from the position of its pass's first matching read
+(alert.py), so a pass must be read again from that read after a crash. The commit position of a
+partition therefore never passes the first read of a pass that is open or whose alert the broker
+has not acknowledged (a hold, sightings/commits.py). Nor may it split a finished pass: a commit
+inside a finished pass would make a restart read its tail as a new pass, with a new id. A finished
+pass keeps its hold until the position it would leave is past its last read (`_settle`). A restart
+reads from the commit and repeats the alerts of passes read again, with their ids.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from stream_worker.alerts.alert import build_alert
+from stream_worker.alerts.matching import Matcher
+from stream_worker.contracts import PlateAlert, PlateEvent, Source
+from stream_worker.sightings.commits import PartitionCommits
+
+PassKey = tuple[int, str, str]  # (plates partition, camera id, entry plate)
+
+
+@dataclass(frozen=True, slots=True)
+class PassRules:
+    min_confidence: float = 0.5
+    gap_s: float = 3.0
+    max_pass_s: float = 60.0
+
+
+@dataclass(slots=True)
+class Pass:
+    key: PassKey
+    commits: PartitionCommits  # the assignment it belongs to: a later one ignores its delivery
+    first_offset: int
+    last_offset: int
+    first_time: float  # capture time (epoch s) of the first matching read
+    last_time: float
+    last_wall: float  # monotonic seconds when the last matching read was consumed
+    closed: bool = False
+    delivered: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return self.closed and self.delivered
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """An alert to publish; `AlertEngine.delivered` once the broker acknowledged it."""
+
+    alert: PlateAlert
+    origin: Pass
+
+
+class AlertEngine:
+    def __init__(
+        self,
+        topic: str,
+        rules: PassRules,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.topic = topic
+        self.rules = rules
+        self._wall_clock = wall_clock
+        self._commits: dict[int, PartitionCommits] = {}
+        self._open: dict[tuple[int, str], dict[str, Pass]] = {}  # (partition, camera) -> plate -> pass
+        self._unsettled: dict[int, list[Pass]] = {}  # partition -> passes still holding an offset
+
+    # --- assignment ------------------------------------------------------------------------
+
+    def assign(self, partition: int) -> None:
+        self.revoke(partition)
+        self._commits[partition] = PartitionCommits(None)
+        self._unsettled[partition] = []
+
+    def revoke(self, partition: int) -> int:
+        """Forget a partition; its open passes are dropped uncommitted. Returns how many."""
+        dropped = 0
+        for camera in [key for key in self._open if key[0] == partition]:
+            dropped += len(self._open.pop(camera))
+        self._commits.pop(partition, None)
+        self._unsettled.pop(partition, None)
+        return dropped
+
+    def assigned(self) -> list[int]:
+        return sorted(self._commits)
+
+    # --- records in, alerts out ------------------------------------------------------------
+
+    def add(
+        self, partition: int, offset: int, event: PlateEvent | None, matcher: Matcher, now: float
+    ) -> list[Outgoing]:
+        """One record of the plates topic (None: not a PlateEvent); `now`: monotonic seconds."""
+        commits = self._commits[partition]
+        commits.consumed(offset)
+        if event is None:
+            return []
+        when = event.captured_at or event.processed_at
+        time = when.timestamp()
+        passes = self._open.setdefault((partition, event.camera_id), {})
+        for plate, open_pass in list(passes.items()):
+            if (
+                time - open_pass.last_time > self.rules.gap_s
+                or time - open_pass.first_time >= self.rules.max_pass_s
+            ):
+                self._close(passes.pop(plate))
+        outgoing = []
+        source = Source(topic=self.topic, partition=partition, offset=offset)
+        for reading in event.plates:
+            if not reading.text or reading.confidence < self.rules.min_confidence:
+                continue
+            for match in matcher.match(reading.text, now=when):
+                known = passes.get(match.entry.plate)
+                if known is not None:
+                    known.last_offset, known.last_wall = offset, now
+                    known.last_time = max(known.last_time, time)
+                    continue
+                key = (partition, event.camera_id, match.entry.plate)
+                started = Pass(key, commits, offset, offset, time, time, now)
+                passes[match.entry.plate] = started
+                commits.hold(offset)
+                self._unsettled[partition].append(started)
+                alert = build_alert(event, reading, match, source, self._wall_clock())
+                outgoing.append(Outgoing(alert, started))
+        if not passes:
+            del self._open[(partition, event.camera_id)]
+        return outgoing
+
+    def expire(self, now: float) -> int:
+        """End the passes without a matching read for `gap_s` of wall clock; how many."""
+        ended = 0
+        for camera, passes in list(self._open.items()):
+            for plate, open_pass in list(passes.items()):
+                if now - open_pass.last_wall > self.rules.gap_s:
+                    self._close(passes.pop(plate))
+                    ended += 1
+            if not passes:
+                del self._open[camera]
+        return ended
+
+    def _close(self, ended: Pass) -> None:
+        ended.closed = True
+
+    def delivered(self, outgoing: Outgoing) -> None:
+        """The broker acknowledged `outgoing`'s alert."""
+        origin = outgoing.origin
+        if self._commits.get(origin.key[0]) is origin.commits:
+            origin.delivered = True
+
+    def is_current(self, outgoing: Outgoing) -> bool:
+        """True while the partition of `outgoing` is still under the assignment it was made in."""
+        return self._commits.get(outgoing.origin.key[0]) is outgoing.origin.commits
+
+    # --- commits ---------------------------------------------------------------------------
+
+    def _settle(self, partition: int) -> None:
+        """Release the holds of finished passes wholly below every remaining hold (module doc)."""
+        unsettled = self._unsettled[partition]
+        floor = min((p.first_offset for p in unsettled if not p.finished), default=math.inf)
+        finished = [p for p in unsettled if p.finished]
+        lowered = True
+        while lowered:
+            lowered = False
+            for done in finished:
+                if done.first_offset < floor <= done.last_offset:
+                    floor, lowered = done.first_offset, True
+        commits = self._commits[partition]
+        keep = []
+        for item in unsettled:
+            if item.finished and item.last_offset < floor:
+                commits.release(item.first_offset)
+            else:
+                keep.append(item)
+        self._unsettled[partition] = keep
+
+    def committable(self) -> dict[int, int]:
+        positions = {}
+        for partition, commits in self._commits.items():
+            self._settle(partition)
+            if (position := commits.committable()) is not None:
+                positions[partition] = position
+        return positions
+
+    def mark_committed(self, positions: dict[int, int]) -> None:
+        for partition, position in positions.items():
+            if commits := self._commits.get(partition):
+                commits.mark_committed(position)
+
+    # --- observability ---------------------------------------------------------------------
+
+    def open_passes(self) -> int:
+        return sum(len(passes) for passes in self._open.values())
+
+    def held(self) -> int:
+        """Passes holding back the commit position (open, unacknowledged or straddled)."""
+        return sum(commits.held for commits in self._commits.values())

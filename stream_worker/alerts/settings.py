@@ -1,0 +1,87 @@
+"""Settings of `stream-worker alerts`: each a flag and an env variable `STREAM_WORKER_ALERTS_<NAME>`.
+
+The Kafka, lifecycle and logging settings are the services' shared ones (`ServiceSettings`); the
+prefix is the service's own so that it can share one environment with the worker and the
+sightings service. A pass ends like a sightings pass: the camera's frames move on `pass_gap_s`
+(capture time) past its last matching read, or no matching read comes for `pass_gap_s` (wall clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from pydantic import Field, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from stream_worker.service.settings import ServiceSettings, load
+
+ENV_PREFIX = "STREAM_WORKER_ALERTS_"
+
+
+class AlertsSettings(ServiceSettings):
+    """Settings of `stream-worker alerts`. Each --flag-name is also the env variable
+    STREAM_WORKER_ALERTS_FLAG_NAME (e.g. --pass-gap-s: STREAM_WORKER_ALERTS_PASS_GAP_S); a flag wins
+    over its env variable.
+
+    Examples:
+      stream-worker alerts --bootstrap-servers kafka:9092
+      stream-worker alerts --min-confidence 0.6 --default-max-distance 0.5
+    """
+
+    role: ClassVar[str] = "alerts service"
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, cli_prog_name="stream-worker alerts")
+
+    metrics_port: int = Field(
+        9110, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
+    )
+    group_id: str = Field("stream-worker-alerts", min_length=1, description="Kafka consumer group.")
+    input_topic: str = Field("plates", min_length=1, description="Topic of PlateEvent JSON records.")
+    output_topic: str = Field("alerts", min_length=1, description="Topic for PlateAlert JSON records.")
+    watchlist_topic: str = Field(
+        "watchlist", min_length=1, description="Compacted topic of WatchEntry records (the watch list)."
+    )
+    default_max_distance: float = Field(
+        1.0,
+        ge=0,
+        description="Largest weighted edit distance of a read from an entry without its own max_distance "
+        "(a known misread such as O for C costs 0.5, any other edit 1).",
+    )
+    min_confidence: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Reads with a lower recogniser confidence (PlateReading.confidence, the least sure "
+        "character's) are not matched.",
+    )
+    pass_gap_s: float = Field(
+        3.0,
+        gt=0,
+        description="A camera's matching reads of one entry more than this apart (capture time), or "
+        "this long without one (wall clock), are two passes: one alert each.",
+    )
+    max_pass_s: float = Field(
+        60.0,
+        gt=0,
+        description="A pass ends this long (capture time) after its first read: a plate that stays in "
+        "view alerts again, and the commit is not held back for ever.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AlertsSettings:
+        topics = {self.input_topic, self.output_topic, self.watchlist_topic}
+        if len(topics) != 3:
+            raise ValueError(
+                "--input-topic, --output-topic and --watchlist-topic must be three different topics"
+            )
+        if self.pass_gap_s >= self.max_pass_s:
+            raise ValueError(
+                f"--pass-gap-s ({self.pass_gap_s}) must be below --max-pass-s ({self.max_pass_s})"
+            )
+        return self
+
+
+def load_settings(cli_args: Sequence[str] | None = None, **overrides: object) -> AlertsSettings:
+    """Settings from CLI args, `STREAM_WORKER_ALERTS_*` env and defaults; `ConfigError` says what is
+    wrong. `--help` prints the flags and exits."""
+    return load(AlertsSettings, cli_args, **overrides)

@@ -1,0 +1,260 @@
+"""Acceptance tests of `stream-worker alerts` against the real local broker: PlateEvents published
+by the test (no Triton), the service as a subprocess (so that it can be SIGKILLed), an independent
+reader of the alerts topic."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from plate_events import T0, Pass, plate, plate_event, timeline
+from service_processes import WAIT_S, ServiceProcess, TopicReader
+
+from stream_worker.alerts.matching import MatchKind
+from stream_worker.alerts.store import write_changes
+from stream_worker.alerts.watchlist import WatchEntry
+from stream_worker.contracts import PlateAlert, PlateEvent
+from stream_worker.launchers.broker import create_topics
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+ADDED = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def entry(plate_text: str, list_name: str = "stolen") -> WatchEntry:
+    return WatchEntry(plate=plate_text, list=list_name, added_at=ADDED)
+
+
+@dataclass
+class Topics:
+    plates: str
+    alerts: str
+    watchlist: str
+
+
+@pytest.fixture
+def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
+    names = Topics(f"{unique_name}-plates", f"{unique_name}-alerts", f"{unique_name}-watchlist")
+    create_topics(kafka_bootstrap, [names.plates, names.alerts], PARTITIONS)
+    return names
+
+
+@pytest.fixture
+def alerts_reader(kafka_bootstrap: str, topics: Topics):
+    reader = TopicReader(kafka_bootstrap, topics.alerts, PARTITIONS)
+    yield reader
+    reader.close()
+
+
+@pytest.fixture
+def start_alerts(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_name: str):
+    started: list[ServiceProcess] = []
+
+    def start(*extra: str) -> ServiceProcess:
+        args = [
+            "--bootstrap-servers", kafka_bootstrap,
+            "--group-id", f"{unique_name}-group",
+            "--input-topic", topics.plates,
+            "--output-topic", topics.alerts,
+            "--watchlist-topic", topics.watchlist,
+            "--session-timeout-ms", "6000",
+            "--metrics-port", "0",
+            *extra,
+        ]  # fmt: skip
+        service = ServiceProcess(
+            args, tmp_path / f"alerts-{len(started)}.log", command="alerts", started="alerts started"
+        ).start()
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        if service.is_running():
+            service.stop(signal.SIGKILL)
+
+
+def wait_ready(service: ServiceProcess) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while service.scrape("/readyz")[0] != 200:
+        assert service.is_running(), service.log_tail()
+        assert time.monotonic() < deadline, service.log_tail()
+        time.sleep(0.2)
+
+
+def wait_metric(service: ServiceProcess, sample: str, value: float) -> None:
+    deadline = time.monotonic() + 30
+    while service.metric(sample) != value:
+        assert time.monotonic() < deadline, f"{sample} != {value}:\n{service.log_tail()}"
+        time.sleep(0.2)
+
+
+def produce(bootstrap: str, topic: str, events: list[tuple[int, PlateEvent]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for partition, event in events:
+        producer.produce(topic, value=event.to_json(), key=event.camera_id.encode(), partition=partition)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def alerts(reader: TopicReader) -> list[PlateAlert]:
+    return [PlateAlert.model_validate_json(record.value) for record in reader.records]
+
+
+def one_pass(
+    camera: str, text: str, start: float, frames: int = 8, first_offset: int = 0
+) -> list[PlateEvent]:
+    return [
+        plate_event(
+            camera, start + 0.2 * k, [plate(text, (400, 300, 500, 330))], frame_offset=first_offset + k
+        )
+        for k in range(frames)
+    ]
+
+
+def test_one_fuzzy_alert_per_pass_within_two_seconds(kafka_bootstrap, topics, alerts_reader, start_alerts):
+    write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
+    service = start_alerts()
+    wait_ready(service)
+    assert service.metric("stream_worker_alerts_watchlist_size") == 1
+
+    events = [(0, e) for e in one_pass("gate-1", "B840OK197", T0)]
+    events += [
+        (1, e) for e in one_pass("gate-2", "A123BC77", T0) + one_pass("gate-2", "X999YX99", T0 + 5, 8, 8)
+    ]
+    published = time.monotonic()
+    produce(kafka_bootstrap, topics.plates, events)
+    while not alerts_reader.records:
+        assert time.monotonic() - published < 2.0, f"no alert within 2 s:\n{service.log_tail()}"
+        alerts_reader.poll(0.05)
+    assert time.monotonic() - published < 2.0
+    alerts_reader.poll(5.0)  # the pass has ended (gap, silence): nothing else comes
+
+    [alert] = alerts(alerts_reader)
+    assert (alert.camera_id, alert.plate, alert.list) == ("gate-1", "B840CK197", "stolen")
+    assert (alert.match_kind, alert.distance, alert.candidate) == (MatchKind.FUZZY, 0.5, "B840OK197")
+    assert alert.source.topic == topics.plates and (alert.source.partition, alert.source.offset) == (0, 0)
+    assert alert.frame_id == "gate-1/0"
+    assert alerts_reader.records[0].key == b"gate-1"
+    assert service.metric('stream_worker_alerts_out_total{kind="fuzzy",list="stolen"}') == 1
+    assert service.stop() == 0
+
+
+def test_watch_list_changes_apply_without_a_restart(kafka_bootstrap, topics, alerts_reader, start_alerts):
+    write_changes(kafka_bootstrap, topics.watchlist, [entry("X001XX99")])
+    service = start_alerts()
+    wait_ready(service)
+    size = "stream_worker_alerts_watchlist_size"
+
+    produce(kafka_bootstrap, topics.plates, [(0, e) for e in one_pass("gate-1", "A123BC77", T0)])
+    alerts_reader.poll(2.0)
+    assert alerts_reader.records == []  # not on the list yet
+
+    write_changes(kafka_bootstrap, topics.watchlist, [entry("A123BC77", "residents")])
+    wait_metric(service, size, 2)
+    produce(kafka_bootstrap, topics.plates, [(0, e) for e in one_pass("gate-1", "A123BC77", T0 + 10, 8, 8)])
+    deadline = time.monotonic() + 10
+    while not alerts_reader.records:
+        assert time.monotonic() < deadline, service.log_tail()
+        alerts_reader.poll(0.2)
+    [added] = alerts(alerts_reader)
+    assert (added.plate, added.list, added.match_kind, added.frame_id) == (
+        "A123BC77",
+        "residents",
+        MatchKind.EXACT,
+        "gate-1/8",
+    )
+
+    write_changes(kafka_bootstrap, topics.watchlist, removals=["A123BC77"])
+    wait_metric(service, size, 1)
+    produce(kafka_bootstrap, topics.plates, [(0, e) for e in one_pass("gate-1", "A123BC77", T0 + 20, 8, 16)])
+    alerts_reader.poll(4.0)
+    assert len(alerts_reader.records) == 1  # removed: no more alerts
+    assert service.stop() == 0
+
+
+# --- SIGKILL ----------------------------------------------------------------------------------------
+
+CAMERA_PARTITION = {"gate-1": 0, "gate-2": 0, "gate-3": 1}
+KILL_PASSES = [
+    Pass("gate-1", "B840OK197", T0, frames=8),
+    Pass("gate-1", "A123BC77", T0 + 6.0, frames=10),
+    Pass("gate-1", "B840CK197", T0 + 12.0, frames=8),
+    Pass("gate-2", "A123BC77", T0 + 1.0, frames=15),
+    Pass("gate-2", "B840CK197", T0 + 9.0, frames=12),
+    Pass("gate-3", "B840CK197", T0 + 2.0, frames=8),
+    Pass("gate-3", "A123BC77", T0 + 8.0, frames=10),
+    Pass("gate-3", "X999YX99", T0 + 13.0, frames=5),  # on no list
+]
+WATCHED = {"B840OK197": "B840CK197", "A123BC77": "A123BC77", "B840CK197": "B840CK197"}
+
+
+def kill_stream() -> tuple[list[tuple[int, PlateEvent]], set[tuple[str, str, str]]]:
+    """(partition, event) in capture order, and the expected (camera, entry, first frame) alerts."""
+    stream, expected = [], set()
+    for camera, partition in CAMERA_PARTITION.items():
+        events = timeline(KILL_PASSES, camera, until=T0 + 18)
+        stream += [(partition, e) for e in events]
+        for vehicle in KILL_PASSES:
+            if vehicle.camera_id == camera and vehicle.text in WATCHED:
+                first = next(e for e in events if abs(e.captured_at.timestamp() - vehicle.start) < 1e-6)
+                expected.add((camera, WATCHED[vehicle.text], first.frame_id))
+    stream.sort(key=lambda item: (item[1].captured_at, item[1].camera_id))
+    return stream, expected
+
+
+def paced(bootstrap: str, topic: str, stream: list[tuple[int, PlateEvent]], speed: float = 2.0) -> None:
+    """Publish at `speed` times the capture rate, as live cameras (and a worker) would."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    start = time.monotonic()
+    first = stream[0][1].captured_at.timestamp()
+    for partition, event in stream:
+        due = start + (event.captured_at.timestamp() - first) / speed
+        while (wait := due - time.monotonic()) > 0:
+            producer.poll(min(wait, 0.05))
+        producer.produce(topic, value=event.to_json(), key=event.camera_id.encode(), partition=partition)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def test_sigkill_mid_stream_then_restart_publishes_every_alert_with_stable_ids(
+    kafka_bootstrap, topics, alerts_reader, start_alerts
+):
+    write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197"), entry("A123BC77", "residents")])
+    stream, expected = kill_stream()
+    first = start_alerts()
+    wait_ready(first)
+    producer = threading.Thread(target=paced, args=(kafka_bootstrap, topics.plates, stream), daemon=True)
+    producer.start()
+    deadline = time.monotonic() + 30
+    while len(alerts_reader.records) < 3:
+        assert time.monotonic() < deadline, first.log_tail()
+        alerts_reader.poll(0.1)
+    first.stop(signal.SIGKILL)
+    before = len(alerts_reader.records)
+    assert producer.is_alive(), "the kill came after the whole stream: nothing to test"
+    producer.join(60)
+
+    second = start_alerts()
+    deadline = time.monotonic() + WAIT_S
+    while {(a.camera_id, a.plate, a.frame_id) for a in alerts(alerts_reader)} < expected:
+        assert second.is_running(), second.log_tail()
+        assert time.monotonic() < deadline, second.log_tail()
+        alerts_reader.poll(0.3)
+    alerts_reader.poll(4.0)  # a moment longer, so that extra alerts would show
+
+    got = alerts(alerts_reader)
+    ids: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for alert in got:
+        ids[(alert.camera_id, alert.plate, alert.frame_id)].add(alert.alert_id)
+    assert set(ids) == expected  # every pass alerted, nothing else (no tail of a pass alerted)
+    assert all(len(one) == 1 for one in ids.values()), ids  # duplicates share their id
+    print(f"\nSIGKILL: {before} alerts before the kill, {len(got)} in all, {len(expected)} passes")
+    assert second.stop() == 0

@@ -1,0 +1,231 @@
+"""The pass/dedupe and commit logic of the alerts service, without Kafka: one alert per (camera,
+entry, pass) on the first matching read, deterministic ids, commits that never split a pass."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from plate_events import T0, plate, plate_event
+
+from stream_worker.alerts.alert import alert_id
+from stream_worker.alerts.matching import Matcher, MatchKind
+from stream_worker.alerts.passes import AlertEngine, PassRules
+from stream_worker.alerts.watchlist import WatchEntry
+from stream_worker.contracts import PlateAlert, Source
+
+ADDED = datetime(2025, 1, 1, tzinfo=UTC)
+NOW = datetime(2025, 2, 1, tzinfo=UTC)
+BOX = (100.0, 100.0, 200.0, 130.0)
+
+
+def entry(plate_text: str, list_name: str = "stolen", **fields: object) -> WatchEntry:
+    return WatchEntry(plate=plate_text, list=list_name, added_at=ADDED, **fields)
+
+
+MATCHER = Matcher([entry("B840CK197", label="grey van"), entry("A123BC77", "residents")], 1.0)
+
+
+def event(camera: str, time: float, *texts: str, confidence: float = 0.95, offset: int = 0):
+    return plate_event(camera, time, [plate(t, BOX, confidence) for t in texts], frame_offset=offset)
+
+
+class Driver:
+    """Feeds the engine one partition's records in offset order, with a wall clock of its own."""
+
+    def __init__(self, rules: PassRules = PassRules(), partitions: tuple[int, ...] = (0,)) -> None:
+        self.engine = AlertEngine("plates", rules, wall_clock=lambda: NOW)
+        for partition in partitions:
+            self.engine.assign(partition)
+        self.offsets = dict.fromkeys(partitions, 0)
+        self.wall = 0.0
+        self.matcher = MATCHER
+
+    def feed(self, camera: str, time: float, *texts: str, partition: int = 0, **kwargs):
+        offset = self.offsets[partition]
+        self.offsets[partition] += 1
+        self.wall += 0.1
+        return self.engine.add(
+            partition, offset, event(camera, time, *texts, offset=offset, **kwargs), self.matcher, self.wall
+        )
+
+
+def test_eight_frames_of_one_pass_give_one_fuzzy_alert_on_the_first_read():
+    driver = Driver()
+    out = [driver.feed("gate-1", T0 + 0.2 * k, "B840OK197") for k in range(8)]
+    assert [len(o) for o in out] == [1, 0, 0, 0, 0, 0, 0, 0]
+    alert = out[0][0].alert
+    assert (alert.plate, alert.list, alert.label) == ("B840CK197", "stolen", "grey van")
+    assert (alert.match_kind, alert.distance, alert.candidate) == (MatchKind.FUZZY, 0.5, "B840OK197")
+    assert alert.source == Source(topic="plates", partition=0, offset=0)
+    assert alert.frame_id == "gate-1/0" and alert.camera_id == "gate-1"
+    assert alert.alerted_at == NOW
+    assert alert.alert_id == alert_id("gate-1", "B840CK197", "stolen", alert.source)
+    PlateAlert.model_validate_json(alert.to_json())  # round-trips through its JSON
+
+
+def test_exact_reads_are_exact_and_non_matching_reads_alert_nothing():
+    driver = Driver()
+    assert driver.feed("gate-1", T0, "X999YX99", "") == []
+    [out] = driver.feed("gate-1", T0 + 0.2, "A123BC77")
+    assert (out.alert.match_kind, out.alert.distance, out.alert.list) == (MatchKind.EXACT, 0.0, "residents")
+
+
+def test_low_confidence_reads_do_not_count():
+    driver = Driver(PassRules(min_confidence=0.6))
+    assert driver.feed("gate-1", T0, "B840CK197", confidence=0.59) == []
+    assert len(driver.feed("gate-1", T0 + 0.2, "B840CK197", confidence=0.6)) == 1
+
+
+def test_a_capture_gap_starts_a_new_pass_with_a_new_id():
+    driver = Driver(PassRules(gap_s=3.0))
+    [first] = driver.feed("gate-1", T0, "B840CK197")
+    assert driver.feed("gate-1", T0 + 3.0, "B840CK197") == []  # 3 s: still the same pass
+    assert driver.feed("gate-1", T0 + 5.0) == []  # an empty frame within the gap
+    [second] = driver.feed("gate-1", T0 + 6.1, "B840CK197")  # 3.1 s after the last matching read
+    assert second.alert.alert_id != first.alert.alert_id
+
+
+def test_an_empty_frame_past_the_gap_ends_the_pass():
+    driver = Driver(PassRules(gap_s=3.0))
+    driver.feed("gate-1", T0, "B840CK197")
+    driver.feed("gate-1", T0 + 3.5)
+    assert driver.engine.open_passes() == 0
+
+
+def test_passes_are_per_camera_and_per_entry():
+    driver = Driver()
+    assert len(driver.feed("gate-1", T0, "B840CK197", "A123BC77")) == 2  # two entries in one frame
+    assert len(driver.feed("gate-2", T0, "B840CK197")) == 1  # another camera
+    assert driver.feed("gate-1", T0 + 0.2, "A123BC77", "B840CK197") == []
+    assert driver.engine.open_passes() == 3
+
+
+def test_two_reads_of_one_entry_in_a_frame_alert_once():
+    driver = Driver()
+    assert len(driver.feed("gate-1", T0, "B840CK197", "B840OK197")) == 1
+
+
+def test_wall_clock_silence_ends_a_pass():
+    driver = Driver(PassRules(gap_s=3.0))
+    driver.feed("gate-1", T0, "B840CK197")
+    assert driver.engine.expire(driver.wall + 3.0) == 0
+    assert driver.engine.expire(driver.wall + 3.1) == 1
+    assert len(driver.feed("gate-1", T0 + 0.2, "B840CK197")) == 1  # a new pass, a new alert
+
+
+def test_a_long_pass_alerts_again_after_max_pass_s():
+    driver = Driver(PassRules(gap_s=3.0, max_pass_s=10.0))
+    alerts = [out for k in range(60) for out in driver.feed("gate-1", T0 + 0.5 * k, "B840CK197")]
+    assert [a.alert.source.offset for a in alerts] == [0, 20, 40]
+
+
+def test_expired_entries_never_match():
+    driver = Driver()
+    driver.matcher = Matcher([entry("B840CK197", expires_at=datetime.fromtimestamp(T0 + 1, UTC))], 1.0)
+    assert len(driver.feed("gate-1", T0, "B840CK197")) == 1
+    assert driver.feed("gate-1", T0 + 5, "B840CK197") == []  # a later pass, the entry expired
+
+
+def test_a_removed_entry_stops_alerting_and_an_added_one_starts():
+    driver = Driver()
+    driver.matcher = Matcher([], 1.0)
+    assert driver.feed("gate-1", T0, "B840CK197") == []
+    driver.matcher = MATCHER
+    assert len(driver.feed("gate-1", T0 + 0.2, "B840CK197")) == 1
+
+
+def test_a_replay_gives_the_same_ids():
+    def run() -> list[str]:
+        driver = Driver()
+        texts = ["B840OK197"] * 5 + [""] * 20 + ["A123BC77"] * 3
+        return [o.alert.alert_id for k, t in enumerate(texts) for o in driver.feed("gate-1", T0 + 0.2 * k, t)]
+
+    first = run()
+    assert len(first) == 2 and run() == first
+
+
+# --- commits -------------------------------------------------------------------------------------
+
+
+def deliver_all(driver: Driver, outgoing) -> None:
+    for out in outgoing:
+        driver.engine.delivered(out)
+
+
+def test_commit_holds_the_first_read_of_an_open_pass_even_once_delivered():
+    driver = Driver()
+    driver.feed("gate-1", T0)  # offset 0, nothing
+    out = driver.feed("gate-1", T0 + 0.2, "B840CK197")  # offset 1
+    driver.feed("gate-1", T0 + 0.4, "B840CK197")
+    assert driver.engine.committable() == {0: 1}
+    deliver_all(driver, out)
+    assert driver.engine.committable() == {0: 1}  # still open
+    driver.feed("gate-1", T0 + 4.0)  # ends it
+    assert driver.engine.committable() == {0: 4}
+
+
+def test_commit_waits_for_the_broker_after_the_pass_ended():
+    driver = Driver()
+    out = driver.feed("gate-1", T0, "B840CK197")
+    driver.feed("gate-1", T0 + 4.0)
+    assert driver.engine.committable() == {0: 0}
+    deliver_all(driver, out)
+    assert driver.engine.committable() == {0: 2}
+
+
+def test_commit_never_splits_an_ended_pass_straddling_an_open_one():
+    driver = Driver()
+    first = driver.feed("gate-1", T0, "B840CK197")  # 0: gate-1's pass starts
+    second = driver.feed("gate-2", T0, "A123BC77")  # 1: gate-2's pass starts
+    driver.feed("gate-1", T0 + 0.2, "B840CK197")  # 2
+    driver.feed("gate-1", T0 + 4.0)  # 3: gate-1's pass ends
+    deliver_all(driver, first + second)
+    # gate-2's open pass holds 1; committing 1 would make a restart read gate-1's offset-2 read as a
+    # pass of its own, with another id: the position stays at gate-1's first read.
+    assert driver.engine.committable() == {0: 0}
+    driver.feed("gate-2", T0 + 4.0)  # 4: gate-2's pass ends
+    assert driver.engine.committable() == {0: 5}
+    assert driver.engine.held() == 0
+
+
+def test_an_ended_pass_wholly_below_an_open_one_is_released():
+    driver = Driver()
+    first = driver.feed("gate-1", T0, "B840CK197")  # 0
+    driver.feed("gate-1", T0 + 4.0)  # 1: ends it
+    second = driver.feed("gate-2", T0 + 4.0, "A123BC77")  # 2
+    deliver_all(driver, first + second)
+    assert driver.engine.committable() == {0: 2}
+
+
+def test_revoke_drops_open_passes_and_ignores_late_deliveries():
+    driver = Driver()
+    out = driver.feed("gate-1", T0, "B840CK197")
+    assert driver.engine.revoke(0) == 1
+    driver.engine.assign(0)
+    assert not driver.engine.is_current(out[0])
+    driver.engine.delivered(out[0])  # of the old assignment: no effect
+    assert driver.engine.committable() == {} and driver.engine.held() == 0
+
+
+def test_invalid_records_are_consumed_and_committed():
+    engine = AlertEngine("plates", PassRules())
+    engine.assign(0)
+    assert engine.add(0, 0, None, MATCHER, 0.0) == []
+    assert engine.committable() == {0: 1}
+
+
+@pytest.mark.parametrize("field", ["camera", "plate", "list", "offset"])
+def test_alert_ids_differ_by_every_part(field):
+    base = {"camera": "gate-1", "plate": "B840CK197", "list": "stolen", "offset": 5}
+    changed = {**base, field: {"camera": "gate-2", "plate": "A123BC77", "list": "x", "offset": 6}[field]}
+
+    def make(parts):
+        return alert_id(
+            parts["camera"],
+            parts["plate"],
+            parts["list"],
+            Source(topic="p", partition=0, offset=parts["offset"]),
+        )
+
+    assert make(base) == make(dict(base)) != make(changed)
