@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,7 +37,7 @@ from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
-from stream_worker.service.publisher import Publisher
+from stream_worker.service.publisher import OutputRecord, Publisher
 from stream_worker.sightings.consumer import PlateRecord
 
 log = logging.getLogger("stream_worker.alerts")
@@ -46,14 +45,6 @@ log = logging.getLogger("stream_worker.alerts")
 CONSUME_CHUNK = 500
 POLL_S = 0.1
 LOAD_RETRY_S = 2.0
-
-
-@dataclass(frozen=True, slots=True)
-class AlertRecord:
-    topic: str
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
 
 
 class AlertsService(LoopService):
@@ -169,7 +160,7 @@ class AlertsService(LoopService):
 
     def _publish(self, outgoing: Outgoing, processed_at: datetime) -> None:
         alert = outgoing.alert
-        record = AlertRecord(self.settings.output_topic, alert.camera_id.encode(), alert.to_json())
+        record = OutputRecord(self.settings.output_topic, alert.camera_id.encode(), alert.to_json())
         self.publisher.publish(record, lambda error: self._delivered(outgoing, processed_at, error))
 
     def _delivered(self, outgoing: Outgoing, processed_at: datetime, error: KafkaError | None) -> None:

@@ -7,6 +7,7 @@ what it produced is acknowledged by the broker.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from confluent_kafka import KafkaError, Producer
@@ -24,6 +25,16 @@ class Record(Protocol):
     def value(self) -> bytes | None: ...
     @property
     def headers(self) -> list[tuple[str, bytes | None]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRecord:
+    """A `Record` as a service's output is: a keyed value (a sighting, an alert)."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
 
 
 class Publisher:

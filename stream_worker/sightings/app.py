@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,7 +31,7 @@ from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
-from stream_worker.service.publisher import Publisher
+from stream_worker.service.publisher import OutputRecord, Publisher
 from stream_worker.sightings.consumer import Assigned, PlateRecord, PlatesConsumer
 from stream_worker.sightings.engine import Outgoing, SightingsEngine
 from stream_worker.sightings.metrics import SightingsMetrics
@@ -43,14 +42,6 @@ log = logging.getLogger("stream_worker.sightings")
 
 CONSUME_CHUNK = 500
 POLL_S = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class SightingRecord:
-    topic: str
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
 
 
 class SightingsService(LoopService):
@@ -147,7 +138,7 @@ class SightingsService(LoopService):
 
     def _publish(self, outgoing: Outgoing) -> None:
         sighting = outgoing.sighting
-        record = SightingRecord(self.settings.output_topic, sighting.camera_id.encode(), sighting.to_json())
+        record = OutputRecord(self.settings.output_topic, sighting.camera_id.encode(), sighting.to_json())
         self.publisher.publish(record, lambda error: self._delivered(outgoing, error))
 
     def _delivered(self, outgoing: Outgoing, error: KafkaError | None) -> None:
