@@ -12,6 +12,14 @@ each as in production. Then, for every labelled plate with a known text:
   one with several is also counted as split (the one with most reads is scored).
 
 Printed side by side, with the sightings' directions against the passes' and a JSON report.
+
+With --alerts, half of the labelled plates (chosen by --seed) go on a watch list with their true
+text and `stream-worker alerts` runs too; scored per labelled plate's pass (an alert belongs to the
+plate its read's box lies on, as a sighting does): recall (listed passes alerted for their entry),
+false alerts (on unlisted plates, on no labelled plate, or for another entry), duplicates, and the
+latency from the pass's first frame published (and from its first PlateEvent) to its alert. The
+same run's reads are then replayed offline through the service's pass rules (alerts/passes.py) at
+several matching tolerances, so the default can be chosen from figures.
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from bench import environment
 from bench.passes import KINDS, Difficulty, ScenePass, make_pass
 from bench.report import format_table, write_json
+from stream_worker.alerts.store import WatchlistStoreError, write_changes
+from stream_worker.alerts.watchlist import WatchEntry
 from stream_worker.evaluation.labels import load_labels
 from stream_worker.evaluation.scoring import iou, match_boxes
 from stream_worker.launchers.broker import create_topics, free_port
@@ -68,6 +78,8 @@ class Outputs:
     events: dict[str, dict[str, Any]] = field(default_factory=dict)  # frame_id -> PlateEvent
     dead_letters: set[str] = field(default_factory=set)  # frame ids
     sightings: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[dict[str, Any]] = field(default_factory=list)  # PlateAlerts as received (repeats too)
+    published: dict[str, float] = field(default_factory=dict)  # frame_id -> epoch s it was produced
 
 
 # --- the passes ------------------------------------------------------------------------------
@@ -131,23 +143,15 @@ def score(planned: Sequence[PlannedPass], outputs: Outputs) -> dict[str, Any]:
     frame_plates = frame_exact = 0
     plates = exact = one_sighting = split = missed = direction_right = 0
     rows = []
-    by_frame = {frame_id: (item, k) for item in planned for k, frame_id in enumerate(item.frame_ids)}
+    by_frame = _frames_of(planned)
     owned: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (photo, label index) -> sightings
     extra: list[dict[str, Any]] = []  # sightings on no labelled plate
     for sighting in outputs.sightings:
-        where = by_frame.get(sighting["best_read"]["frame_id"])
-        if where is None:
+        owner = _owner(by_frame, sighting["best_read"])
+        if owner is None:
             extra.append(sighting)
-            continue
-        item, k = where
-        box = sighting["best_read"]["box"]
-        box = (box["x1"], box["y1"], box["x2"], box["y2"])
-        overlaps = [iou(label_box, box) for label_box in item.scene.frames[k].boxes]
-        best = max(range(len(overlaps)), key=overlaps.__getitem__, default=None)
-        if best is None or overlaps[best] < IOU_THRESHOLD:
-            extra.append(sighting)
-            continue
-        owned.setdefault((item.scene.name, best), []).append(sighting)
+        else:
+            owned.setdefault((owner[0].scene.name, owner[1]), []).append(sighting)
     labelled: list[tuple[str, list[dict[str, Any]]]] = []  # (expected text, its sightings)
     for item in planned:
         texts = item.scene.texts
@@ -239,6 +243,25 @@ def _under_rule(
     return {"exact": exact, "missed": missed, "extra": sum(map(keep, extra))}
 
 
+def _frames_of(planned: Sequence[PlannedPass]) -> dict[str, tuple[PlannedPass, int]]:
+    return {frame_id: (item, k) for item in planned for k, frame_id in enumerate(item.frame_ids)}
+
+
+def _owner(
+    by_frame: dict[str, tuple[PlannedPass, int]], read: dict[str, Any]
+) -> tuple[PlannedPass, int] | None:
+    """The pass and label index of the plate a read (frame_id, box) lies on, or None."""
+    where = by_frame.get(read["frame_id"])
+    if where is None:
+        return None
+    item, k = where
+    overlaps = [iou(label_box, _box(read)) for label_box in item.scene.frames[k].boxes]
+    best = max(range(len(overlaps)), key=overlaps.__getitem__, default=None)
+    if best is None or overlaps[best] < IOU_THRESHOLD:
+        return None
+    return item, best
+
+
 def _box(plate: dict[str, Any]) -> tuple[float, float, float, float]:
     box = plate["box"]
     return box["x1"], box["y1"], box["x2"], box["y2"]
@@ -266,10 +289,15 @@ class Topics:
     plates: str
     dead_letters: str
     sightings: str
+    alerts: str
+    watchlist: str
 
     @classmethod
     def named(cls, prefix: str) -> Topics:
-        return cls(f"{prefix}.frames", f"{prefix}.plates", f"{prefix}.frames.dlq", f"{prefix}.sightings")
+        return cls(
+            *(f"{prefix}.{name}" for name in ("frames", "plates", "frames.dlq", "sightings")),
+            *(f"{prefix}.{name}" for name in ("alerts", "watchlist")),
+        )
 
 
 class Service:
@@ -339,12 +367,18 @@ def run_passes(
     timeout_s: float = 1800.0,
     sightings_args: Sequence[str] = (),
     local_broker: bool = False,
+    watchlist: Sequence[WatchEntry] | None = None,
 ) -> Outputs:
-    """Publish the planned passes through the worker and the sightings service; their outputs."""
+    """Publish the planned passes through the worker and the sightings service (and, given a
+    `watchlist`, the alerts service on it); their outputs."""
     topics = Topics.named(f"bench-sightings-{uuid.uuid4().hex[:8]}")
-    create_topics(
-        bootstrap_servers, [topics.frames, topics.plates, topics.dead_letters, topics.sightings], partitions
-    )
+    wanted = [topics.frames, topics.plates, topics.dead_letters, topics.sightings]
+    create_topics(bootstrap_servers, wanted + ([topics.alerts] if watchlist is not None else []), partitions)
+    if watchlist is not None:
+        try:
+            write_changes(bootstrap_servers, topics.watchlist, watchlist)
+        except WatchlistStoreError as error:
+            raise SightingsBenchError(f"watch list not written: {error}") from error
     run_id = topics.frames.split(".")[0]
     with tempfile.TemporaryDirectory(prefix="stream-worker-bench-sightings-") as scratch:
         log_dir = Path(scratch)
@@ -368,21 +402,30 @@ def run_passes(
              "--output-topic", topics.sightings, "--silence-s", "600", *sightings_args],
             log_dir,
         )  # fmt: skip
+        services = [worker, sightings]
+        if watchlist is not None:
+            alerts_args = ["--group-id", f"{run_id}-alerts", "--input-topic", topics.plates]
+            alerts_args += ["--output-topic", topics.alerts, "--watchlist-topic", topics.watchlist]
+            services.append(Service("alerts", [*common, *alerts_args], log_dir))
         try:
-            worker.wait_ready()
-            sightings.wait_ready()
-            frame_ids = _publish(bootstrap_servers, topics.frames, records(planned, fps), local_broker)
-            return _collect(bootstrap_servers, topics, frame_ids, [worker, sightings], timeout_s)
+            for service in services:
+                service.wait_ready()
+            published = _publish(bootstrap_servers, topics.frames, records(planned, fps), local_broker)
+            with_alerts = watchlist is not None
+            outputs = _collect(bootstrap_servers, topics, set(published), services, timeout_s, with_alerts)
+            outputs.published = published
+            return outputs
         finally:
-            worker.stop()
-            sightings.stop()
+            for service in services:
+                service.stop()
 
 
 def _publish(
     bootstrap_servers: str, topic: str, frames: Iterator[tuple[str, str, int, bytes]], local_broker: bool
-) -> set[str]:
+) -> dict[str, float]:
+    """Frame id -> when it was handed to the producer (epoch s)."""
     producer = Producer(producer_config(bootstrap_servers, {"linger.ms": "20"}, local_broker))
-    frame_ids = set()
+    frame_ids = {}
     for camera, frame_id, captured_ms, jpeg in frames:
         headers = [
             ("camera_id", camera.encode()),
@@ -396,14 +439,19 @@ def _publish(
             except BufferError:
                 producer.poll(0.1)
         producer.poll(0)
-        frame_ids.add(frame_id)
+        frame_ids[frame_id] = time.time()
     if producer.flush(120) != 0:
         raise SightingsBenchError("frames not delivered to the broker")
     return frame_ids
 
 
 def _collect(
-    bootstrap_servers: str, topics: Topics, frame_ids: set[str], services: list[Service], timeout_s: float
+    bootstrap_servers: str,
+    topics: Topics,
+    frame_ids: set[str],
+    services: list[Service],
+    timeout_s: float,
+    with_alerts: bool = False,
 ) -> Outputs:
     consumer = Consumer(
         {
@@ -415,7 +463,8 @@ def _collect(
     outputs = Outputs()
     try:
         metadata = consumer.list_topics(timeout=30).topics
-        wanted = (topics.plates, topics.dead_letters, topics.sightings)
+        wanted = [topics.plates, topics.dead_letters, topics.sightings]
+        wanted += [topics.alerts] if with_alerts else []
         consumer.assign(
             [TopicPartition(t, p, OFFSET_BEGINNING) for t in wanted for p in sorted(metadata[t].partitions)]
         )
@@ -430,6 +479,9 @@ def _collect(
                     outputs.events[event["frame_id"]] = event
                 elif message.topic() == topics.sightings:
                     outputs.sightings.append(orjson.loads(message.value()))
+                    settled_at = None
+                elif message.topic() == topics.alerts:
+                    outputs.alerts.append(orjson.loads(message.value()))
                     settled_at = None
                 else:
                     outputs.dead_letters.add(dict(message.headers() or ()).get("frame_id", b"").decode())
@@ -490,10 +542,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repository", type=Path, default=REPO_ROOT / "model_repository")
     p.add_argument("--report", type=Path, default=None, help="Write the JSON report here.")
     p.add_argument("--allow-busy", action="store_true", help=environment.ALLOW_BUSY_HELP)
+    p.add_argument(
+        "--alerts",
+        action="store_true",
+        help="Also run `stream-worker alerts` with half of the labelled plates (by --seed) on a watch "
+        "list, score its alerts and replay the reads offline at several matching tolerances.",
+    )
     return p
 
 
 def main(argv: Sequence[str]) -> int:
+    from bench import alerts as alert_scoring  # it builds on this module's passes and outputs
+
     args = parser().parse_args(list(argv))
     if args.frames_per_pass < 2 or args.cameras < 1 or args.fps <= 0:
         print("error: --frames-per-pass >= 2, --cameras >= 1 and --fps > 0 are needed", file=sys.stderr)
@@ -506,12 +566,19 @@ def main(argv: Sequence[str]) -> int:
         difficulty = Difficulty(args.min_scale, tuple(args.jpeg_quality), args.max_blur)
         passes = scene_passes(args.scenes, args.frames_per_pass, args.limit, args.seed, difficulty)
         planned = plan(passes, args.cameras, args.fps, int(time.time() * 1000))
+        entries = alert_scoring.watch_entries(planned, args.seed) if args.alerts else None
         with contextlib.ExitStack() as stack:
             bootstrap = args.bootstrap_servers or _local_broker(stack)
             triton_url = args.triton_url or _local_triton(stack, args.repository)
             local = args.bootstrap_servers is None
             outputs = run_passes(
-                bootstrap, triton_url, planned, args.fps, args.partitions, local_broker=local
+                bootstrap,
+                triton_url,
+                planned,
+                args.fps,
+                args.partitions,
+                local_broker=local,
+                watchlist=entries,
             )
     except SightingsBenchError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -529,6 +596,13 @@ def main(argv: Sequence[str]) -> int:
         "busy": busy,
         **figures,
     }
+    if entries is not None:
+        listed = {entry.plate for entry in entries}
+        report["alerts"] = {
+            "listed": sorted(listed),
+            "service": alert_scoring.score_alerts(planned, outputs, listed),
+            "tolerances": alert_scoring.tolerance_table(planned, outputs, entries),
+        }
     print(render(report))
     if args.report:
         write_json(args.report, report)
@@ -558,6 +632,8 @@ def _local_triton(stack: contextlib.ExitStack, repository: Path) -> str:
 
 
 def render(report: dict[str, Any]) -> str:
+    from bench import alerts as alert_scoring
+
     frames, sightings = report["frames"], report["sightings"]
     side_by_side = [{"unit": "frame", **frames}, {"unit": "sighting", **sightings}]
     wrong = [row for row in report["plates"] if not row["exact"]]
@@ -582,4 +658,6 @@ def render(report: dict[str, Any]) -> str:
     if wrong:
         columns = ["photo", "kind", "expected", "voted", "frames_exact", "frames", "sightings", "reads"]
         lines += ["", "plates whose sighting is not exact:", format_table(wrong, columns)]
+    if "alerts" in report:
+        lines += ["", *alert_scoring.render_alerts(report["alerts"])]
     return "\n".join(lines)
