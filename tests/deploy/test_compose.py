@@ -192,14 +192,15 @@ def test_grafana_is_optional_and_provisioned(compose: dict) -> None:
 
 
 def test_dashboard_queries_name_real_service_metrics() -> None:
-    """Every stream_worker_* series the dashboard reads is one the worker or the sightings service
-    exports, and it shows both."""
+    """Every stream_worker_* series the dashboard reads is one the worker, the sightings service or
+    the alerts service exports, and it shows all three."""
+    from stream_worker.alerts.metrics import AlertsMetrics
     from stream_worker.sightings.metrics import SightingsMetrics
     from stream_worker.worker.metrics import Metrics
 
     families = [
         family
-        for registry in (Metrics().registry, SightingsMetrics().registry)
+        for registry in (Metrics().registry, SightingsMetrics().registry, AlertsMetrics().registry)
         for family in registry.collect()
     ]
     exported = {sample.name for family in families for sample in family.samples} | {
@@ -214,8 +215,10 @@ def test_dashboard_queries_name_real_service_metrics() -> None:
         for name in re.findall(r"\bstream_worker_[a-z_]+", target["expr"])
     }
     assert used <= exported, f"not exported: {sorted(used - exported)}"
+    services = ("stream_worker_sightings_", "stream_worker_alerts_")
     assert any(name.startswith("stream_worker_sightings_") for name in used), "no sightings panel"
-    assert any(not name.startswith("stream_worker_sightings_") for name in used), "no worker panel"
+    assert any(name.startswith("stream_worker_alerts_") for name in used), "no alerts panel"
+    assert any(not name.startswith(services) for name in used), "no worker panel"
 
 
 def test_dashboard_panels_have_distinct_ids_and_do_not_overlap() -> None:

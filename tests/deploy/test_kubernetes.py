@@ -297,7 +297,7 @@ def test_references_resolve(rendered: dict[str, list[dict]]) -> None:
 
 def test_scrape_annotations_point_at_metrics_ports(rendered: dict[str, list[dict]]) -> None:
     for build, objects in rendered.items():
-        for name, port in (("triton", 8002), ("stream-worker", 9108)):
+        for name, port in (("triton", 8002), ("stream-worker", 9108), ("sightings", 9109), ("alerts", 9110)):
             template = one(objects, "Deployment", name)["spec"]["template"]
             annotations = template["metadata"]["annotations"]
             assert annotations["prometheus.io/scrape"] == "true", f"{build} {name}"

@@ -1,19 +1,21 @@
 #!/bin/sh
 # Creates the stream worker's topics when missing, raises their partition counts to the configured
-# ones and (re)applies their retention. Idempotent: Compose runs it on every `up`, Kubernetes as a
-# Job. It never lowers a partition count (Kafka cannot); note that raising one moves cameras to
-# other partitions, so a camera's frames are only ordered again from that moment on.
+# ones and (re)applies their retention (the watch list: compaction). Idempotent: Compose runs it on
+# every `up`, Kubernetes as a Job. It never lowers a partition count (Kafka cannot); note that
+# raising one moves cameras to other partitions, so a camera's frames are only ordered again from
+# that moment on.
 #
 # Runs in the apache/kafka image (POSIX sh). Environment:
 #   BOOTSTRAP_SERVERS                         required
 #   COMMAND_CONFIG                            optional Java client properties file (SASL/TLS)
 #   REPLICATION_FACTOR                        default 1
 #   INPUT_TOPIC / OUTPUT_TOPIC / DLQ_TOPIC    default frames / plates / frames.dlq
-#   SIGHTINGS_TOPIC                           default sightings
+#   SIGHTINGS_TOPIC / ALERTS_TOPIC            default sightings / alerts
+#   WATCHLIST_TOPIC                           default watchlist (compacted, always 1 partition)
 #   FRAMES_PARTITIONS / PLATES_PARTITIONS / DLQ_PARTITIONS                   default 6 / 6 / 1
-#   SIGHTINGS_PARTITIONS                                                     default 6
+#   SIGHTINGS_PARTITIONS / ALERTS_PARTITIONS                                 default 6 / 6
 #   FRAMES_RETENTION_MS / PLATES_RETENTION_MS / DLQ_RETENTION_MS             default 1 h / 7 d / 14 d
-#   SIGHTINGS_RETENTION_MS                                                   default 7 d
+#   SIGHTINGS_RETENTION_MS / ALERTS_RETENTION_MS                             default 7 d / 7 d
 #   MAX_MESSAGE_BYTES                         default 10485760 (frames are whole JPEGs)
 set -eu
 
@@ -27,12 +29,14 @@ if [ -n "${COMMAND_CONFIG:-}" ] && [ -f "$COMMAND_CONFIG" ]; then
   admin_options="$admin_options --command-config $COMMAND_CONFIG"
 fi
 
-ensure_topic() {
-  name=$1 partitions=$2 retention_ms=$3
-  configs="retention.ms=$retention_ms,max.message.bytes=$MAX_MESSAGE_BYTES"
+# ensure NAME PARTITIONS CONFIGS [CREATE_OPTIONS...]: the topic exists with at least PARTITIONS
+# partitions and CONFIGS (key=value,...) applied; CREATE_OPTIONS go to its creation only.
+ensure() {
+  name=$1 partitions=$2 configs=$3
+  shift 3
   # shellcheck disable=SC2086 # admin_options is a list of words on purpose
   "$KAFKA_BIN/kafka-topics.sh" $admin_options --create --if-not-exists --topic "$name" \
-    --partitions "$partitions" --replication-factor "$REPLICATION_FACTOR"
+    --partitions "$partitions" --replication-factor "$REPLICATION_FACTOR" "$@"
   # shellcheck disable=SC2086
   current=$("$KAFKA_BIN/kafka-topics.sh" $admin_options --describe --topic "$name" \
     | sed -n 's/.*PartitionCount: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
@@ -53,7 +57,22 @@ ensure_topic() {
   echo "topic $name ready: $partitions partitions, $configs"
 }
 
+# ensure_topic NAME PARTITIONS RETENTION_MS: a topic whose records expire.
+ensure_topic() {
+  ensure "$1" "$2" "retention.ms=$3,max.message.bytes=$MAX_MESSAGE_BYTES"
+}
+
+# ensure_compacted_topic NAME: a compacted topic (the latest record of a key is kept). One
+# partition, never raised: raising it would move keys to other partitions, and an older record of
+# a plate left on its old partition could then win over the newer one.
+ensure_compacted_topic() {
+  ensure "$1" 1 "cleanup.policy=compact,max.message.bytes=$MAX_MESSAGE_BYTES" \
+    --config cleanup.policy=compact
+}
+
 ensure_topic "${INPUT_TOPIC:-frames}" "${FRAMES_PARTITIONS:-6}" "${FRAMES_RETENTION_MS:-3600000}"
 ensure_topic "${OUTPUT_TOPIC:-plates}" "${PLATES_PARTITIONS:-6}" "${PLATES_RETENTION_MS:-604800000}"
 ensure_topic "${DLQ_TOPIC:-frames.dlq}" "${DLQ_PARTITIONS:-1}" "${DLQ_RETENTION_MS:-1209600000}"
 ensure_topic "${SIGHTINGS_TOPIC:-sightings}" "${SIGHTINGS_PARTITIONS:-6}" "${SIGHTINGS_RETENTION_MS:-604800000}"
+ensure_topic "${ALERTS_TOPIC:-alerts}" "${ALERTS_PARTITIONS:-6}" "${ALERTS_RETENTION_MS:-604800000}"
+ensure_compacted_topic "${WATCHLIST_TOPIC:-watchlist}"
