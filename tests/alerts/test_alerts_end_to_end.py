@@ -1,0 +1,208 @@
+"""Issue 20's first acceptance line, end to end: the real local broker, the real Triton, `stream-worker
+run`, `stream-worker sightings` and `stream-worker alerts` as their own processes. The sample van
+(read as B840OK197) passes camera gate-1 twice while its true text B840CK197 is on a watch list: one
+fuzzy alert per pass, within 2 s of the pass's first PlateEvent; the cat on gate-2 raises none."""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from service_processes import WAIT_S, ServiceProcess, TopicReader
+from support import EXPECTED_PLATE
+
+from stream_worker.alerts.matching import MatchKind
+from stream_worker.alerts.store import write_changes
+from stream_worker.contracts import PlateEvent, PlateSighting
+from stream_worker.launchers.broker import create_topics
+from tests.alerts.test_alerts_integration import alerts, entry, wait_ready
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+CAMERA_PARTITION = {"gate-1": 0, "gate-2": 1}
+MISREAD = "B840OK197"  # how the worker reads the van in samples/car.jpg: O for C, distance 0.5
+PASS_GAP_S = 4.0  # the alerts service's --pass-gap-s
+PASS_STARTS_S = (0.0, 30.0)  # capture time of each van pass's first frame, far more than the gap apart
+FRAMES_PER_PASS = 3
+FRAME_INTERVAL_S = 0.2
+ALERT_BOUND_S = 2.0
+SILENCE_S = 5.0  # the sightings service closes the last van pass after this (wall clock)
+
+
+@dataclass
+class Topics:
+    frames: str
+    plates: str
+    dlq: str
+    sightings: str
+    alerts: str
+    watchlist: str
+
+
+@dataclass
+class Frame:
+    camera: str
+    frame_id: str
+    captured_ms: int
+    value: bytes
+
+
+@pytest.fixture
+def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
+    names = Topics(
+        *(f"{unique_name}-{kind}" for kind in ("frames", "plates", "dlq", "sightings", "alerts", "watchlist"))
+    )
+    create_topics(
+        kafka_bootstrap, [names.frames, names.plates, names.dlq, names.sightings, names.alerts], PARTITIONS
+    )
+    return names
+
+
+@pytest.fixture
+def start_service(tmp_path: Path, kafka_bootstrap: str, unique_name: str):
+    started: list[ServiceProcess] = []
+
+    def start(command: str, started_line: str, *args: str) -> ServiceProcess:
+        common = [
+            "--bootstrap-servers", kafka_bootstrap,
+            "--group-id", f"{unique_name}-{command}",
+            "--session-timeout-ms", "6000",
+            "--metrics-port", "0",
+        ]  # fmt: skip
+        service = ServiceProcess(
+            [*common, *args], tmp_path / f"{command}.log", command=command, started=started_line
+        ).start()
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        if service.is_running():
+            service.stop(signal.SIGKILL)
+
+
+def produce_frames(bootstrap: str, topic: str, frames: list[Frame]) -> None:
+    """Frames as a camera gateway publishes them: key and headers per the frame headers contract."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    for frame in frames:
+        headers = [
+            ("camera_id", frame.camera.encode()),
+            ("frame_id", frame.frame_id.encode()),
+            ("captured_at", str(frame.captured_ms).encode()),
+        ]
+        producer.produce(
+            topic,
+            value=frame.value,
+            key=frame.camera.encode(),
+            partition=CAMERA_PARTITION[frame.camera],
+            headers=headers,
+        )
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def test_watched_van_alerts_once_per_pass_within_two_seconds_and_the_cat_never(
+    kafka_bootstrap, triton_url, topics, start_service, car_jpeg, cat_jpeg
+):
+    assert EXPECTED_PLATE == "B840CK197"
+    write_changes(kafka_bootstrap, topics.watchlist, [entry(EXPECTED_PLATE, "stolen")])
+    worker = start_service(
+        "run", "worker started",
+        "--triton-url", triton_url,
+        "--input-topic", topics.frames,
+        "--output-topic", topics.plates,
+        "--dlq-topic", topics.dlq,
+        "--triton-timeout-s", "300",  # the CPU Triton serves one request at a time
+        "--retry-max-backoff-s", "1",
+    )  # fmt: skip
+    sightings_service = start_service(
+        "sightings", "sightings started",
+        "--input-topic", topics.plates,
+        "--output-topic", topics.sightings,
+        "--silence-s", str(SILENCE_S),
+    )  # fmt: skip
+    alerts_service = start_service(
+        "alerts", "alerts started",
+        "--input-topic", topics.plates,
+        "--output-topic", topics.alerts,
+        "--watchlist-topic", topics.watchlist,
+        "--pass-gap-s", str(PASS_GAP_S),
+    )  # fmt: skip
+    services = [worker, sightings_service, alerts_service]
+    for service in services:
+        wait_ready(service)
+    assert alerts_service.metric("stream_worker_alerts_watchlist_size") == 1
+
+    base_ms = int(time.time() * 1000) - 60_000
+    van = [
+        Frame("gate-1", f"gate-1/{n}", base_ms + int((start + k * FRAME_INTERVAL_S) * 1000), car_jpeg)
+        for n, (start, k) in enumerate((s, k) for s in PASS_STARTS_S for k in range(FRAMES_PER_PASS))
+    ]
+    cat = [Frame("gate-2", f"gate-2/{k}", base_ms + k * 1000, cat_jpeg) for k in range(3)]
+    produce_frames(kafka_bootstrap, topics.frames, van + cat)
+
+    plates = TopicReader(kafka_bootstrap, topics.plates, PARTITIONS)
+    alerts_out = TopicReader(kafka_bootstrap, topics.alerts, PARTITIONS)
+    sightings_out = TopicReader(kafka_bootstrap, topics.sightings, PARTITIONS)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while len(plates.records) < len(van) + len(cat) or len(alerts_out.records) < len(PASS_STARTS_S):
+            for service in services:
+                assert service.is_running(), f"{service.command} exited:\n{service.log_tail()}"
+            assert time.monotonic() < deadline, (
+                f"{len(plates.records)} events, {len(alerts_out.records)} alerts:\n"
+                + "\n".join(f"--- {s.command}\n{s.log_tail()}" for s in services)
+            )
+            plates.poll(0.2)
+            alerts_out.poll(0.2)
+        alerts_out.poll(PASS_GAP_S + 2.0)  # the passes have ended (gap, silence): nothing else comes
+        plates.poll(0.5)
+        # The sightings service runs alongside: one sighting per van pass once its gap has passed.
+        while len(sightings_out.records) < len(PASS_STARTS_S):
+            assert sightings_service.is_running(), sightings_service.log_tail()
+            assert time.monotonic() < deadline, sightings_service.log_tail()
+            sightings_out.poll(0.3)
+    finally:
+        plates.close()
+        alerts_out.close()
+        sightings_out.close()
+
+    events, positions = {}, {}
+    for record in plates.records:
+        event = PlateEvent.model_validate_json(record.value)
+        if event.frame_id not in events:  # the first copy of an at-least-once duplicate
+            events[event.frame_id] = event
+            positions[event.frame_id] = (record.partition, record.offset)
+    assert set(events) == {f.frame_id for f in van + cat}
+    assert all(not events[f.frame_id].plates for f in cat)
+
+    got = alerts(alerts_out)
+    assert all(alert.camera_id == "gate-1" for alert in got)  # the cat camera raises none
+    by_id = {alert.alert_id: alert for alert in got}
+    first_frames = [f"gate-1/{n * FRAMES_PER_PASS}" for n in range(len(PASS_STARTS_S))]
+    assert sorted(alert.frame_id for alert in by_id.values()) == first_frames  # one alert per pass
+    for alert in by_id.values():
+        first = events[alert.frame_id]
+        assert (alert.plate, alert.list) == (EXPECTED_PLATE, "stolen")
+        assert (alert.match_kind, alert.distance, alert.candidate) == (MatchKind.FUZZY, 0.5, MISREAD)
+        assert alert.event_id == first.event_id
+        assert alert.captured_at == first.captured_at
+        assert alert.box == first.plates[0].box
+        assert alert.source.topic == topics.plates
+        assert (alert.source.partition, alert.source.offset) == positions[alert.frame_id]
+        assert (alert.frame_source.topic, alert.frame_source.partition) == (topics.frames, 0)
+        assert alert.frame_source == first.source
+        latency = (alert.alerted_at - first.processed_at).total_seconds()
+        print(f"\n{alert.frame_id}: alerted {latency:.3f} s after its first PlateEvent")
+        assert 0 <= latency <= ALERT_BOUND_S, latency
+
+    passes = [PlateSighting.model_validate_json(record.value) for record in sightings_out.records]
+    assert [(s.camera_id, s.reads) for s in passes] == [("gate-1", FRAMES_PER_PASS)] * len(PASS_STARTS_S)
+
+    for service in (alerts_service, sightings_service, worker):
+        assert service.stop() == 0, service.log_tail()
