@@ -1,4 +1,5 @@
-"""What the demo shows: the live table of plate events, dead letters and sightings, and the summary.
+"""What the demo shows: the live table of plate events, dead letters, sightings and alerts, and the
+summary.
 
 Pure functions over the records read back, so the formatting and the statistics are unit-tested
 without servers.
@@ -15,11 +16,13 @@ from typing import Any
 
 @dataclass
 class Results:
-    """Events, dead letters and sightings read back, deduplicated (at-least-once may repeat a record)."""
+    """Events, dead letters, sightings and alerts read back, deduplicated (at-least-once may repeat a
+    record)."""
 
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
     dead_letters: dict[str, dict[str, str]] = field(default_factory=dict)
     sightings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    alerts: dict[str, dict[str, Any]] = field(default_factory=dict)
     first_published_at: float | None = None
     last_received_at: float | None = None
     never_delivered: int = 0  # published frames the broker never delivered to the worker
@@ -41,6 +44,13 @@ class Results:
         if sighting["sighting_id"] in self.sightings:
             return False
         self.sightings[sighting["sighting_id"]] = sighting
+        return True
+
+    def add_alert(self, alert: dict[str, Any]) -> bool:
+        """False for a duplicate (same `alert_id`)."""
+        if alert["alert_id"] in self.alerts:
+            return False
+        self.alerts[alert["alert_id"]] = alert
         return True
 
     def add_dead_letter(self, headers: dict[str, str], received_at: float) -> bool:
@@ -92,6 +102,27 @@ def sighting_row(sighting: dict[str, Any]) -> str:
     return f"{row}  {sighting['reads']} reads over {seen_s:.1f} s, {direction}, closed by {closed_by}"
 
 
+def alert_row(alert: dict[str, Any]) -> str:
+    """A watch-listed plate passed: the entry (list, label) and how the read matched it."""
+    row = _row(alert["camera_id"], "ALERT", alert["plate"], f"{alert['confidence']:.2f}", "")
+    entry = f"({alert['list']}: {alert['label']})" if alert.get("label") else f"({alert['list']})"
+    if alert["match_kind"] == "exact":
+        return f"{row}  {entry} exact"
+    return f"{row}  {entry} {alert['match_kind']} {alert['distance']:g} from {alert['candidate']}"
+
+
+def _alerts_summary(alerts: Sequence[dict[str, Any]]) -> str:
+    """`N (PLATE on LIST: KIND xN, ...; ...)`, entries by count."""
+    if not alerts:
+        return "none"
+    by_entry = Counter((alert["plate"], alert["list"]) for alert in alerts)
+    parts = []
+    for (plate, list_name), _ in by_entry.most_common():
+        kinds = Counter(a["match_kind"] for a in alerts if (a["plate"], a["list"]) == (plate, list_name))
+        parts.append(f"{plate} on {list_name}: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
+    return f"{len(alerts)} ({'; '.join(parts)})"
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile of a non-empty sequence."""
     ordered = sorted(values)
@@ -133,6 +164,7 @@ def summary_lines(results: Results, published: int, cameras: int, produce_second
             if results.sightings
             else "none"
         ),
+        "alerts            " + _alerts_summary(list(results.alerts.values())),
         f"missing           {missing}"
         + (
             f" (never delivered to the worker by the broker: {results.never_delivered})"

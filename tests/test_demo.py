@@ -26,12 +26,14 @@ from stream_worker.children import Watchdog, terminate
 from stream_worker.demo import CORRUPT_FRAME, DemoError, camera_frames, resolve_inputs
 from stream_worker.demo_report import (
     Results,
+    alert_row,
     dead_letter_row,
     event_rows,
     percentile,
     sighting_row,
     summary_lines,
 )
+from stream_worker.demo_topics import SAMPLE_PLATE, DemoTopics
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
 
 # --- without servers -----------------------------------------------------------------------
@@ -149,6 +151,41 @@ def test_sightings_rows_and_summary() -> None:
     )
     lines = summary_lines(results, published=0, cameras=1, produce_seconds=1.0)
     assert "sightings         2 from 15 reads (B840CK197 x2)" in lines
+
+
+def test_alert_rows_and_summary() -> None:
+    alert = {
+        "alert_id": "a1",
+        "camera_id": "cam-1",
+        "list": "demo",
+        "label": "sample van",
+        "plate": "B840CK197",
+        "match_kind": "fuzzy",
+        "distance": 0.5,
+        "candidate": "B840OK197",
+        "confidence": 0.8612,
+    }
+    results = Results()
+    assert "alerts            none" in summary_lines(results, published=0, cameras=1, produce_seconds=1.0)
+    assert results.add_alert(alert)
+    assert not results.add_alert(alert)  # published again after a restart: same id
+    exact = {**alert, "alert_id": "a2", "camera_id": "cam-2", "match_kind": "exact", "distance": 0.0}
+    assert results.add_alert(exact)
+    assert alert_row(alert) == (
+        "cam-1     ALERT             B840CK197    0.86  (demo: sample van) fuzzy 0.5 from B840OK197"
+    )
+    assert alert_row({**exact, "label": None}).endswith("B840CK197    0.86  (demo) exact")
+    lines = summary_lines(results, published=0, cameras=1, produce_seconds=1.0)
+    assert "alerts            2 (B840CK197 on demo: fuzzy x1, exact x1)" in lines
+
+
+def test_demo_topics_are_the_defaults_locally_and_run_specific_elsewhere() -> None:
+    local = DemoTopics.for_run(None)
+    assert local.names == ("frames", "plates", "frames.dlq", "sightings", "alerts", "watchlist")
+    assert local.viewed == ("plates", "frames.dlq", "sightings", "alerts")
+    external = DemoTopics.for_run("abc123")
+    assert external.watchlist == "stream-worker-demo-abc123.watchlist"
+    assert all(name.startswith("stream-worker-demo-abc123.") for name in external.names)
 
 
 def test_percentile_is_nearest_rank() -> None:
@@ -337,7 +374,7 @@ def _assert_the_worker_lost_nothing(output: str, exit_code: int) -> None:
 def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
     commands = " | ".join(info.cmdline for info in run.seen.values())
     markers = ("tansu broker", "tritonserver", "triton_python_backend_stub", "stream_worker run")
-    for marker in (*markers, "stream_worker sightings"):
+    for marker in (*markers, "stream_worker sightings", "stream_worker alerts"):
         assert marker in commands, f"never saw a {marker!r} process; saw: {commands}"
     assert "stream_worker.children" in commands
 
@@ -360,6 +397,11 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
     assert sorted(cells[0] for cells in sightings) == ["cam-1", "cam-2"], output
     assert all(edit_distance(cells[2], EXPECTED_PLATE) <= 1 for cells in sightings), output
     assert "sightings         2 from" in output
+    # The van is on the watch list by its true text: one alert per camera, whatever it is read as.
+    alerts = [line.split() for line in output.splitlines() if "ALERT" in line.split()[1:2]]
+    assert sorted(cells[0] for cells in alerts) == ["cam-1", "cam-2"], output
+    assert all(cells[2] == SAMPLE_PLATE and "(demo:" in cells for cells in alerts), output
+    assert re.search(rf"alerts +2 \({SAMPLE_PLATE} on demo: (fuzzy|exact) x", output), output
     _assert_saw_every_kind_of_child(run)
     assert _leftovers(run) == []
 

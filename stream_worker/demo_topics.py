@@ -1,0 +1,76 @@
+"""The demo's topics: their names, creating them (and deleting them on an external broker), and
+the watch list the demo puts the sample van on."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from stream_worker.alerts.store import WatchlistStoreError, ensure_topic, write_changes
+from stream_worker.alerts.watchlist import new_entry
+from stream_worker.demo_options import DemoError
+from stream_worker.launchers.broker import BrokerError, create_topics
+
+# The van in samples/car.jpg, by its true text: the recognizer reads it B840OK197 (a fuzzy match).
+SAMPLE_PLATE = "B840CK197"
+SAMPLE_LIST = "demo"
+SAMPLE_LABEL = "sample van"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DemoTopics:
+    frames: str = "frames"
+    plates: str = "plates"
+    dead_letters: str = "frames.dlq"
+    sightings: str = "sightings"
+    alerts: str = "alerts"
+    watchlist: str = "watchlist"  # compacted
+
+    @classmethod
+    def for_run(cls, run_id: str | None) -> DemoTopics:
+        """The default names, or (on an external broker) fresh ones for this run."""
+        defaults = cls()
+        if run_id is None:
+            return defaults
+        return cls(*(f"stream-worker-demo-{run_id}.{name}" for name in astuple(defaults)))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return astuple(self)
+
+    @property
+    def viewed(self) -> tuple[str, ...]:
+        """What the viewer shows: everything the services publish."""
+        return (self.plates, self.dead_letters, self.sightings, self.alerts)
+
+
+def create(bootstrap: str, topics: DemoTopics, partitions: int) -> None:
+    """The streams with `partitions` each, the watch list compacted; DemoError when the broker refuses."""
+    try:
+        create_topics(bootstrap, [name for name in topics.names if name != topics.watchlist], partitions)
+        ensure_topic(bootstrap, topics.watchlist)
+    except (BrokerError, KafkaException, WatchlistStoreError) as error:
+        raise DemoError(f"cannot create topics on --bootstrap-servers {bootstrap}: {error}") from error
+
+
+def delete(bootstrap: str, names: Sequence[str]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive the futures
+    futures = admin.delete_topics(list(names), request_timeout=15)
+    for name, future in futures.items():
+        if (error := future.exception(timeout=15)) is not None:
+            log.warning("could not delete demo topic %s: %s", name, error)
+
+
+def watch_sample_van(bootstrap: str, topics: DemoTopics) -> None:
+    """Put the sample van on the watch list (list `demo`) by its true text."""
+    entry = new_entry(SAMPLE_PLATE, SAMPLE_LIST, SAMPLE_LABEL)
+    try:
+        write_changes(bootstrap, topics.watchlist, [entry])
+    except (WatchlistStoreError, KafkaException) as error:
+        raise DemoError(f"cannot write the watch list {topics.watchlist}: {error}") from error
