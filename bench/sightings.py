@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +48,7 @@ from stream_worker.alerts.watchlist import WatchEntry
 from stream_worker.evaluation.labels import load_labels
 from stream_worker.evaluation.scoring import iou, match_boxes
 from stream_worker.launchers.broker import create_topics, free_port
+from stream_worker.launchers.service import ServiceChild, ServiceStartError
 from stream_worker.tools.produce import producer_config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -300,62 +299,25 @@ class Topics:
         )
 
 
-class Service:
+class Service(ServiceChild):
     """`python -m stream_worker COMMAND` with its log in `log_dir`, ready once /readyz says so."""
 
     def __init__(self, command: str, args: list[str], log_dir: Path) -> None:
-        self.command = command
-        self.metrics_port = free_port()
-        self.log_path = log_dir / f"{command}.log"
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "stream_worker",
-                    command,
-                    *args,
-                    "--metrics-port",
-                    str(self.metrics_port),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        super().__init__(command, args, log_dir / f"{command}.log", metrics_port=free_port())
+        self.start()
 
     def check(self) -> None:
-        if (code := self.process.poll()) is not None:
+        if (code := self.returncode) is not None:
             raise SightingsBenchError(f"{self.command} exited with {code}:\n{self.log_tail()}")
 
-    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        import urllib.request
-
-        deadline = time.monotonic() + timeout_s
-        while True:
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:  # type: ignore[override]
+        try:
+            super().wait_ready(timeout_s, poll_s=0.3)
+        except ServiceStartError as error:
             self.check()
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/readyz", timeout=2) as response,
-            ):
-                if response.status == 200:
-                    return
-            if time.monotonic() > deadline:
-                raise SightingsBenchError(
-                    f"{self.command} not ready after {timeout_s:.0f} s:\n{self.log_tail()}"
-                )
-            time.sleep(0.3)
-
-    def stop(self) -> int | None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                return self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        return self.process.wait()
-
-    def log_tail(self, chars: int = 3000) -> str:
-        return self.log_path.read_text(errors="replace")[-chars:]
+            raise SightingsBenchError(
+                f"{self.command} not ready after {timeout_s:.0f} s:\n{self.log_tail()}"
+            ) from error
 
 
 def run_passes(

@@ -19,14 +19,9 @@ topic from the side and times each event when it becomes readable there.
 from __future__ import annotations
 
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -42,6 +37,7 @@ from bench.frames import BenchFrame
 from bench.pipeline import BenchError, cpu_figures
 from bench.report import latency_ms, rate
 from stream_worker.launchers.broker import create_topics, free_port
+from stream_worker.launchers.service import ServiceChild, ServiceStartError
 from stream_worker.tools.produce import produce_frames
 from stream_worker.worker.metrics import read_frames_in
 
@@ -58,7 +54,7 @@ FETCH_WAIT_MS = 100
 MIB = 1024 * 1024
 
 
-class WorkerProcess:
+class WorkerProcess(ServiceChild):
     """`python -m stream_worker run` as a child process with the benchmark's topics and settings."""
 
     def __init__(
@@ -71,14 +67,8 @@ class WorkerProcess:
         log_dir: Path,
         on_started: Callable[[int], None] = lambda pgid: None,
     ) -> None:
-        self.metrics_port = free_port()
         self._on_started = on_started
-        self.log_path = log_dir / f"worker-{group_id}.log"
-        self.command = [
-            sys.executable,
-            "-m",
-            "stream_worker",
-            "run",
+        args = [
             f"--bootstrap-servers={bootstrap_servers}",
             f"--triton-url={triton_url}",
             f"--group-id={group_id}",
@@ -87,45 +77,27 @@ class WorkerProcess:
             f"--dlq-topic={topics.dead_letters}",
             f"--session-timeout-ms={SESSION_TIMEOUT_MS}",
             "--local-broker",  # the stream bench always runs on the embedded broker
-            f"--metrics-port={self.metrics_port}",
             "--metrics-host=127.0.0.1",
             "--log-level=WARNING",
             *(f"--{name.replace('_', '-')}={value}" for name, value in settings.items()),
         ]
-        self._process: subprocess.Popen[bytes] | None = None
+        log_path = log_dir / f"worker-{group_id}.log"
+        super().__init__("run", args, log_path, metrics_port=free_port(), append_log=True, cwd=REPO_ROOT)
 
-    @property
-    def pid(self) -> int:
-        assert self._process is not None
-        return self._process.pid
-
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    def start(self) -> None:
+    def start(self) -> WorkerProcess:
         """Start and wait until /readyz answers 200 (partitions assigned, Triton ready)."""
-        with self.log_path.open("ab") as log:
-            self._process = subprocess.Popen(
-                self.command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, start_new_session=True
-            )
-        self._on_started(self._process.pid)  # its own session: its pid is its process group
-        deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if not self.is_running():
-                raise BenchError(f"the worker exited during start-up: {self.log_tail()}")
-            if self._ready():
-                return
-            time.sleep(0.1)
-        self.stop()
-        raise BenchError(f"the worker was not ready within {WORKER_READY_TIMEOUT_S:.0f} s: {self.log_tail()}")
-
-    def _ready(self) -> bool:
+        super().start()
+        self._on_started(self.pid)  # its own session: its pid is its process group
         try:
-            url = f"http://127.0.0.1:{self.metrics_port}/readyz"
-            with urllib.request.urlopen(url, timeout=2) as response:
-                return response.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
+            self.wait_ready(WORKER_READY_TIMEOUT_S, poll_s=0.1)
+        except ServiceStartError as error:
+            if error.exit_code is not None:
+                raise BenchError(f"the worker exited during start-up: {self.log_tail()}") from error
+            self.stop()
+            raise BenchError(
+                f"the worker was not ready within {WORKER_READY_TIMEOUT_S:.0f} s: {self.log_tail()}"
+            ) from error
+        return self
 
     def _status_bytes(self, field: str) -> int:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
@@ -140,29 +112,13 @@ class WorkerProcess:
     def rss_bytes(self) -> int:
         return self._status_bytes("VmRSS")
 
-    def stop(self) -> int | None:
+    def stop(self) -> int | None:  # type: ignore[override]
         """SIGTERM (the worker drains and commits), then SIGKILL; the exit code."""
-        process, self._process = self._process, None
-        if process is None:
-            return None
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(WORKER_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        return process.returncode
+        return super().stop(timeout_s=WORKER_STOP_TIMEOUT_S)
 
     def frames_in(self) -> int | None:
         """Frames the worker has received from the broker (its own counter), None if unreadable."""
         return read_frames_in(f"http://127.0.0.1:{self.metrics_port}/metrics")
-
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return "(no log)"
 
 
 class RssSampler:

@@ -7,18 +7,12 @@ order) and is stopped with SIGTERM (drain, commit, exit 0), killed if it overrun
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import signal
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from stream_worker.launchers import service
 from stream_worker.launchers.broker import free_port
 
 log = logging.getLogger(__name__)
@@ -36,73 +30,40 @@ def log_tail(path: Path) -> str:
         return "(no log)"
 
 
-def http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-class ServiceChild:
-    """One `stream-worker COMMAND` child; `start()` returns once its /readyz answers 200."""
+class ServiceChild(service.ServiceChild):
+    """One `stream-worker COMMAND` child with the demo's port, log and shutdown timeout."""
 
     def __init__(self, command: str, args: Sequence[str], workdir: Path) -> None:
-        self.command = command
         self.port = free_port()
-        self.log_path = workdir / f"{command}.log"
-        self._args = [
-            *args,
-            "--metrics-host", "127.0.0.1",
-            "--metrics-port", str(self.port),
-            "--shutdown-timeout-s", str(SHUTDOWN_S),
-        ]  # fmt: skip
-        self.process: subprocess.Popen[bytes] | None = None
+        args = [*args, "--metrics-host", "127.0.0.1", "--shutdown-timeout-s", str(SHUTDOWN_S)]
+        super().__init__(command, args, workdir / f"{command}.log", metrics_port=self.port)
 
     @property
-    def pid(self) -> int | None:
+    def pid(self) -> int | None:  # type: ignore[override]
         return self.process.pid if self.process is not None else None
 
     @property
     def metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/metrics"
 
-    def start(self) -> None:
-        with self.log_path.open("wb") as log_file:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "stream_worker", self.command, *self._args],
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C reaches the demo only; it stops its children in order
-            )
-
-    def wait_ready(self, check: Callable[[], None]) -> None:
+    def wait_ready(self, check: Callable[[], None]) -> None:  # type: ignore[override]
         """Until /readyz says ready; `check` raises when something else failed meanwhile."""
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not http_ok(f"http://127.0.0.1:{self.port}/readyz"):
-            check()
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"{self.command} was not ready after {READY_TIMEOUT_S:.0f} s; its log ends with:\n"
-                    f"{log_tail(self.log_path)}"
-                )
-            time.sleep(POLL_S)
+        try:
+            super().wait_ready(READY_TIMEOUT_S, POLL_S, check)
+        except service.ServiceStartError as error:
+            if error.exit_code is not None:
+                check()  # the demo's own report of a child that exited
+                raise
+            raise TimeoutError(
+                f"{self.command} was not ready after {READY_TIMEOUT_S:.0f} s; its log ends with:\n"
+                f"{log_tail(self.log_path)}"
+            ) from error
 
     def exit_code(self) -> int | None:
         """None while running (or never started)."""
-        return self.process.poll() if self.process is not None else None
+        return self.returncode
 
-    def stop(self) -> None:
+    def stop(self) -> None:  # type: ignore[override]
         """SIGTERM: it drains, commits and exits 0; killed if it overruns its timeout."""
-        process = self.process
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(SHUTDOWN_S + 5.0)
-        except subprocess.TimeoutExpired:
-            log.warning("%s did not stop within %.0f s; killing it", self.command, SHUTDOWN_S + 5.0)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if self.is_running() and super().stop(timeout_s=SHUTDOWN_S + 5.0) == -signal.SIGKILL:
+            log.warning("%s did not stop within %.0f s; it was killed", self.command, SHUTDOWN_S + 5.0)

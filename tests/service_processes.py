@@ -4,19 +4,18 @@ service use to start, kill and watch them (importable: pytest's pythonpath has t
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from stream_worker.launchers.service import ServiceChild
 
 WAIT_S = 300.0  # generous bound for "eventually"; the CPU Triton is slow and the cores are shared
 PARTITIONS = 3
@@ -68,42 +67,17 @@ class TopicReader:
         self._consumer.close()
 
 
-@dataclass
-class ServiceProcess:
-    args: list[str]
-    log_path: Path
-    command: str = "run"
-    started: str = "worker started"  # the log line that carries the metrics port
-    process: subprocess.Popen | None = None
-    returncode: int | None = None
-    _log: object = field(default=None, repr=False)
+class ServiceProcess(ServiceChild):
+    """The service as the integration tests run it: not in its own session, its log appended to,
+    its HTTP port read from the start log line (`started`)."""
 
-    def start(self) -> ServiceProcess:
-        self._log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "stream_worker", self.command, *self.args],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        return self
+    def __init__(
+        self, args: list[str], log_path: Path, command: str = "run", started: str = "worker started"
+    ) -> None:
+        super().__init__(command, args, log_path, own_session=False, append_log=True)
+        self.started = started  # the log line that carries the metrics port
 
-    def is_running(self) -> bool:
-        if self.process is None:
-            return False
-        self.returncode = self.process.poll()
-        return self.returncode is None
-
-    def log_lines(self) -> list[dict]:
-        lines = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            if line.startswith("{"):
-                try:
-                    lines.append(json.loads(line))
-                except ValueError:
-                    continue
-        return lines
-
-    def log_tail(self, count: int = 40) -> str:
+    def log_tail(self, count: int = 40) -> str:  # type: ignore[override]
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-count:])
 
     def assignments(self) -> list[list[str]]:
@@ -119,11 +93,12 @@ class ServiceProcess:
             assert time.monotonic() < deadline, f"no log line for {what}:\n{self.log_tail()}"
             time.sleep(0.2)
 
-    def metrics_port(self) -> int:
+    def started_port(self) -> int:
+        """The metrics port, once the start line is written."""
         return self.wait_for_log(lambda line: line.get("msg") == self.started, "start")["metrics_port"]
 
     def scrape(self, path: str = "/metrics") -> tuple[int, str]:
-        url = f"http://127.0.0.1:{self.metrics_port()}{path}"
+        url = f"http://127.0.0.1:{self.started_port()}{path}"
         try:
             with urllib.request.urlopen(url, timeout=30) as response:
                 return response.status, response.read().decode()
@@ -136,13 +111,10 @@ class ServiceProcess:
                 return float(line.rsplit(" ", 1)[1])
         return 0.0
 
-    def stop(self, signum: int = signal.SIGTERM, timeout_s: float = 120.0) -> int:
-        assert self.process is not None
-        if self.process.poll() is None:
-            self.process.send_signal(signum)
-        self.returncode = self.process.wait(timeout=timeout_s)
-        self._log.close()
-        return self.returncode
+    def stop(self, signum: int = signal.SIGTERM, timeout_s: float = 120.0) -> int:  # type: ignore[override]
+        code = super().stop(signum, timeout_s)
+        assert code is not None, f"{self.command} was not started"
+        return code
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:

@@ -95,7 +95,7 @@ def test_every_acknowledged_frame_gets_its_event_across_broker_kills(
              "--session-timeout-ms", "6000", "--metrics-port", "0", "--triton-timeout-s", "300"],
             tmp_path / "worker.log",
         ).start()  # fmt: skip
-        worker.metrics_port()  # started
+        worker.started_port()  # started
         camera = Camera(broker.bootstrap_servers, frames, small_jpeg)
         camera.start()
         for kill in range(1, KILLS + 1):
