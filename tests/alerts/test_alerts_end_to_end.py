@@ -19,7 +19,7 @@ from stream_worker.alerts.matching import MatchKind
 from stream_worker.alerts.store import write_changes
 from stream_worker.contracts import PlateEvent, PlateSighting
 from stream_worker.launchers.broker import create_topics
-from tests.alerts.test_alerts_integration import alerts, entry, wait_ready
+from tests.alerts.test_alerts_integration import alerts, entry
 
 pytestmark = pytest.mark.integration
 
@@ -135,7 +135,7 @@ def test_watched_van_alerts_once_per_pass_within_two_seconds_and_the_cat_never(
     )  # fmt: skip
     services = [worker, sightings_service, alerts_service]
     for service in services:
-        wait_ready(service)
+        service.wait_ready(WAIT_S)
     assert alerts_service.metric("stream_worker_alerts_watchlist_size") == 1
 
     base_ms = int(time.time() * 1000) - 60_000

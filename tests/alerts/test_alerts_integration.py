@@ -81,14 +81,6 @@ def start_alerts(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_na
             service.stop(signal.SIGKILL)
 
 
-def wait_ready(service: ServiceProcess) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while service.scrape("/readyz")[0] != 200:
-        assert service.is_running(), service.log_tail()
-        assert time.monotonic() < deadline, service.log_tail()
-        time.sleep(0.2)
-
-
 def wait_metric(service: ServiceProcess, sample: str, value: float) -> None:
     deadline = time.monotonic() + 30
     while service.metric(sample) != value:
@@ -122,7 +114,7 @@ def one_pass(
 def test_one_fuzzy_alert_per_pass_within_two_seconds(kafka_bootstrap, topics, alerts_reader, start_alerts):
     write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
     service = start_alerts()
-    wait_ready(service)
+    service.wait_ready(WAIT_S)
     assert service.metric("stream_worker_alerts_watchlist_size") == 1
 
     events = [(0, e) for e in one_pass("gate-1", "B840OK197", T0)]
@@ -150,7 +142,7 @@ def test_one_fuzzy_alert_per_pass_within_two_seconds(kafka_bootstrap, topics, al
 def test_watch_list_changes_apply_without_a_restart(kafka_bootstrap, topics, alerts_reader, start_alerts):
     write_changes(kafka_bootstrap, topics.watchlist, [entry("X001XX99")])
     service = start_alerts()
-    wait_ready(service)
+    service.wait_ready(WAIT_S)
     size = "stream_worker_alerts_watchlist_size"
 
     produce(kafka_bootstrap, topics.plates, [(0, e) for e in one_pass("gate-1", "A123BC77", T0)])
@@ -230,7 +222,7 @@ def test_sigkill_mid_stream_then_restart_publishes_every_alert_with_stable_ids(
     write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197"), entry("A123BC77", "residents")])
     stream, expected = kill_stream()
     first = start_alerts()
-    wait_ready(first)
+    first.wait_ready(WAIT_S)
     producer = threading.Thread(target=paced, args=(kafka_bootstrap, topics.plates, stream), daemon=True)
     producer.start()
     deadline = time.monotonic() + 30
