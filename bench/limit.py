@@ -37,8 +37,6 @@ from bench.pipeline import BenchError, Measurement, Ours, batches, interleaved, 
 from bench.report import ratio
 from bench.repository import config_parameters, config_path, load_model_file
 
-MAX_PIXELS = 33_177_600  # plate_recognition's defaults, when its config does not set them
-MAX_DECODED_PIXELS = 4_194_304
 STAGES = ("decode", "letterbox", "detect", "boxes", "crop", "stn", "lprnet", "ctc")
 PROFILE_FRAMES = 16
 
@@ -86,8 +84,10 @@ class InProcessPipeline:
         self.detections = load_model_file(repository, "plate_recognition", "detections")
         self.frames = load_model_file(repository, "plate_recognition", "frames")
         self.parameters = config_parameters(config_path(repository, "plate_recognition", model_config_name))
-        self.max_pixels = int(self.parameters.get("max_pixels", MAX_PIXELS))
-        self.max_decoded_pixels = int(self.parameters.get("max_decoded_pixels", MAX_DECODED_PIXELS))
+        self.max_pixels = int(self.parameters.get("max_pixels", self.frames.DEFAULT_MAX_PIXELS))
+        self.max_decoded_pixels = int(
+            self.parameters.get("max_decoded_pixels", self.frames.DEFAULT_MAX_DECODED_PIXELS)
+        )
         self.scales: tuple[float, ...] = self.detections.parse_scales(
             self.parameters.get("detector_scales", self.detections.DEFAULT_SCALES)
         )
@@ -135,7 +135,7 @@ class InProcessPipeline:
         }
 
     def decode(self, jpeg: bytes) -> np.ndarray:
-        """As plate_recognition decodes (reduced beyond `max_decoded_pixels`; 1080p is not)."""
+        """As plate_recognition decodes (reduced beyond `max_decoded_pixels`: 1080p at 1/2)."""
         plan = self.frames.plan_decode(jpeg, self.max_pixels, self.max_decoded_pixels)
         return self.frames.decode_planned(jpeg, plan)
 

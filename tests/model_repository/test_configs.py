@@ -98,7 +98,7 @@ def test_both_variants_show_the_detector_the_same_scales_and_margins() -> None:
     detections = load_model_file("plate_recognition", "detections")
     assert default.parameters["detector_scales"].string_value == detections.DEFAULT_SCALES
     assert default.parameters["detector_margins"].string_value == detections.DEFAULT_MARGINS
-    for key in ("detector_scales", "detector_margins", "score_threshold", "nms_iou"):
+    for key in ("detector_scales", "detector_margins", "score_threshold", "nms_iou", "max_decoded_pixels"):
         assert gpu.parameters[key].string_value == default.parameters[key].string_value, key
 
 
@@ -116,3 +116,13 @@ def test_the_gpu_detector_warms_up_the_canvases_a_16_by_9_camera_sends() -> None
     _, gpu_detector = _variants("plate_detector")
     warmed = {tuple(sample.inputs["images"].dims[:2]) for sample in gpu_detector.model_warmup}
     assert sent <= warmed
+
+
+def test_the_decode_limits_in_the_config_are_the_frames_module_defaults() -> None:
+    default, _ = _variants("plate_recognition")
+    frames = load_model_file("plate_recognition", "frames")
+    assert int(default.parameters["max_pixels"].string_value) == frames.DEFAULT_MAX_PIXELS
+    assert int(default.parameters["max_decoded_pixels"].string_value) == frames.DEFAULT_MAX_DECODED_PIXELS
+    # a 1080p frame is decoded at 1/2: still more pixels than the detector's scale-1.0 canvas
+    plan = frames.DecodePlan(frames.JpegHeader(1920, 1080, 3, False), 2)
+    assert plan.size[0] * plan.size[1] <= frames.DEFAULT_MAX_DECODED_PIXELS < 1920 * 1080

@@ -26,6 +26,11 @@ REDUCED_READS = {
     8: cv2.IMREAD_REDUCED_COLOR_8,
 }
 
+# What config.pbtxt sets; used where it is silent. Frames over 8K UHD are refused from their header;
+# over 1 MP they are decoded at 1/2, 1/4 or 1/8 scale (a 1080p frame at 960x540: see config.pbtxt).
+DEFAULT_MAX_PIXELS = 33_177_600  # 7680x4320
+DEFAULT_MAX_DECODED_PIXELS = 1_048_576  # 1024x1024
+
 PLATE_WIDTH, PLATE_HEIGHT = 94, 24
 # Margins around the plate in the crop, as fractions of its height (above and below) and width (each
 # side). 20% vertically is how the checkpoints were trained; 8% horizontally read the most texts

@@ -44,6 +44,8 @@ from detections import (
     usable_corners,
 )
 from frames import (
+    DEFAULT_MAX_DECODED_PIXELS,
+    DEFAULT_MAX_PIXELS,
     DecodePlan,
     InvalidImage,
     ctc_greedy_decode,
@@ -54,8 +56,6 @@ from frames import (
 )
 from heap import keep_freed_memory
 
-DEFAULT_MAX_PIXELS = 33_177_600  # 7680x4320, 8K UHD
-DEFAULT_MAX_DECODED_PIXELS = 4_194_304  # 2048x2048
 DEFAULT_DECODED_MEMORY_BUDGET_MB = 128
 DETECTORS = ("yolo", "haar")
 
