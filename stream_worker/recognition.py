@@ -25,6 +25,7 @@ class Plate:
     corners: tuple[Point, ...] = ()
     character_confidences: tuple[float, ...] = ()  # one per character of `text`
     layout: str = SINGLE_ROW  # or DOUBLE_ROW, as the detector classified the plate
+    image: bytes = b""  # the plate's picture (a JPEG of at most 16 KB) when its frame asked; else b""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,9 @@ from stream_worker.recognition import FrameResult, Plate
 
 DEFAULT_MODEL_NAME = "plate_recognition"
 INPUT_NAME = "images"
+# Optional BOOL per frame: answer its plates' pictures. Sent only when some frame asks, so that a
+# request without pictures is what it always was (and an older model still answers it).
+PLATE_IMAGES_NAME = "plate_images"
 OUTPUT_NAMES = (
     "plate_frame",
     "plate_box",
@@ -36,6 +39,7 @@ OUTPUT_NAMES = (
     "plate_character_confidences",
     "plate_detection_score",
     "plate_layout",
+    "plate_image",
     "frame_status",
     "frame_size",
 )
@@ -159,6 +163,7 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
     character_confidences = outputs["plate_character_confidences"].reshape(-1)
     scores = outputs["plate_detection_score"].reshape(-1)
     layouts = outputs["plate_layout"].reshape(-1)
+    images = outputs["plate_image"].reshape(-1)
     plate_count = len(plate_frames)
     lengths = {
         "box": len(boxes),
@@ -167,6 +172,7 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
         "confidence": len(confidences),
         "detection score": len(scores),
         "layout": len(layouts),
+        "image": len(images),
     }
     if any(length != plate_count for length in lengths.values()):
         raise TritonInferenceError(
@@ -198,6 +204,7 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
                 corners=tuple((float(x), float(y)) for x, y in corners[i]),
                 character_confidences=tuple(float(c) for c in characters),
                 layout=_decode(layouts[i]),
+                image=bytes(images[i]),
             )
         )
     return [
@@ -243,18 +250,31 @@ class PlateRecognitionClient:
             )
         self._model_version: str | None = None
 
-    def recognize(self, frames: Sequence[bytes]) -> list[FrameResult]:
-        """One `FrameResult` per frame, in order. An empty batch needs no request."""
+    def recognize(
+        self, frames: Sequence[bytes], plate_images: Sequence[bool] | None = None
+    ) -> list[FrameResult]:
+        """One `FrameResult` per frame, in order. An empty batch needs no request.
+
+        `plate_images`: per frame, whether its plates come with their pictures (`Plate.image`);
+        without any, the request carries no `plate_images` input at all.
+        """
         if not frames:
             return []
+        if plate_images is not None and len(plate_images) != len(frames):
+            raise ValueError(f"{len(plate_images)} plate_images flags for {len(frames)} frames")
         batch = np.empty(len(frames), dtype=np.object_)
         batch[:] = [bytes(frame) for frame in frames]
         images = InferInput(INPUT_NAME, [len(frames)], "BYTES")
         images.set_data_from_numpy(batch)
+        inputs = [images]
+        if plate_images is not None and any(plate_images):
+            wanted = InferInput(PLATE_IMAGES_NAME, [len(frames)], "BOOL")
+            wanted.set_data_from_numpy(np.array([bool(w) for w in plate_images], dtype=np.bool_))
+            inputs.append(wanted)
         try:
             result = self._client.infer(
                 self.model_name,
-                [images],
+                inputs,
                 outputs=[InferRequestedOutput(name) for name in OUTPUT_NAMES],
                 client_timeout=self.timeout_s,
             )

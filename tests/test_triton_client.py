@@ -48,6 +48,7 @@ def outputs(
         "plate_character_confidences": np.array([c for cs in characters for c in cs], dtype=np.float32),
         "plate_detection_score": np.array([p[4] for p in plates], dtype=np.float32),
         "plate_layout": np.array([b"single_row"] * len(plates), dtype=np.object_),
+        "plate_image": np.array([b""] * len(plates), dtype=np.object_),
     }
 
 
@@ -109,6 +110,16 @@ def test_plates_are_regrouped_by_frame_in_order() -> None:
     assert results[2].plates[0].character_confidences == (0.5, 0.75, 1.0, 0.5, 0.75, 1.0, 0.5, 0.75)
     assert results[2].plates[0].box == (1.5, 2.5, 30.0, 12.0)
     assert all(isinstance(v, float) for v in results[2].plates[0].box)
+
+
+def test_plate_pictures_ride_with_their_plates_and_are_empty_when_not_asked() -> None:
+    raw = outputs([(b"ok", (780, 439))], [(0, CAR_BOX, b"B840CK197", 0.5, 0.5), (0, CAR_BOX, b"X", 0.5, 0.5)])
+    raw["plate_image"] = np.array([b"\xff\xd8\xffjpeg", b""], dtype=np.object_)
+    (result,) = parse_outputs(raw, frame_count=1)
+    assert [plate.image for plate in result.plates] == [b"\xff\xd8\xffjpeg", b""]
+    raw["plate_image"] = raw["plate_image"][:1]
+    with pytest.raises(TritonInferenceError, match="image 1"):
+        parse_outputs(raw, frame_count=1)
 
 
 def test_bytes_are_decoded_as_utf8_and_bad_bytes_do_not_raise() -> None:

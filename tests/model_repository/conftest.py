@@ -29,6 +29,17 @@ def frames() -> ModuleType:
 
 
 @pytest.fixture(scope="session")
+def pictures() -> ModuleType:
+    """pictures.py imports `frames` by name, as the Python backend's model directory allows."""
+    directory = str(MODEL_REPOSITORY / "plate_recognition" / "1")
+    sys.path.insert(0, directory)
+    try:
+        return load_model_file("plate_recognition", "pictures")
+    finally:
+        sys.path.remove(directory)
+
+
+@pytest.fixture(scope="session")
 def detectors() -> ModuleType:
     return load_model_file("haar_detector", "detectors")
 

@@ -23,12 +23,27 @@ def _specs(specs) -> list[tuple[str, str, tuple[int, ...]]]:
 
 def test_plate_recognition_configs_declare_the_contract(contract: ModuleType) -> None:
     for config in _variants("plate_recognition"):
-        assert _tensors(config.input) == _specs([contract.IMAGES])
+        assert _tensors(config.input) == _specs(contract.INPUTS)
+        assert [t.optional for t in config.input] == [s.optional for s in contract.INPUTS]
         assert _tensors(config.output) == _specs(contract.OUTPUTS)
 
 
 def test_the_client_asks_for_every_output_of_the_contract(contract: ModuleType) -> None:
     assert list(triton_client.OUTPUT_NAMES) == [spec.name for spec in contract.OUTPUTS]
+
+
+def test_the_client_sends_the_contracts_inputs(contract: ModuleType) -> None:
+    assert tuple(s.name for s in contract.INPUTS) == (
+        triton_client.INPUT_NAME,
+        triton_client.PLATE_IMAGES_NAME,
+    )
+    assert not contract.IMAGES.optional and contract.PLATE_IMAGES.optional  # old clients send images only
+
+
+def test_the_picture_bound_is_the_events(pictures: ModuleType) -> None:
+    from stream_worker.contracts import PLATE_IMAGE_MAX_BYTES
+
+    assert pictures.PICTURE_MAX_BYTES == PLATE_IMAGE_MAX_BYTES
 
 
 def test_plate_detector_configs_and_graph_declare_the_detector_contract(contract: ModuleType) -> None:

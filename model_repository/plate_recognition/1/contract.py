@@ -18,9 +18,14 @@ class TensorSpec:
     triton_type: str  # as config.pbtxt spells it
     dtype: type  # what the model hands Triton
     dims: tuple[int, ...]  # -1: variable
+    optional: bool = False  # an input a client may leave out (config.pbtxt's `optional: true`)
 
 
 IMAGES = TensorSpec("images", "TYPE_STRING", np.object_, (-1,))  # one JPEG per element
+# One per frame: whether to answer its plates' pictures (`plate_image`). Optional, so that clients
+# that do not know it work as before, and a request without it costs no picture.
+PLATE_IMAGES = TensorSpec("plate_images", "TYPE_BOOL", np.bool_, (-1,), optional=True)
+INPUTS = (IMAGES, PLATE_IMAGES)
 OUTPUTS = (
     # per plate, all frames' plates in order
     TensorSpec("plate_frame", "TYPE_INT32", np.int32, (-1,)),
@@ -31,6 +36,8 @@ OUTPUTS = (
     TensorSpec("plate_character_confidences", "TYPE_FP32", np.float32, (-1,)),  # all plates' flattened
     TensorSpec("plate_detection_score", "TYPE_FP32", np.float32, (-1,)),
     TensorSpec("plate_layout", "TYPE_STRING", np.object_, (-1,)),
+    # the plate's picture: a JPEG of at most pictures.PICTURE_MAX_BYTES, b"" unless its frame asked
+    TensorSpec("plate_image", "TYPE_STRING", np.object_, (-1,)),
     # per frame
     TensorSpec("frame_status", "TYPE_STRING", np.object_, (-1,)),
     TensorSpec("frame_size", "TYPE_INT32", np.int32, (-1, 2)),

@@ -140,29 +140,43 @@ def decode_jpeg(data: bytes, max_pixels: int) -> np.ndarray:
     return decode_planned(data, plan_decode(data, max_pixels, max_decoded_pixels=max_pixels))
 
 
+def warp_plate(
+    image: np.ndarray,
+    corners: np.ndarray,
+    size: tuple[int, int],
+    vertical_margin: float = PLATE_VERTICAL_MARGIN,
+    horizontal_margin: float = PLATE_HORIZONTAL_MARGIN,
+) -> np.ndarray:
+    """The plate warped flat into a `size` (width, height) uint8 image, inset by the margins.
+
+    The four corners (top-left, top-right, bottom-right, bottom-left) are mapped onto the image
+    inset by the margins (fractions of the plate's height and width on each side), so a tilted or
+    skewed plate comes out upright. Pixels outside the frame repeat its border. One warp for the
+    network input and the plate's picture (pictures.py), so both show the same plate.
+    """
+    width, height = size
+    plate_h = height / (1 + 2 * vertical_margin)
+    plate_w = width / (1 + 2 * horizontal_margin)
+    left, top = (width - plate_w) / 2, (height - plate_h) / 2
+    target = np.array(
+        [[left, top], [left + plate_w, top], [left + plate_w, top + plate_h], [left, top + plate_h]],
+        np.float32,
+    )
+    transform = cv2.getPerspectiveTransform(np.asarray(corners, np.float32).reshape(4, 2), target)
+    return cv2.warpPerspective(
+        image, transform, (width, height), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE
+    )
+
+
 def plate_tensor(
     image: np.ndarray,
     corners: np.ndarray,
     vertical_margin: float = PLATE_VERTICAL_MARGIN,
     horizontal_margin: float = PLATE_HORIZONTAL_MARGIN,
 ) -> np.ndarray:
-    """One network input [3, 24, 94] float32: the plate warped flat, (p - 127.5) / 128, channels first.
-
-    The four corners (top-left, top-right, bottom-right, bottom-left) are mapped onto the 94x24
-    input, inset by the margins (fractions of the plate's height and width on each side), so a
-    tilted or skewed plate reaches LPRNet upright. Pixels outside the frame repeat its border.
-    """
-    plate_h = PLATE_HEIGHT / (1 + 2 * vertical_margin)
-    plate_w = PLATE_WIDTH / (1 + 2 * horizontal_margin)
-    left, top = (PLATE_WIDTH - plate_w) / 2, (PLATE_HEIGHT - plate_h) / 2
-    target = np.array(
-        [[left, top], [left + plate_w, top], [left + plate_w, top + plate_h], [left, top + plate_h]],
-        np.float32,
-    )
-    transform = cv2.getPerspectiveTransform(np.asarray(corners, np.float32).reshape(4, 2), target)
-    crop = cv2.warpPerspective(
-        image, transform, (PLATE_WIDTH, PLATE_HEIGHT), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE
-    )
+    """One network input [3, 24, 94] float32: the plate warped flat (`warp_plate`) onto the 94x24
+    input, (p - 127.5) / 128, channels first, so a tilted or skewed plate reaches LPRNet upright."""
+    crop = warp_plate(image, corners, (PLATE_WIDTH, PLATE_HEIGHT), vertical_margin, horizontal_margin)
     return ((crop.astype(np.float32) - 127.5) * 0.0078125).transpose(2, 0, 1)
 
 

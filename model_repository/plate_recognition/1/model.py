@@ -17,7 +17,10 @@ Per request (one micro-batch of frames):
 4. greedy CTC decoding. `plate_confidence` is the minimum over the plate's characters of each
    character's softmax probability (the plate is only as sure as its least sure character);
    `plate_character_confidences` holds those per-character values, all plates flattened in order
-   (plate i owns as many as its text has characters). Empty readings are dropped.
+   (plate i owns as many as its text has characters). Empty readings are dropped;
+5. only for frames whose optional `plate_images` input is true: each plate's picture, warped flat
+   from the decoded frame while its pixels are alive and JPEG-encoded once its reading is kept
+   (pictures.py), in `plate_image`; b"" for the others. A request without the input costs nothing.
 A failing sub-model fails the whole request with a TritonError (the client retries the batch).
 """
 
@@ -29,7 +32,7 @@ import json
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from budget import MemoryBudget, waves
-from contract import DETECTOR_IMAGES, DETECTOR_ROW_WIDTH, DETECTOR_ROWS, output_arrays
+from contract import DETECTOR_IMAGES, DETECTOR_ROW_WIDTH, DETECTOR_ROWS, IMAGES, PLATE_IMAGES, output_arrays
 from detections import (
     DEFAULT_MARGINS,
     DEFAULT_SCALES,
@@ -55,6 +58,7 @@ from frames import (
     plate_tensor,
 )
 from heap import keep_freed_memory
+from pictures import encode_bounded, plate_picture
 
 DEFAULT_DECODED_MEMORY_BUDGET_MB = 128
 DETECTORS = ("yolo", "haar")
@@ -107,8 +111,9 @@ class TritonPythonModel:
     async def _recognize(self, request: object) -> object:
         frames = [
             self._bytes(frame)
-            for frame in pb_utils.get_input_tensor_by_name(request, "images").as_numpy().reshape(-1)
+            for frame in pb_utils.get_input_tensor_by_name(request, IMAGES.name).as_numpy().reshape(-1)
         ]
+        wanted = self._pictures_wanted(request, len(frames))
         statuses = ["ok"] * len(frames)
         sizes = np.zeros((len(frames), 2), np.int32)
         plans: dict[int, DecodePlan] = {}
@@ -130,18 +135,20 @@ class TritonPythonModel:
         plate_frames: list[int] = []
         found: list[Detections] = []
         crops: list[np.ndarray] = []
+        pictures: list[np.ndarray | None] = []  # per plate: its picture's pixels when its frame asked
         order = list(plans)
         for wave in waves([plans[i].memory_bytes for i in order], self.budget.capacity):
             indices = [order[i] for i in wave]
             async with self.budget.hold(sum(plans[i].memory_bytes for i in indices)):
                 # The wave's full-size pixels live only inside this call: gone before the release.
-                for index, frame_plates, frame_crops in await self._cut_plates(
-                    frames, plans, indices, statuses
+                for index, frame_plates, frame_crops, frame_pictures in await self._cut_plates(
+                    frames, plans, indices, statuses, wanted
                 ):
                     sizes[index] = (plans[index].header.width, plans[index].header.height)
                     plate_frames.extend([index] * len(frame_plates))
                     found.append(frame_plates)
                     crops.extend(frame_crops)
+                    pictures.extend(frame_pictures)
         plates = Detections.concatenate(found)
         logits = await self._read_plates(np.stack(crops)) if crops else np.zeros((0, 23, 18), np.float32)
 
@@ -155,6 +162,11 @@ class TritonPythonModel:
             confidences.append(plate_confidence(characters))
             character_confidences.extend(characters)
         kept_plates = plates.take(np.array(kept, np.int64))
+        kept_pictures = [pictures[i] for i in kept]
+        if any(picture is not None for picture in kept_pictures):
+            images = await asyncio.to_thread(self._encode_pictures, kept_pictures)
+        else:
+            images = [b""] * len(kept)
 
         values = {
             "plate_frame": [plate_frames[i] for i in kept],
@@ -165,6 +177,7 @@ class TritonPythonModel:
             "plate_character_confidences": character_confidences,
             "plate_detection_score": kept_plates.scores,
             "plate_layout": [(DOUBLE_ROW if d else SINGLE_ROW).encode() for d in kept_plates.double_row],
+            "plate_image": images,
             "frame_status": [s.encode() for s in statuses],
             "frame_size": sizes,
         }
@@ -173,10 +186,16 @@ class TritonPythonModel:
         )
 
     async def _cut_plates(
-        self, frames: list[bytes], plans: dict[int, DecodePlan], indices: list[int], statuses: list[str]
-    ) -> list[tuple[int, Detections, list[np.ndarray]]]:
+        self,
+        frames: list[bytes],
+        plans: dict[int, DecodePlan],
+        indices: list[int],
+        statuses: list[str],
+        wanted: np.ndarray | None,
+    ) -> list[tuple[int, Detections, list[np.ndarray], list[np.ndarray | None]]]:
         """Decode these frames, detect their plates and cut the plates out: per decoded frame, its
-        plates (in its full-size pixels) and their network inputs. Failed decodes set `statuses`."""
+        plates (in its full-size pixels), their network inputs and, where `wanted` asks for the
+        frame's pictures, their pictures' pixels (else None each). Failed decodes set `statuses`."""
         images = await asyncio.gather(
             *(asyncio.to_thread(self._decode, frames[i], plans[i]) for i in indices)
         )
@@ -193,11 +212,33 @@ class TritonPythonModel:
                 [usable_corners(c, b) for c, b in zip(plates.corners, plates.boxes, strict=True)], np.float32
             ).reshape(-1, 4, 2)
             crops = [plate_tensor(image, c, self.vertical_margin, self.horizontal_margin) for c in corners]
+            if wanted is not None and wanted[index]:
+                pictures = [
+                    plate_picture(image, c, self.vertical_margin, self.horizontal_margin) for c in corners
+                ]
+            else:
+                pictures = [None] * len(corners)
             width, height = plans[index].size
             header = plans[index].header
             plates = Detections(plates.boxes, corners, plates.scores, plates.double_row)
-            result.append((index, plates.scaled(header.width / width, header.height / height), crops))
+            scaled = plates.scaled(header.width / width, header.height / height)
+            result.append((index, scaled, crops, pictures))
         return result
+
+    @staticmethod
+    def _pictures_wanted(request: object, frames: int) -> np.ndarray | None:
+        """The optional `plate_images` input as one bool per frame; None when absent or all false."""
+        tensor = pb_utils.get_input_tensor_by_name(request, PLATE_IMAGES.name)
+        if tensor is None:
+            return None
+        wanted = tensor.as_numpy().reshape(-1).astype(bool)
+        if len(wanted) != frames:
+            raise ValueError(f"{PLATE_IMAGES.name} has {len(wanted)} values for {frames} frames")
+        return wanted if wanted.any() else None
+
+    @staticmethod
+    def _encode_pictures(pictures: list[np.ndarray | None]) -> list[bytes]:
+        return [b"" if picture is None else encode_bounded(picture) for picture in pictures]
 
     @staticmethod
     def _bytes(frame: object) -> bytes:
