@@ -67,7 +67,15 @@ def option(call: list[str], name: str) -> str:
 def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) -> None:
     code, calls, output = run_script(
         tmp_path,
-        {"frames": 12, "plates": 12, "frames.dlq": 1, "sightings": 6, "alerts": 6, "watchlist": 1},
+        {
+            "frames": 12,
+            "plates": 12,
+            "frames.dlq": 1,
+            "sightings": 6,
+            "alerts": 6,
+            "watchlist": 1,
+            "cameras": 1,
+        },
         FRAMES_PARTITIONS="12",
         PLATES_PARTITIONS="12",
         FRAMES_RETENTION_MS="60000",
@@ -75,7 +83,7 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
     )
     assert code == 0, output
     creates = {option(call, "--topic"): call for call in calls_with(calls, "--create", "--if-not-exists")}
-    assert set(creates) == {"frames", "plates", "frames.dlq", "sightings", "alerts", "watchlist"}
+    assert set(creates) == {"frames", "plates", "frames.dlq", "sightings", "alerts", "watchlist", "cameras"}
     assert option(creates["frames"], "--partitions") == "12"
     assert option(creates["frames.dlq"], "--partitions") == "1"
     assert all(option(call, "--replication-factor") == "3" for call in creates.values())
@@ -90,7 +98,15 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
 def test_raises_partitions_but_never_lowers_them(tmp_path: Path) -> None:
     code, calls, output = run_script(
         tmp_path,
-        {"frames": 3, "plates": 9, "frames.dlq": 1, "sightings": 6, "alerts": 6, "watchlist": 1},
+        {
+            "frames": 3,
+            "plates": 9,
+            "frames.dlq": 1,
+            "sightings": 6,
+            "alerts": 6,
+            "watchlist": 1,
+            "cameras": 1,
+        },
         FRAMES_PARTITIONS="6",
         PLATES_PARTITIONS="6",
     )
@@ -103,7 +119,15 @@ def test_raises_partitions_but_never_lowers_them(tmp_path: Path) -> None:
 def test_passes_the_client_properties_when_present(tmp_path: Path) -> None:
     properties = tmp_path / "client.properties"
     properties.write_text("security.protocol=SASL_SSL\n")
-    partitions = {"frames": 6, "plates": 6, "frames.dlq": 1, "sightings": 6, "alerts": 6, "watchlist": 1}
+    partitions = {
+        "frames": 6,
+        "plates": 6,
+        "frames.dlq": 1,
+        "sightings": 6,
+        "alerts": 6,
+        "watchlist": 1,
+        "cameras": 1,
+    }
     code, calls, output = run_script(tmp_path, partitions, COMMAND_CONFIG=str(properties))
     assert code == 0, output
     assert calls and all(option(call, "--command-config") == str(properties) for call in calls)

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Creates the stream worker's topics when missing, raises their partition counts to the configured
-# ones and (re)applies their retention (the watch list: compaction). Idempotent: Compose runs it on
-# every `up`, Kubernetes as a Job. It never lowers a partition count (Kafka cannot); note that
-# raising one moves cameras to other partitions, so a camera's frames are only ordered again from
-# that moment on.
+# ones and (re)applies their retention (the watch list and the cameras' settings: compaction).
+# Idempotent: Compose runs it on every `up`, Kubernetes as a Job. It never lowers a partition
+# count (Kafka cannot); note that raising one moves cameras to other partitions, so a camera's
+# frames are only ordered again from that moment on.
 #
 # Runs in the apache/kafka image (POSIX sh). Environment:
 #   BOOTSTRAP_SERVERS                         required
@@ -12,6 +12,7 @@
 #   INPUT_TOPIC / OUTPUT_TOPIC / DLQ_TOPIC    default frames / plates / frames.dlq
 #   SIGHTINGS_TOPIC / ALERTS_TOPIC            default sightings / alerts
 #   WATCHLIST_TOPIC                           default watchlist (compacted, always 1 partition)
+#   CAMERAS_TOPIC                             default cameras (compacted, always 1 partition)
 #   FRAMES_PARTITIONS / PLATES_PARTITIONS / DLQ_PARTITIONS                   default 6 / 6 / 1
 #   SIGHTINGS_PARTITIONS / ALERTS_PARTITIONS                                 default 6 / 6
 #   FRAMES_RETENTION_MS / PLATES_RETENTION_MS / DLQ_RETENTION_MS             default 1 h / 7 d / 14 d
@@ -76,3 +77,4 @@ ensure_topic "${DLQ_TOPIC:-frames.dlq}" "${DLQ_PARTITIONS:-1}" "${DLQ_RETENTION_
 ensure_topic "${SIGHTINGS_TOPIC:-sightings}" "${SIGHTINGS_PARTITIONS:-6}" "${SIGHTINGS_RETENTION_MS:-604800000}"
 ensure_topic "${ALERTS_TOPIC:-alerts}" "${ALERTS_PARTITIONS:-6}" "${ALERTS_RETENTION_MS:-604800000}"
 ensure_compacted_topic "${WATCHLIST_TOPIC:-watchlist}"
+ensure_compacted_topic "${CAMERAS_TOPIC:-cameras}"

@@ -1,0 +1,165 @@
+"""What the `stream-worker cameras` commands do, apart from parsing their options (cli.py).
+
+Each returns the exit status: 0 done, 2 bad input (nothing written), 1 the broker failed. Output
+goes through `out` and `err` so that the commands run the same under a test's runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from confluent_kafka import KafkaException
+
+from stream_worker.cameras.files import load_settings_file
+from stream_worker.cameras.records import validate_camera_id
+from stream_worker.cameras.settings import CameraSettings, CameraSettingsError
+from stream_worker.cameras.store import (
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_TOPIC,
+    CamerasSnapshot,
+    CamerasStoreError,
+    read_cameras,
+    remove_settings,
+    write_settings,
+)
+
+OK, BROKER_FAILED, BAD_INPUT = 0, 1, 2
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Connection:
+    bootstrap_servers: str
+    topic: str = DEFAULT_TOPIC
+    config: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+def set_settings(connection: Connection, camera_id: str, path: Path, out: Echo, err: Echo) -> int:
+    """Check the file whole, then store it as the camera's settings (replacing any it had)."""
+    try:
+        camera_id = validate_camera_id(camera_id)
+        settings = load_settings_file(path)
+    except CameraSettingsError as error:
+        err(f"error: {path} refused, nothing written ({len(error.problems)} problem(s)):")
+        for problem in error.problems:
+            err(f"  {problem}")
+        return BAD_INPUT
+    except ValueError as error:
+        err(f"error: {error}")
+        return BAD_INPUT
+    try:
+        write_settings(
+            connection.bootstrap_servers,
+            camera_id,
+            settings,
+            connection.topic,
+            connection.config,
+            connection.timeout_s,
+        )
+    except (CamerasStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return BROKER_FAILED
+    out(f"set {camera_id}: {summary(settings)}")
+    return OK
+
+
+def get_settings(connection: Connection, camera_id: str, out: Echo, err: Echo) -> int:
+    """Print the camera's settings as JSON (a file `set` takes back); the defaults when it has none."""
+    snapshot = _read(connection, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    settings = snapshot.values.get(camera_id)
+    if settings is None:
+        err(f"note: camera {camera_id!r} has no settings: it uses the defaults")
+        settings = CameraSettings()
+    out(orjson.dumps(settings.model_dump(mode="json"), option=orjson.OPT_INDENT_2).decode())
+    return OK
+
+
+def list_settings(connection: Connection, as_json: bool, out: Echo, err: Echo) -> int:
+    """Every camera with settings, by id: a table, or one JSON object per line."""
+    snapshot = _read(connection, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    cameras = sorted(snapshot.values.items())
+    if as_json:
+        for camera_id, settings in cameras:
+            out(orjson.dumps({"camera_id": camera_id, "settings": settings.model_dump(mode="json")}).decode())
+    elif cameras:
+        out(_row("CAMERA", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "DISPLAY_NAME"))
+        for camera_id, settings in cameras:
+            out(
+                _row(
+                    camera_id,
+                    str(len(settings.masks)),
+                    ",".join(zone.name for zone in settings.zones) or "-",
+                    "-" if settings.min_plate_width is None else str(settings.min_plate_width),
+                    "yes" if settings.plate_images else "no",
+                    settings.display_name or "",
+                )
+            )
+    else:
+        err(f"no camera has settings on {connection.topic}")
+    return OK
+
+
+def remove(connection: Connection, camera_id: str, out: Echo, err: Echo) -> int:
+    """Write the camera's tombstone (back to the defaults), unless it has no settings."""
+    try:
+        camera_id = validate_camera_id(camera_id)
+    except ValueError as error:
+        err(f"error: {error}")
+        return BAD_INPUT
+    snapshot = _read(connection, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    if camera_id not in snapshot.values:
+        out(f"{camera_id} has no settings; nothing written")
+        return OK
+    try:
+        remove_settings(
+            connection.bootstrap_servers, camera_id, connection.topic, connection.config, connection.timeout_s
+        )
+    except (CamerasStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return BROKER_FAILED
+    out(f"removed the settings of {camera_id}: back to the defaults")
+    return OK
+
+
+def summary(settings: CameraSettings) -> str:
+    """The settings in a few words, for a command's confirmation."""
+    zones = ", ".join(zone.name for zone in settings.zones)
+    parts = [
+        f"{len(settings.masks)} mask(s)",
+        f"{len(settings.zones)} zone(s)" + (f" ({zones})" if zones else ""),
+        "no minimum plate width"
+        if settings.min_plate_width is None
+        else f"min plate width {settings.min_plate_width} px",
+        f"plate pictures {'on' if settings.plate_images else 'off'}",
+    ]
+    return ", ".join(parts)
+
+
+def _read(connection: Connection, err: Echo) -> CamerasSnapshot | None:
+    try:
+        snapshot = read_cameras(
+            connection.bootstrap_servers, connection.topic, connection.config, connection.timeout_s
+        )
+    except (CamerasStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return None
+    if not snapshot.topic_exists:
+        err(f"note: topic {connection.topic!r} does not exist yet; no camera has settings")
+    for skipped in snapshot.skipped:
+        err(f"warning: skipped the record at {connection.topic} {skipped}")
+    return snapshot
+
+
+def _row(camera: str, masks: str, zones: str, width: str, pictures: str, name: str) -> str:
+    return f"{camera:<20} {masks:<5} {zones:<24} {width:<9} {pictures:<8} {name}".rstrip()

@@ -1,0 +1,68 @@
+"""The `cameras` topic's records: key = the camera id (UTF-8), value = its `CameraSettings` as JSON
+(orjson), tombstone (null value) = the camera is back to the defaults."""
+
+from __future__ import annotations
+
+import orjson
+
+from stream_worker.cameras.settings import CameraSettings, CameraSettingsError, parse_settings
+
+MAX_CAMERA_ID_LENGTH = 255
+
+
+class CameraRecordError(ValueError):
+    """A `cameras` record (key or value) that cannot be decoded into settings or a removal."""
+
+
+def camera_id_problem(camera_id: str) -> str | None:
+    """Why a camera id is not a usable key, or None."""
+    if not camera_id:
+        return "is empty"
+    if len(camera_id) > MAX_CAMERA_ID_LENGTH:
+        return f"has {len(camera_id)} characters, more than {MAX_CAMERA_ID_LENGTH}"
+    if camera_id.strip() != camera_id:
+        return f"{camera_id!r} has leading or trailing spaces"
+    if not camera_id.isprintable():
+        return f"{camera_id!r} has control characters"
+    return None
+
+
+def validate_camera_id(camera_id: str) -> str:
+    problem = camera_id_problem(camera_id)
+    if problem is not None:
+        raise ValueError(f"camera id {problem}")
+    return camera_id
+
+
+def encode_settings(camera_id: str, settings: CameraSettings) -> tuple[bytes, bytes]:
+    """The record that gives `camera_id` these settings."""
+    return validate_camera_id(camera_id).encode(), settings.to_json()
+
+
+def encode_removal(camera_id: str) -> tuple[bytes, None]:
+    """The tombstone that puts `camera_id` back to the defaults."""
+    return validate_camera_id(camera_id).encode(), None
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, CameraSettings | None]:
+    """(camera id, settings) of a record; settings None for a tombstone. CameraRecordError says
+    why a record is unusable."""
+    if key is None:
+        raise CameraRecordError("record has no key (the key must be the camera id)")
+    try:
+        camera_id = key.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CameraRecordError(f"key {key!r} is not UTF-8") from error
+    problem = camera_id_problem(camera_id)
+    if problem is not None:
+        raise CameraRecordError(f"key: camera id {problem}")
+    if value is None:
+        return camera_id, None
+    try:
+        data = orjson.loads(value)
+    except orjson.JSONDecodeError as error:
+        raise CameraRecordError(f"settings of {camera_id!r} are not JSON: {error}") from error
+    try:
+        return camera_id, parse_settings(data, f"settings of {camera_id!r}")
+    except CameraSettingsError as error:
+        raise CameraRecordError(str(error)) from error

@@ -1,0 +1,521 @@
+"""Settings kept on compacted topics (watch list, cameras): key -> latest value, a tombstone deletes.
+
+One reader for all of them, so that each service reads its settings the same way:
+
+- `read_compacted` reads a topic whole: every partition assigned (no group, nothing committed)
+  from its beginning up to the end offsets seen at the start, records applied in offset order.
+- `CompactedFollower` does that once (`load`: "caught up to the end"), then follows the topic
+  from the ends noted before the read, so records written during the read are applied again, in
+  order, and leave the same values. `poll` never blocks longer than asked and applies changes as
+  they come. A topic that does not exist yet is empty; it is looked for again every few seconds
+  and read from its beginning once it appears (never created by reading).
+- `FollowerThread` runs a follower on a thread of its own for a service whose main loop should
+  not own it; readers get a consistent mapping without a lock (copy on write).
+- `ensure_compacted_topic` / `write_compacted` create the topic and write records with acks=all,
+  waiting for each delivery, with Kafka's Java default partitioner so every client puts a key in
+  the same partition (compaction and last-record-wins rely on it).
+
+Records a `decode` function refuses (ValueError) are skipped, counted and logged with their
+partition and offset: one bad producer never hides the rest, and never stops the reader.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from stream_worker.service import kafka
+from stream_worker.service.gaps import GapHealer
+
+log = logging.getLogger(__name__)
+
+K = TypeVar("K")
+V = TypeVar("V")
+# (key, value) of a record -> (key, value or None for a tombstone); ValueError: skip the record.
+Decode = Callable[[bytes | None, bytes | None], tuple[K, V | None]]
+
+DEFAULT_TIMEOUT_S = 30.0
+TOPIC_CONFIG = {"cleanup.policy": "compact"}
+# Settings are small and read whole; one partition keeps a key's records in one order.
+DEFAULT_PARTITIONS = 1
+LOOK_AGAIN_S = 5.0  # how often a missing topic is looked for
+POLL_BATCH = 500
+_READ_BATCH = 1000
+_POLL_WAIT_S = 0.2
+_DRAIN_WAIT_S = 0.05
+
+
+class CompactedTopicError(RuntimeError):
+    """The broker could not be reached, refused a request, or did not answer in time."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRecord:
+    partition: int
+    offset: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"partition {self.partition} offset {self.offset}: {self.reason}"
+
+
+@dataclass(slots=True)
+class CompactedSnapshot(Generic[K, V]):
+    """A topic as read: latest value by key, the records skipped, whether the topic exists."""
+
+    values: dict[K, V] = field(default_factory=dict)
+    skipped: list[SkippedRecord] = field(default_factory=list)
+    records: int = 0
+    topic_exists: bool = True
+
+
+def client_config(bootstrap_servers: str, config: Mapping[str, object] | None) -> dict[str, object]:
+    return {**(config or {}), "bootstrap.servers": bootstrap_servers}
+
+
+def side_consumer(bootstrap_servers: str, config: Mapping[str, object] | None, purpose: str) -> Consumer:
+    """A consumer that only assigns: its group id is unique and never joined, nothing committed."""
+    return Consumer(
+        {
+            **client_config(bootstrap_servers, config),
+            "group.id": f"stream-worker-{purpose}-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+        }
+    )
+
+
+def topic_partitions(client: Consumer | AdminClient, topic: str, timeout_s: float) -> list[int] | None:
+    """The topic's partition ids, or None when the broker does not know the topic."""
+    try:
+        # All topics, not this one by name: asking for a missing topic by name makes a broker with
+        # auto.create.topics.enable create it, uncompacted.
+        metadata = client.list_topics(timeout=timeout_s).topics.get(topic)
+    except KafkaException as error:
+        raise CompactedTopicError(f"cannot read the metadata of topic {topic!r}: {error}") from error
+    if metadata is None or metadata.error is not None or not metadata.partitions:
+        if metadata is not None and metadata.error is not None:
+            code = metadata.error.code()
+            if code not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                raise CompactedTopicError(f"topic {topic!r}: {metadata.error.str()}")
+        return None
+    return sorted(metadata.partitions)
+
+
+def end_offsets(consumer: Consumer, topic: str, timeout_s: float) -> dict[int, int] | None:
+    """Each partition's high watermark; None when the topic does not exist."""
+    partitions = topic_partitions(consumer, topic, timeout_s)
+    if partitions is None:
+        return None
+    try:
+        return {
+            partition: consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)[1]
+            for partition in partitions
+        }
+    except KafkaException as error:
+        raise CompactedTopicError(f"cannot read the offsets of topic {topic!r}: {error}") from error
+
+
+def ensure_compacted_topic(
+    bootstrap_servers: str,
+    topic: str,
+    config: Mapping[str, object] | None = None,
+    partitions: int = DEFAULT_PARTITIONS,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> bool:
+    """Create the compacted topic unless it exists; True when this call created it. An existing
+    topic is left as it is."""
+    admin = AdminClient(client_config(bootstrap_servers, config))
+    if topic_partitions(admin, topic, timeout_s) is not None:
+        return False
+    request = NewTopic(topic, num_partitions=partitions, config=dict(TOPIC_CONFIG))
+    future = admin.create_topics([request], request_timeout=timeout_s)[topic]
+    error = future.exception(timeout=timeout_s)
+    if error is not None:
+        if isinstance(error, KafkaException) and error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False  # created meanwhile by someone else
+        raise CompactedTopicError(f"could not create topic {topic!r}: {error}")
+    deadline = time.monotonic() + timeout_s
+    while topic_partitions(admin, topic, timeout_s) is None:
+        if time.monotonic() > deadline:
+            raise CompactedTopicError(f"topic {topic!r} created but not visible after {timeout_s:.0f} s")
+        time.sleep(0.1)
+    return True
+
+
+def read_compacted(
+    bootstrap_servers: str,
+    topic: str,
+    decode: Decode[K, V],
+    config: Mapping[str, object] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> CompactedSnapshot[K, V]:
+    """Every partition from its beginning to the end offset seen at the start; a missing topic is
+    empty (`topic_exists` False). CompactedTopicError when not read to the end in time."""
+    consumer = side_consumer(bootstrap_servers, config, "compacted-read")
+    try:
+        return _read(consumer, topic, decode, timeout_s)
+    finally:
+        consumer.close()
+
+
+def _read(consumer: Consumer, topic: str, decode: Decode[K, V], timeout_s: float) -> CompactedSnapshot[K, V]:
+    partitions = topic_partitions(consumer, topic, timeout_s)
+    snapshot: CompactedSnapshot[K, V] = CompactedSnapshot()
+    if partitions is None:
+        snapshot.topic_exists = False
+        return snapshot
+    ends: dict[int, int] = {}
+    assignment = []
+    for partition in partitions:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+        except KafkaException as error:
+            raise CompactedTopicError(f"cannot read the offsets of {topic}[{partition}]: {error}") from error
+        if high > low:
+            ends[partition] = high
+            assignment.append(TopicPartition(topic, partition, low))
+    if not ends:
+        return snapshot
+    consumer.assign(assignment)
+    last: dict[int, int] = {}  # partition -> last offset applied
+    deadline = time.monotonic() + timeout_s
+    while ends:
+        if time.monotonic() > deadline:
+            missing = ", ".join(
+                f"{topic}[{partition}] before {end}" for partition, end in sorted(ends.items())
+            )
+            raise CompactedTopicError(
+                f"topic {topic!r} not read to its end within {timeout_s:.0f} s: {missing}"
+            )
+        _apply(_consume(consumer, topic, _POLL_WAIT_S), snapshot, last, decode)
+        for partition, end in list(ends.items()):
+            if last.get(partition, -1) >= end - 1 or _position(consumer, topic, partition) >= end:
+                del ends[partition]
+    # The local broker reports a partition's end as its last batch's first offset + 1: the rest of
+    # that batch comes with the same fetch. Apply what keeps arriving right away.
+    while time.monotonic() < deadline and _apply(
+        _consume(consumer, topic, _DRAIN_WAIT_S), snapshot, last, decode
+    ):
+        pass
+    return snapshot
+
+
+def _consume(consumer: Consumer, topic: str, wait_s: float) -> list[Message]:
+    records = []
+    for message in consumer.consume(_READ_BATCH, wait_s):
+        error = message.error()
+        if error is None:
+            records.append(message)
+        elif error.fatal():
+            raise CompactedTopicError(f"reading topic {topic!r} failed: {error.str()}")
+        # Other errors (a broker restarting, end of partition) are retried by librdkafka.
+    return records
+
+
+def _position(consumer: Consumer, topic: str, partition: int) -> int:
+    (position,) = consumer.position([TopicPartition(topic, partition)])
+    return position.offset
+
+
+def _apply(
+    messages: Iterable[Message], snapshot: CompactedSnapshot[K, V], last: dict[int, int], decode: Decode[K, V]
+) -> int:
+    """Apply records to the snapshot; how many there were."""
+    count = 0
+    for message in messages:
+        count += 1
+        partition, offset = message.partition(), message.offset()
+        if offset <= last.get(partition, -1):
+            continue  # fetched again
+        last[partition] = offset
+        snapshot.records += 1
+        try:
+            key, value = decode(message.key(), message.value())
+        except ValueError as error:
+            snapshot.skipped.append(SkippedRecord(partition, offset, str(error)))
+            continue
+        if value is None:
+            snapshot.values.pop(key, None)
+        else:
+            snapshot.values[key] = value
+    return count
+
+
+def write_compacted(
+    bootstrap_servers: str,
+    topic: str,
+    records: Sequence[tuple[bytes, bytes | None]],
+    config: Mapping[str, object] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> int:
+    """Write (key, value) records (None: tombstone), creating the compacted topic if needed;
+    returns once every record is stored (how many), else raises CompactedTopicError naming the
+    records that failed."""
+    if not records:
+        return 0
+    ensure_compacted_topic(bootstrap_servers, topic, config, timeout_s=timeout_s)
+    producer = Producer(
+        {
+            "partitioner": "murmur2_random",
+            **client_config(bootstrap_servers, config),
+            "enable.idempotence": True,
+            "acks": "all",
+            "message.timeout.ms": int(timeout_s * 1000),
+        }
+    )
+    failures: list[str] = []
+
+    def delivered(error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            key = (message.key() or b"").decode("utf-8", "replace")
+            failures.append(f"{key}: {error.str()}")
+
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.1)  # the local queue is full: let deliveries drain it
+            except KafkaException as error:
+                raise CompactedTopicError(f"cannot write to topic {topic!r}: {error}") from error
+    remaining = producer.flush(timeout_s + 5)
+    if failures or remaining:
+        shown = "; ".join(failures[:10]) + (f"; and {len(failures) - 10} more" if len(failures) > 10 else "")
+        if remaining:
+            shown += f"{'; ' if shown else ''}{remaining} not acknowledged within {timeout_s:.0f} s"
+        failed = len(failures) + remaining
+        raise CompactedTopicError(f"{failed} of {len(records)} record(s) not stored in {topic!r}: {shown}")
+    return len(records)
+
+
+class CompactedFollower(Generic[K, V]):
+    """A compacted topic read whole (`load`), then followed (`poll`), on the caller's thread.
+
+    `values` is replaced, never changed in place, so a reference taken by another thread stays
+    consistent. `name` only words the log lines ("watch list", "camera settings").
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        decode: Decode[K, V],
+        config: Mapping[str, object] | None = None,
+        on_skipped: Callable[[], None] = lambda: None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        name: str = "compacted topic",
+        look_again_s: float = LOOK_AGAIN_S,
+    ) -> None:
+        self.topic = topic
+        self.name = name
+        self.values: Mapping[K, V] = {}
+        self.loaded = False  # read to the end noted at the start of `load`
+        self.changes = 0  # records applied after the load
+        self.skipped = 0  # records `decode` refused, during the load and after
+        self._decode = decode
+        self._bootstrap = bootstrap_servers
+        self._config = dict(config or {})
+        self._on_skipped = on_skipped
+        self._timeout_s = timeout_s
+        self._look_again_s = look_again_s
+        self._gaps = GapHealer()
+        self._assigned = False
+        self._looked_at = 0.0
+        self._consumer = side_consumer(bootstrap_servers, self._config, "compacted-follow")
+
+    def load(self) -> None:
+        """Read the whole topic; CompactedTopicError when the broker does not answer in time."""
+        ends = end_offsets(self._consumer, self.topic, self._timeout_s)
+        snapshot = read_compacted(self._bootstrap, self.topic, self._decode, self._config, self._timeout_s)
+        for skipped in snapshot.skipped:
+            self._skip(str(skipped))
+        self.values = dict(snapshot.values)
+        if ends is not None:
+            self._assign(ends)
+        self._looked_at = time.monotonic()
+        self.loaded = True
+        log.info(
+            f"{self.name} loaded",
+            extra={
+                "topic": self.topic,
+                "keys": len(self.values),
+                "skipped": len(snapshot.skipped),
+                "topic_exists": ends is not None,
+            },
+        )
+
+    def _assign(self, starts: Mapping[int, int | None]) -> None:
+        parts = [
+            TopicPartition(self.topic, p, OFFSET_BEGINNING if start is None else start)
+            for p, start in starts.items()
+        ]
+        self._gaps.assign(
+            [(self.topic, p) for p in starts],
+            {(self.topic, p): start for p, start in starts.items() if start is not None},
+        )
+        self._consumer.assign(parts)
+        self._assigned = True
+
+    def poll(self, timeout_s: float = 0) -> set[K]:
+        """Apply what was written since, waiting at most `timeout_s` for it; the keys whose value
+        changed (empty: nothing changed). A broker that does not answer is retried next time."""
+        if not self._assigned:
+            if time.monotonic() - self._looked_at < self._look_again_s:
+                if timeout_s > 0:
+                    time.sleep(timeout_s)
+                return set()
+            self._looked_at = time.monotonic()
+            try:
+                ends = end_offsets(self._consumer, self.topic, self._timeout_s)
+            except CompactedTopicError as error:
+                log.warning(f"cannot look for the {self.name} topic", extra={"error": str(error)})
+                return set()
+            if ends is None:
+                return set()
+            self._assign(dict.fromkeys(ends))
+            log.info(f"{self.name} topic appeared: following it", extra={"topic": self.topic})
+        changed: set[K] = set()
+        values: dict[K, V] | None = None  # the copy being changed, when something changes
+        for message in kafka.consume_records(self._consumer, POLL_BATCH, timeout_s, self._gaps):
+            self.changes += 1
+            try:
+                key, value = self._decode(message.key(), message.value())
+            except ValueError as error:
+                self._skip(f"partition {message.partition()} offset {message.offset()}: {error}")
+                continue
+            current = self.values if values is None else values
+            if value is None and key not in current:
+                continue
+            if value is not None and current.get(key) == value:
+                continue
+            if values is None:
+                values = dict(self.values)
+            if value is None:
+                del values[key]
+            else:
+                values[key] = value
+            changed.add(key)
+        if values is not None:
+            self.values = values
+        if changed:
+            log.info(f"{self.name} changed", extra={"topic": self.topic, "keys": len(self.values)})
+        return changed
+
+    def _skip(self, where: str) -> None:
+        self.skipped += 1
+        self._on_skipped()
+        log.warning(f"skipped a {self.name} record", extra={"topic": self.topic, "record": where})
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class FollowerThread(Generic[K, V]):
+    """A `CompactedFollower` run on a daemon thread: loads (retrying until the broker answers),
+    then polls. `values`/`get` are safe from any thread; `wait_until_caught_up` says when the
+    topic has been read to its end once. An error never ends the thread: the follower is made
+    again and reloaded, the last values staying in place meanwhile."""
+
+    def __init__(
+        self,
+        make: Callable[[], CompactedFollower[K, V]],
+        poll_s: float = 0.5,
+        retry_s: float = 2.0,
+        on_change: Callable[[set[K]], None] = lambda keys: None,
+        name: str = "compacted-follower",
+    ) -> None:
+        self._make = make
+        self._poll_s = poll_s
+        self._retry_s = retry_s
+        self._on_change = on_change
+        self._values: Mapping[K, V] = {}
+        self._caught_up = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.errors = 0
+
+    def start(self) -> FollowerThread[K, V]:
+        self._thread.start()
+        return self
+
+    @property
+    def values(self) -> Mapping[K, V]:
+        """The latest values by key; never changed after it is returned."""
+        return self._values
+
+    def get(self, key: K) -> V | None:
+        return self._values.get(key)
+
+    @property
+    def caught_up(self) -> bool:
+        return self._caught_up.is_set()
+
+    def wait_until_caught_up(self, timeout_s: float | None = None) -> bool:
+        """True once the topic has been read to its end (at least once); False on timeout."""
+        return self._caught_up.wait(timeout_s)
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        follower: CompactedFollower[K, V] | None = None
+        while not self._stop.is_set():
+            try:
+                if follower is None:
+                    follower = self._make()
+                if not follower.loaded:
+                    follower.load()
+                    self._publish(
+                        follower, set(self._values) ^ set(follower.values) | self._differing(follower)
+                    )
+                    self._caught_up.set()
+                    continue
+                changed = follower.poll(self._poll_s)
+                if changed:
+                    self._publish(follower, changed)
+            except Exception:  # a broker away, a fatal consumer error: start again, never die
+                self.errors += 1
+                log.exception("following a compacted topic failed; starting again")
+                if follower is not None:
+                    self._close(follower)
+                    follower = None
+                self._stop.wait(self._retry_s)
+        if follower is not None:
+            self._close(follower)
+
+    def _differing(self, follower: CompactedFollower[K, V]) -> set[K]:
+        return {key for key, value in follower.values.items() if self._values.get(key, value) != value}
+
+    def _publish(self, follower: CompactedFollower[K, V], changed: set[K]) -> None:
+        self._values = follower.values
+        if changed:
+            try:
+                self._on_change(changed)
+            except Exception:
+                log.exception("a compacted-topic change callback failed")
+
+    @staticmethod
+    def _close(follower: CompactedFollower[K, V]) -> None:
+        try:
+            follower.close()
+        except Exception:
+            log.exception("closing a compacted-topic follower failed")

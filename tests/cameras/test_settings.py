@@ -1,0 +1,187 @@
+"""The camera-settings contract: what it accepts, what it refuses and how it names the problem."""
+
+from __future__ import annotations
+
+import jsonschema
+import orjson
+import pytest
+
+from stream_worker.cameras.settings import (
+    MAX_POINTS,
+    MAX_POLYGONS,
+    CameraSettings,
+    CameraSettingsError,
+    parse_settings,
+)
+from stream_worker.contracts import SCHEMA_MODELS, SCHEMAS_DIR
+
+SQUARE = [[0.1, 0.1], [0.4, 0.1], [0.4, 0.4], [0.1, 0.4]]
+FULL = {
+    "display_name": "Gate 1, entry lane",
+    "masks": [SQUARE],
+    "zones": [{"name": "lane-1", "polygon": [[0.5, 0.5], [1, 0.5], [1, 1], [0.5, 1]]}],
+    "min_plate_width": 40,
+    "plate_images": True,
+}
+
+
+def problems(data) -> list[str]:
+    with pytest.raises(CameraSettingsError) as caught:
+        parse_settings(data)
+    return caught.value.problems
+
+
+def test_defaults_change_nothing():
+    settings = parse_settings({})
+    assert settings == CameraSettings()
+    assert settings.is_default
+    assert (settings.masks, settings.zones, settings.min_plate_width, settings.plate_images) == (
+        (),
+        (),
+        None,
+        False,
+    )
+
+
+def test_full_settings_round_trip_through_json():
+    settings = parse_settings(FULL)
+    assert not settings.is_default
+    assert settings.masks[0][2] == (0.4, 0.4)
+    assert settings.zones[0].name == "lane-1"
+    again = CameraSettings.model_validate_json(settings.to_json())
+    assert again == settings
+    assert orjson.loads(settings.to_json())["masks"] == [SQUARE]
+
+
+@pytest.mark.parametrize(
+    "fields", [{"plate_images": True}, {"min_plate_width": 1}, {"masks": [SQUARE]}, {"zones": FULL["zones"]}]
+)
+def test_any_one_setting_is_not_default(fields):
+    assert not parse_settings(fields).is_default
+
+
+def test_display_name_alone_is_still_default_behaviour():
+    assert parse_settings({"display_name": "Gate"}).is_default
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"colour": "red"}, "colour: Extra inputs are not permitted"),
+        (
+            {"masks": [[[0, 0], [1.5, 0], [1, 1]]]},
+            "masks[0] point 1 x: Input should be less than or equal to 1 (got 1.5)",
+        ),
+        (
+            {"masks": [SQUARE, [[0, 0], [1, 0], [1, -0.1]]]},
+            "masks[1] point 2 y: Input should be greater than or equal to 0 (got -0.1)",
+        ),
+        (
+            {"masks": [[[0, 0], [1, 0], ["0.5", 1]]]},
+            "masks[0] point 2 x: Input should be a valid number (got '0.5')",
+        ),
+        (
+            {"masks": [[[0, 0], [1, 0]]]},
+            "masks[0]: Tuple should have at least 3 items after validation, not 2",
+        ),
+        ({"masks": [[[0, 0], [1, 0, 0], [1, 1]]]}, "masks[0] point 1: Tuple should have at most 2 items"),
+        (
+            {"masks": [[[0, 0], [1, 0], [0, 1], [1, 1]]]},
+            "masks[0]: not a simple polygon: edge 1 (point 1 to 2) crosses or touches edge 3 (point 3 to 0)",
+        ),
+        ({"masks": [[[0, 0], [0.5, 0.5], [1, 1]]]}, "masks[0]: not a simple polygon: has no area"),
+        (
+            {"zones": [{"name": "gate", "polygon": [[0, 0], [1, 0], [0, 1], [1, 1]]}]},
+            "zones[0] ('gate') polygon: not a simple polygon: edge 1",
+        ),
+        (
+            {"zones": [{"name": "gate", "polygon": [[0, 0], [1, 0], [1, 2]]}]},
+            "zones[0] ('gate') polygon point 2 y: Input should be less than or equal to 1 (got 2)",
+        ),
+        (
+            {"zones": [{"name": "", "polygon": SQUARE}]},
+            "zones[0] ('') name: String should have at least 1 character",
+        ),
+        (
+            {"zones": [{"name": " gate", "polygon": SQUARE}]},
+            "zones[0] (' gate') name: must have no leading/trailing",
+        ),
+        ({"zones": [{"polygon": SQUARE}]}, "zones[0] name: Field required"),
+        ({"zones": [{"name": "a", "polygon": SQUARE, "colour": 1}]}, "zones[0] ('a') colour: Extra inputs"),
+        (
+            {
+                "zones": [
+                    {"name": "a", "polygon": SQUARE},
+                    {"name": "b", "polygon": SQUARE},
+                    {"name": "a", "polygon": SQUARE},
+                ]
+            },
+            "zones: zones[0] and zones[2] are both named 'a'",
+        ),
+        ({"min_plate_width": 0}, "min_plate_width: Input should be greater than or equal to 1 (got 0)"),
+        ({"min_plate_width": 12.5}, "min_plate_width: Input should be a valid integer"),
+        ({"min_plate_width": "12"}, "min_plate_width: Input should be a valid integer (got '12')"),
+        ({"plate_images": "yes"}, "plate_images: Input should be a valid boolean (got 'yes')"),
+        ({"plate_images": 1}, "plate_images: Input should be a valid boolean"),
+        ({"schema_version": 2}, "schema_version: Input should be 1"),
+        ({"display_name": "x" * 201}, "display_name: String should have at most 200 characters"),
+        ({"masks": [SQUARE] * (MAX_POLYGONS + 1)}, f"masks: Tuple should have at most {MAX_POLYGONS} items"),
+        (
+            {"masks": [[[0.5 + 0.4 * (k % 2), k / MAX_POINTS] for k in range(MAX_POINTS + 1)]]},
+            f"masks[0]: Tuple should have at most {MAX_POINTS} items",
+        ),
+    ],
+)
+def test_bad_settings_are_refused_with_a_message_saying_where(data, expected):
+    found = problems(data)
+    assert any(expected in problem for problem in found), found
+
+
+def test_every_problem_is_reported_at_once():
+    found = problems({"masks": [[[0, 0], [2, 0], [1, 1]]], "min_plate_width": 0, "extra": 1})
+    assert len(found) == 3, found
+
+
+def test_a_point_out_of_range_is_not_also_reported_as_too_few_points():
+    assert problems({"masks": [[[0, 0], [1, 0], [1, 1.5]]]}) == [
+        "masks[0] point 2 y: Input should be less than or equal to 1 (got 1.5)"
+    ]
+
+
+def test_not_a_mapping():
+    assert problems([1, 2]) == ["must be a mapping of settings, not list"]
+    assert problems(None) == ["must be a mapping of settings, not NoneType"]
+
+
+def test_the_error_message_names_its_source():
+    with pytest.raises(CameraSettingsError, match=r"^gate\.yaml refused: min_plate_width"):
+        parse_settings({"min_plate_width": -1}, "gate.yaml")
+
+
+def test_settings_are_immutable():
+    settings = parse_settings(FULL)
+    with pytest.raises(ValueError, match="frozen"):
+        settings.plate_images = False  # type: ignore[misc]
+
+
+def test_the_checked_in_schema_is_generated_from_the_model():
+    assert SCHEMA_MODELS["camera_settings.schema.json"] is CameraSettings
+    schema = orjson.loads((SCHEMAS_DIR / "camera_settings.schema.json").read_bytes())
+    assert schema["title"] == "CameraSettings" and schema["additionalProperties"] is False
+
+
+def test_the_schema_agrees_with_the_model_on_ranges_and_unknown_keys():
+    schema = orjson.loads((SCHEMAS_DIR / "camera_settings.schema.json").read_bytes())
+    validator = jsonschema.Draft202012Validator(schema)
+    assert not list(validator.iter_errors(orjson.loads(parse_settings(FULL).to_json())))
+    for bad in (
+        {"colour": 1},
+        {"masks": [[[0, 0], [1.5, 0], [1, 1]]]},
+        {"masks": [[[0, 0], [1, 0]]]},
+        {"zones": [{"name": "", "polygon": SQUARE}]},
+        {"min_plate_width": 0},
+        {"plate_images": "yes"},
+    ):
+        assert list(validator.iter_errors(bad)), bad
+        with pytest.raises(CameraSettingsError):
+            parse_settings(bad)

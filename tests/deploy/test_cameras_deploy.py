@@ -1,0 +1,53 @@
+"""The cameras' settings topic in Compose and Kubernetes: the topic script creates it compacted
+with one partition never raised, both deployments pass it the name the CLI uses by default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deploy.test_alerts_deploy import ALL_TOPICS
+from deploy.test_compose import load_compose
+from deploy.test_create_topics import calls_with, option, run_script
+from deploy.test_kubernetes import one
+
+from stream_worker.cameras.store import DEFAULT_TOPIC
+
+
+def test_topic_script_creates_the_cameras_topic_compacted(tmp_path: Path) -> None:
+    code, calls, output = run_script(tmp_path, {**ALL_TOPICS, "lanes": 1}, CAMERAS_TOPIC="lanes")
+    assert code == 0, output
+    creates = {option(c, "--topic"): c for c in calls_with(calls, "--create")}
+    assert "cameras" not in creates, "the name comes from CAMERAS_TOPIC"
+    assert option(creates["lanes"], "--partitions") == "1"
+    assert option(creates["lanes"], "--config") == "cleanup.policy=compact"
+    configs = {
+        option(c, "--entity-name"): option(c, "--add-config") for c in calls_with(calls, "--entity-name")
+    }
+    # Re-applied on every run: a topic auto-created uncompacted becomes compacted.
+    assert configs["lanes"].split(",")[0] == "cleanup.policy=compact"
+    assert "retention.ms" not in configs["lanes"]
+
+
+def test_topic_script_defaults_to_cameras_and_never_raises_it(tmp_path: Path) -> None:
+    code, calls, output = run_script(tmp_path, ALL_TOPICS, PLATES_PARTITIONS="12")
+    assert code == 0, output
+    (create,) = [c for c in calls_with(calls, "--create") if option(c, "--topic") == DEFAULT_TOPIC]
+    assert option(create, "--partitions") == "1"
+    raised = [
+        option(c, "--topic") for c in calls_with(calls, "--alter", "--partitions") if "--create" not in c
+    ]
+    assert raised == ["plates"]
+
+
+def test_compose_creates_the_cameras_topic() -> None:
+    assert load_compose()["services"]["topic-init"]["environment"]["CAMERAS_TOPIC"] == DEFAULT_TOPIC
+    custom = load_compose({"CAMERAS_TOPIC": "lanes"})["services"]["topic-init"]["environment"]
+    assert custom["CAMERAS_TOPIC"] == "lanes"
+
+
+def test_kubernetes_topic_job_gets_the_cameras_topic(rendered) -> None:
+    for build, objects in rendered.items():
+        container = one(objects, "Job", "stream-worker-topics")["spec"]["template"]["spec"]["containers"][0]
+        names = [source["configMapRef"]["name"] for source in container.get("envFrom", [])]
+        values = [one(objects, "ConfigMap", name)["data"].get("CAMERAS_TOPIC") for name in names]
+        assert DEFAULT_TOPIC in values, f"{build}: no CAMERAS_TOPIC reaches the topics Job"
