@@ -1,4 +1,5 @@
-"""From a matching read to the `PlateAlert` published for it, with an id a replay reproduces."""
+"""From a matching read, or a matching voted sighting, to the `PlateAlert` published for it, with an
+id a replay reproduces."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import uuid
 from datetime import datetime
 
 from stream_worker.alerts.matching import Match
-from stream_worker.contracts import PlateAlert, PlateEvent, PlateReading, Source
+from stream_worker.contracts import AlertOrigin, PlateAlert, PlateEvent, PlateReading, PlateSighting, Source
 
 # Its own namespace: an alert id never equals an event or a sighting id built from the same position.
 ALERT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "stream-worker/plate-alert")
@@ -40,5 +41,46 @@ def build_alert(
         box=reading.box,
         source=source,
         frame_source=event.source,
+        alerted_at=alerted_at,
+    )
+
+
+def sighting_alert_id(camera_id: str, plate: str, list_name: str, sighting_id: str) -> str:
+    """The same camera, entry and sighting give the same id: a sighting read again after a crash
+    is alerted again with the id it had. Never a read alert's id: those end in a
+    `topic:partition:offset` position, these in `sighting:` and a UUID (which has no colon)."""
+    name = f"{camera_id}\x1f{plate}\x1f{list_name}\x1fsighting:{sighting_id}"
+    return str(uuid.uuid5(ALERT_NAMESPACE, name))
+
+
+def build_sighting_alert(
+    sighting: PlateSighting, match: Match, rank: int, score: float, alerted_at: datetime
+) -> PlateAlert:
+    """The alert for `sighting` whose candidate of rank `rank` (vote score `score`) matched `match`:
+    the frame, box and positions are its best read's; `source` is the sighting's first read."""
+    entry = match.entry
+    best = sighting.best_read
+    first = Source(
+        topic=sighting.source.topic, partition=sighting.source.partition, offset=sighting.source.first_offset
+    )
+    return PlateAlert(
+        alert_id=sighting_alert_id(sighting.camera_id, entry.plate, entry.list, sighting.sighting_id),
+        origin=AlertOrigin.SIGHTING,
+        sighting_id=sighting.sighting_id,
+        candidate_rank=rank,
+        list=entry.list,
+        label=entry.label,
+        plate=entry.plate,
+        match_kind=match.kind,
+        distance=match.distance,
+        candidate=match.candidate,
+        confidence=score,
+        camera_id=sighting.camera_id,
+        frame_id=best.frame_id,
+        event_id=best.event_id,
+        captured_at=best.captured_at,
+        box=best.box,
+        source=first,
+        frame_source=best.source,
         alerted_at=alerted_at,
     )

@@ -1,15 +1,21 @@
-"""The composition root of `stream-worker alerts`: consume plates -> match the watch list -> publish
-alerts -> commit, all on one thread.
+"""The composition root of `stream-worker alerts`: consume plates and sightings -> match the watch
+list -> publish alerts -> commit, all on one thread.
 
 Guarantees and how they are kept:
 - The watch list is read whole before the first record is matched (not ready until then), then
   followed live each turn (following.py): an entry added or removed counts from the next read.
 - One alert per (camera, entry, pass), raised on the pass's first matching read (passes.py).
+- A follow-up only where the reads raised none: a sighting (the sightings service's vote over a
+  pass) whose voted text or a top candidate matches an entry the pass's reads did not alert for
+  publishes one alert with origin `sighting` (sightings.py, which says what a restart or several
+  replicas can repeat); a sighting that only confirms an alerted pass publishes nothing.
 - At-least-once: a plates offset is committed only below the first read of every pass that is
-  open, unacknowledged, or straddles the position (passes.py), and only once the broker accepted
-  that partition's commit (service/commits.py). A crash re-reads from the commit.
+  open, unacknowledged, or straddles the position (passes.py), a sightings offset only once the
+  alerts of its sighting are acknowledged (sightings.py), and only once the broker accepted that
+  partition's commit (service/commits.py). A crash re-reads both topics from their commits.
 - Recognisable duplicates: an alert's id is the camera, the entry and the position of its pass's
-  first matching read (alert.py), so an alert published again after a restart has the same id.
+  first matching read, or the sighting's id (alert.py), so an alert published again after a
+  restart has the same id.
 - Rebalance and SIGTERM/SIGINT: alerts already queued are flushed and committed; open passes are
   dropped uncommitted, and whoever reads the partition next reads them again from their first read.
 """
@@ -25,13 +31,15 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from pydantic import ValidationError
 
-from stream_worker.alerts.consumer import AlertsPlatesConsumer
+from stream_worker.alerts.consumer import AlertsPlatesConsumer, AlertsSightingsConsumer
 from stream_worker.alerts.following import WatchlistFollower
 from stream_worker.alerts.metrics import AlertsMetrics
 from stream_worker.alerts.passes import AlertEngine, Outgoing, PassRules
+from stream_worker.alerts.recent import RecentPasses
 from stream_worker.alerts.settings import AlertsSettings, load_settings
+from stream_worker.alerts.sightings import SightingAlerts, SightingOutgoing, SightingRules
 from stream_worker.alerts.store import WatchlistStoreError
-from stream_worker.contracts import PlateEvent
+from stream_worker.contracts import PlateEvent, PlateSighting
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
@@ -78,6 +86,22 @@ class AlertsService(LoopService):
         self.committer = Committer(
             self.consumer, self.engine, self.metrics, partition_of=lambda p: (topic, p)
         )
+        self.recent = RecentPasses(settings.recent_passes, settings.recent_pass_age_s)
+        self.sightings = SightingAlerts(
+            SightingRules(settings.input_topic, settings.sighting_candidates, settings.min_confidence),
+            self.recent,
+        )
+        self.sightings_consumer = AlertsSightingsConsumer(
+            settings,
+            self.metrics,
+            self._on_assign_sightings,
+            self._on_revoke_sightings,
+            self._on_lost_sightings,
+        )
+        sightings_topic = settings.sightings_topic
+        self.sightings_committer = Committer(
+            self.sightings_consumer, self.sightings, self.metrics, partition_of=lambda p: (sightings_topic, p)
+        )
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -86,7 +110,9 @@ class AlertsService(LoopService):
             "input_topic": self.settings.input_topic,
             "output_topic": self.settings.output_topic,
             "watchlist_topic": self.settings.watchlist_topic,
+            "sightings_topic": self.settings.sightings_topic,
             "group_id": self.settings.group_id,
+            "sightings_group_id": self.settings.sightings_group_id,
             "kafka_config": self.settings.redacted_kafka_config(),
         }
 
@@ -100,6 +126,9 @@ class AlertsService(LoopService):
         self.metrics.watchlist_size.set(len(self.watchlist.entries))
         for record in self.consumer.consume(CONSUME_CHUNK, POLL_S):
             self._accept(record)
+        # Sightings after the plates: a sighting's reads are usually consumed before it is.
+        for record in self.sightings_consumer.consume(CONSUME_CHUNK, 0):
+            self._accept_sighting(record)
         self._pump()
 
     def _load_watchlist(self) -> None:
@@ -116,8 +145,10 @@ class AlertsService(LoopService):
         undelivered = self.publisher.flush(self.deadlines.drain_left())
         self.publisher.poll(0)
         self.committer.commit()
+        self.sightings_committer.commit()
         open_passes = self.engine.open_passes()
         self._leave_group()
+        self._leave_sightings_group()
         self.watchlist.close()
         self.http.stop()
         log.info(
@@ -146,28 +177,57 @@ class AlertsService(LoopService):
                 extra={"partition": record.partition, "offset": record.offset, "error": str(error)[:300]},
             )
         matcher = self.watchlist.matcher
-        for outgoing in self.engine.add(record.partition, record.offset, event, matcher, time.monotonic()):
+        now = time.monotonic()
+        for outgoing in self.engine.add(record.partition, record.offset, event, matcher, now):
+            self.recent.remember(outgoing.origin.key, outgoing.origin, now)
             self._publish(outgoing, event.processed_at if event else datetime.now(UTC))
+
+    def _accept_sighting(self, record: PlateRecord) -> None:
+        if record.partition not in self.sightings.assigned():
+            return  # fetched before a revocation: its next owner reads it
+        self.metrics.sightings_in.inc()
+        sighting: PlateSighting | None = None
+        try:
+            sighting = PlateSighting.model_validate_json(record.value or b"")
+        except ValidationError as error:
+            self.metrics.invalid_sightings.inc()
+            log.warning(
+                "skipped a record that is not a PlateSighting",
+                extra={"partition": record.partition, "offset": record.offset, "error": str(error)[:300]},
+            )
+        confirmed = self.sightings.confirmed
+        matcher = self.watchlist.matcher
+        outgoing = self.sightings.add(record.partition, record.offset, sighting, matcher, time.monotonic())
+        self.metrics.sightings_confirmed.inc(self.sightings.confirmed - confirmed)
+        for alert in outgoing:
+            self._publish(alert, sighting.closed_at if sighting else datetime.now(UTC))
 
     def _pump(self) -> None:
         self.engine.expire(time.monotonic())
         self.publisher.poll(0)
         self.committer.commit()
+        self.sightings_committer.commit()
         self.metrics.open_passes.set(self.engine.open_passes())
         self.metrics.held.set(self.engine.held())
+        self.metrics.sightings_held.set(self.sightings.held())
+        self.metrics.recent_passes.set(len(self.recent))
         self.loop_clock.tick()
         self._log_status()
 
-    def _publish(self, outgoing: Outgoing, processed_at: datetime) -> None:
+    def _publish(self, outgoing: Outgoing | SightingOutgoing, processed_at: datetime) -> None:
         alert = outgoing.alert
         record = OutputRecord(self.settings.output_topic, alert.camera_id.encode(), alert.to_json())
         self.publisher.publish(record, lambda error: self._delivered(outgoing, processed_at, error))
 
-    def _delivered(self, outgoing: Outgoing, processed_at: datetime, error: KafkaError | None) -> None:
+    def _delivered(
+        self, outgoing: Outgoing | SightingOutgoing, processed_at: datetime, error: KafkaError | None
+    ) -> None:
+        """`processed_at`: when the input was built (the read's PlateEvent, the sighting's closing)."""
         alert = outgoing.alert
+        book = self.sightings if isinstance(outgoing, SightingOutgoing) else self.engine
         if error is None:
-            self.engine.delivered(outgoing)
-            self.metrics.alerts_out.labels(alert.list, alert.match_kind.value).inc()
+            book.delivered(outgoing)  # type: ignore[arg-type]
+            self.metrics.alerts_out.labels(alert.list, alert.match_kind.value, alert.origin.value).inc()
             self.metrics.latency.observe(max(0.0, (datetime.now(UTC) - processed_at).total_seconds()))
             log.info(
                 "alert published",
@@ -178,6 +238,7 @@ class AlertsService(LoopService):
                     "list": alert.list,
                     "candidate": alert.candidate,
                     "distance": alert.distance,
+                    "origin": alert.origin.value,
                 },
             )
             return
@@ -189,7 +250,7 @@ class AlertsService(LoopService):
             "broker refused an alert, publishing it again",
             extra={"alert_id": alert.alert_id, "error": error.str()},
         )
-        if self.engine.is_current(outgoing):
+        if book.is_current(outgoing):  # type: ignore[arg-type]
             self._publish(outgoing, processed_at)
 
     # --- rebalance -------------------------------------------------------------------------
@@ -214,6 +275,35 @@ class AlertsService(LoopService):
             self.engine.revoke(partition)
         log.warning("partitions lost", extra={"partitions": partitions})
 
+    def _on_assign_sightings(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.sightings.assign(partition)
+        log.info(
+            "sightings partitions assigned",
+            extra={"partitions": [f"{self.settings.sightings_topic}:{p}" for p in partitions]},
+        )
+
+    def _on_revoke_sightings(self, partitions: list[int]) -> None:
+        if self.fatal is None:
+            self.publisher.flush(self.deadlines.drain_left(self.deadlines.revocation_end()))
+            self.sightings_committer.commit()
+        unacknowledged = sum(self.sightings.revoke(p) for p in partitions)
+        log.info(
+            "sightings partitions revoked",
+            extra={"partitions": partitions, "unacknowledged_alerts": unacknowledged},
+        )
+
+    def _on_lost_sightings(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.sightings.revoke(partition)
+        log.warning("sightings partitions lost", extra={"partitions": partitions})
+
+    def _leave_sightings_group(self) -> None:
+        try:
+            self.sightings_consumer.close()
+        except KafkaException as error:
+            log.warning("could not leave the sightings group cleanly", extra={"error": str(error)})
+
     # --- observability ---------------------------------------------------------------------
 
     def _log_status(self) -> None:
@@ -225,8 +315,11 @@ class AlertsService(LoopService):
                 "watchlist_entries": len(self.watchlist.entries),
                 "open_passes": self.engine.open_passes(),
                 "held": self.engine.held(),
+                "sightings_held": self.sightings.held(),
+                "recent_passes": len(self.recent),
                 "unacked_alerts": len(self.publisher),
                 "assigned": self.engine.assigned(),
+                "sightings_assigned": self.sightings.assigned(),
             },
         )
 

@@ -1,6 +1,7 @@
-"""The plates consumer of the alerts service: the shared group consumer (service/consumer.py),
-reading from the committed position (the commit never passes a pass's first read, passes.py),
-its callbacks speaking partition numbers."""
+"""The consumers of the alerts service: the shared group consumer (service/consumer.py) on the plates
+topic and on the sightings topic, each reading from its committed position (neither commit passes
+a record whose alerts are unacknowledged: passes.py, sightings.py), their callbacks speaking
+partition numbers. Both records are (partition, offset, value)."""
 
 from __future__ import annotations
 
@@ -14,23 +15,27 @@ from stream_worker.service.consumer import ClientFactory, GroupConsumer
 from stream_worker.service.metrics import ServiceMetrics
 from stream_worker.sightings.consumer import DEFAULT_PREFETCH_KBYTES, PlateRecord
 
+PartitionsCallback = Callable[[list[int]], None]
 
-class AlertsPlatesConsumer(GroupConsumer[PlateRecord]):
+
+class _PartitionNumbersConsumer(GroupConsumer[PlateRecord]):
     def __init__(
         self,
         settings: AlertsSettings,
+        topic: str,
+        group_id: str,
         metrics: ServiceMetrics,
-        on_assign: Callable[[list[int]], None],
-        on_revoke: Callable[[list[int]], None],
-        on_lost: Callable[[list[int]], None],
+        on_assign: PartitionsCallback,
+        on_revoke: PartitionsCallback,
+        on_lost: PartitionsCallback,
         client: ClientFactory = Consumer,
     ) -> None:
         config = kafka.consumer_config(
-            settings, settings.group_id, **{"queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES}
+            settings, group_id, **{"queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES}
         )
         super().__init__(
             config,
-            settings.input_topic,
+            topic,
             metrics,
             on_assign=lambda partitions: on_assign([p for _, p in partitions]),
             on_revoke=lambda partitions: on_revoke([p for _, p in partitions]),
@@ -40,3 +45,45 @@ class AlertsPlatesConsumer(GroupConsumer[PlateRecord]):
 
     def _record(self, message: Message) -> PlateRecord:
         return PlateRecord(message.partition(), message.offset(), message.value())
+
+
+class AlertsPlatesConsumer(_PartitionNumbersConsumer):
+    """PlateEvents of `--input-topic`, in the group `--group-id`."""
+
+    def __init__(
+        self,
+        settings: AlertsSettings,
+        metrics: ServiceMetrics,
+        on_assign: PartitionsCallback,
+        on_revoke: PartitionsCallback,
+        on_lost: PartitionsCallback,
+        client: ClientFactory = Consumer,
+    ) -> None:
+        super().__init__(
+            settings, settings.input_topic, settings.group_id, metrics, on_assign, on_revoke, on_lost, client
+        )
+
+
+class AlertsSightingsConsumer(_PartitionNumbersConsumer):
+    """PlateSightings of `--sightings-topic`, in its own group `--sightings-group-id`: its
+    rebalances and lag are its own, apart from the plates topic's."""
+
+    def __init__(
+        self,
+        settings: AlertsSettings,
+        metrics: ServiceMetrics,
+        on_assign: PartitionsCallback,
+        on_revoke: PartitionsCallback,
+        on_lost: PartitionsCallback,
+        client: ClientFactory = Consumer,
+    ) -> None:
+        super().__init__(
+            settings,
+            settings.sightings_topic,
+            settings.sightings_group_id,
+            metrics,
+            on_assign,
+            on_revoke,
+            on_lost,
+            client,
+        )

@@ -21,10 +21,24 @@ class AlertsMetrics(ServiceMetrics):
             "Records of the plates topic that are not PlateEvents (skipped).",
             registry=r,
         )
+        self.sightings_in = Counter(
+            "stream_worker_alerts_sightings_in", "Sightings consumed (replays included).", registry=r
+        )
+        self.invalid_sightings = Counter(
+            "stream_worker_alerts_invalid_sightings",
+            "Records of the sightings topic that are not PlateSightings (skipped).",
+            registry=r,
+        )
+        self.sightings_confirmed = Counter(
+            "stream_worker_alerts_sightings_confirmed",
+            "Sighting matches of an entry that the pass's reads already alerted (nothing published).",
+            registry=r,
+        )
         self.alerts_out = Counter(
             "stream_worker_alerts_out",
-            "Alerts acknowledged by the broker, by watch list and match kind (replays included).",
-            ["list", "kind"],
+            "Alerts acknowledged by the broker, by watch list, match kind and origin (read: a read of "
+            "the pass; sighting: its voted sighting, no read having alerted) (replays included).",
+            ["list", "kind", "origin"],
             registry=r,
         )
         self.latency = Histogram(
@@ -50,3 +64,13 @@ class AlertsMetrics(ServiceMetrics):
         )
         self.open_passes = Gauge("stream_worker_alerts_open_passes", "Passes still open.", registry=r)
         self.held = Gauge("stream_worker_alerts_held", "Passes holding back the commit position.", registry=r)
+        self.sightings_held = Gauge(
+            "stream_worker_alerts_sightings_held",
+            "Sighting alerts not yet acknowledged, holding back the sightings commit position.",
+            registry=r,
+        )
+        self.recent_passes = Gauge(
+            "stream_worker_alerts_recent_passes",
+            "Read passes that alerted, remembered to tell whether a sighting's pass already alerted.",
+            registry=r,
+        )

@@ -4,6 +4,7 @@ The Kafka, lifecycle and logging settings are the services' shared ones (`Servic
 prefix is the service's own so that it can share one environment with the worker and the
 sightings service. A pass ends like a sightings pass: the camera's frames move on `pass_gap_s`
 (capture time) past its last matching read, or no matching read comes for `pass_gap_s` (wall clock).
+The sightings topic is read in a consumer group of its own (`sightings_group_id`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,23 @@ class AlertsSettings(ServiceSettings):
     watchlist_topic: str = Field(
         "watchlist", min_length=1, description="Compacted topic of WatchEntry records (the watch list)."
     )
+    sightings_topic: str = Field(
+        "sightings",
+        min_length=1,
+        description="Topic of PlateSighting JSON records: a pass whose reads raised no alert for an entry "
+        "alerts once on its sighting (origin sighting) when the voted text or a top candidate matches.",
+    )
+    sightings_group_id: str = Field(
+        "stream-worker-alerts-sightings",
+        min_length=1,
+        description="Kafka consumer group of the sightings topic (its own, apart from --group-id's).",
+    )
+    sighting_candidates: int = Field(
+        3,
+        ge=1,
+        le=50,
+        description="A sighting's best candidate texts matched against the watch list (its voted text too).",
+    )
     default_max_distance: float = Field(
         1.0,
         ge=0,
@@ -66,13 +84,33 @@ class AlertsSettings(ServiceSettings):
         description="A pass ends this long (capture time) after its first read: a plate that stays in "
         "view alerts again, and the commit is not held back for ever.",
     )
+    recent_passes: int = Field(
+        10_000,
+        ge=1,
+        description="Read passes that alerted, remembered so that their sightings publish nothing: at most "
+        "this many, the oldest forgotten first.",
+    )
+    recent_pass_age_s: float = Field(
+        900.0,
+        gt=0,
+        description="A read pass that alerted is remembered this long (wall clock): longer than its "
+        "sighting can take to come (a pass's length, the sightings service's silence, lag).",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> AlertsSettings:
-        topics = {self.input_topic, self.output_topic, self.watchlist_topic}
-        if len(topics) != 3:
+        topics = {self.input_topic, self.output_topic, self.watchlist_topic, self.sightings_topic}
+        if len(topics) != 4:
             raise ValueError(
-                "--input-topic, --output-topic and --watchlist-topic must be three different topics"
+                "--input-topic, --output-topic, --watchlist-topic and --sightings-topic must be four "
+                "different topics"
+            )
+        if self.sightings_group_id == self.group_id:
+            raise ValueError("--sightings-group-id must differ from --group-id")
+        if self.recent_pass_age_s <= self.max_pass_s:
+            raise ValueError(
+                f"--recent-pass-age-s ({self.recent_pass_age_s}) must be above "
+                f"--max-pass-s ({self.max_pass_s})"
             )
         if self.pass_gap_s >= self.max_pass_s:
             raise ValueError(

@@ -131,6 +131,7 @@ def test_watched_van_alerts_once_per_pass_within_two_seconds_and_the_cat_never(
         "--input-topic", topics.plates,
         "--output-topic", topics.alerts,
         "--watchlist-topic", topics.watchlist,
+        "--sightings-topic", topics.sightings,
         "--pass-gap-s", str(PASS_GAP_S),
     )  # fmt: skip
     services = [worker, sightings_service, alerts_service]

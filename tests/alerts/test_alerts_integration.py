@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from plate_events import T0, Pass, plate, plate_event, timeline
-from service_processes import WAIT_S, ServiceProcess, TopicReader
+from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
 
 from stream_worker.alerts.matching import MatchKind
 from stream_worker.alerts.store import write_changes
 from stream_worker.alerts.watchlist import WatchEntry
-from stream_worker.contracts import PlateAlert, PlateEvent
+from stream_worker.contracts import AlertOrigin, PlateAlert, PlateEvent
 from stream_worker.launchers.broker import create_topics
 
 pytestmark = pytest.mark.integration
@@ -38,12 +38,13 @@ class Topics:
     plates: str
     alerts: str
     watchlist: str
+    sightings: str
 
 
 @pytest.fixture
 def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
-    names = Topics(f"{unique_name}-plates", f"{unique_name}-alerts", f"{unique_name}-watchlist")
-    create_topics(kafka_bootstrap, [names.plates, names.alerts], PARTITIONS)
+    names = Topics(*(f"{unique_name}-{kind}" for kind in ("plates", "alerts", "watchlist", "sightings")))
+    create_topics(kafka_bootstrap, [names.plates, names.alerts, names.sightings], PARTITIONS)
     return names
 
 
@@ -65,6 +66,8 @@ def start_alerts(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_na
             "--input-topic", topics.plates,
             "--output-topic", topics.alerts,
             "--watchlist-topic", topics.watchlist,
+            "--sightings-topic", topics.sightings,
+            "--sightings-group-id", f"{unique_name}-sightings-group",
             "--session-timeout-ms", "6000",
             "--metrics-port", "0",
             *extra,
@@ -135,7 +138,7 @@ def test_one_fuzzy_alert_per_pass_within_two_seconds(kafka_bootstrap, topics, al
     assert alert.source.topic == topics.plates and (alert.source.partition, alert.source.offset) == (0, 0)
     assert alert.frame_id == "gate-1/0"
     assert alerts_reader.records[0].key == b"gate-1"
-    assert service.metric('stream_worker_alerts_out_total{kind="fuzzy",list="stolen"}') == 1
+    assert service.metric('stream_worker_alerts_out_total{kind="fuzzy",list="stolen",origin="read"}') == 1
     assert service.stop() == 0
 
 
@@ -170,6 +173,74 @@ def test_watch_list_changes_apply_without_a_restart(kafka_bootstrap, topics, ale
     alerts_reader.poll(4.0)
     assert len(alerts_reader.records) == 1  # removed: no more alerts
     assert service.stop() == 0
+
+
+# --- sightings ---------------------------------------------------------------------------------------
+
+
+def test_a_sighting_alerts_once_where_no_read_did_and_never_for_an_alerted_pass(
+    kafka_bootstrap, topics, alerts_reader, start_alerts, unique_name
+):
+    from tests.alerts.test_sightings import sighting
+
+    write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
+    service = start_alerts()
+    service.wait_ready(WAIT_S)
+    # gate-1's reads match (a read alert); gate-2's never do, its voted sighting's 2nd candidate does.
+    produce(
+        kafka_bootstrap,
+        topics.plates,
+        [(0, e) for e in one_pass("gate-1", "B840OK197", T0)]
+        + [(1, e) for e in one_pass("gate-2", "B840HH197", T0)],
+    )
+    deadline = time.monotonic() + 30
+    while not alerts_reader.records:
+        assert time.monotonic() < deadline, service.log_tail()
+        alerts_reader.poll(0.1)
+
+    # The alerted pass's sighting: its best read is not confident, so only the memory knows the pass.
+    confirming = sighting(("B840OK197", 0.8), topic=topics.plates, best_confidence=0.2, first=0, last=7)
+    fresh = sighting(
+        ("B840HH197", 0.6),
+        ("B840OK197", 0.3),
+        camera="gate-2",
+        partition=1,
+        topic=topics.plates,
+        first=0,
+        last=7,
+    )
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0})
+    for partition, value in ((0, confirming.to_json()), (1, fresh.to_json()), (1, b"not a sighting")):
+        producer.produce(topics.sightings, value=value, key=b"gate", partition=partition)
+    assert producer.flush(30) == 0
+    deadline = time.monotonic() + 30
+    while len(alerts_reader.records) < 2:
+        assert time.monotonic() < deadline, service.log_tail()
+        alerts_reader.poll(0.1)
+    wait_metric(service, "stream_worker_alerts_sightings_in_total", 3)
+    alerts_reader.poll(3.0)  # nothing else comes
+
+    read, from_sighting = sorted(alerts(alerts_reader), key=lambda alert: alert.origin != AlertOrigin.READ)
+    assert (read.origin, read.camera_id, read.sighting_id) == (AlertOrigin.READ, "gate-1", None)
+    assert (from_sighting.origin, from_sighting.sighting_id) == (AlertOrigin.SIGHTING, fresh.sighting_id)
+    assert (from_sighting.camera_id, from_sighting.plate, from_sighting.candidate_rank) == (
+        "gate-2",
+        "B840CK197",
+        1,
+    )
+    assert (from_sighting.candidate, from_sighting.distance) == ("B840OK197", 0.5)
+    assert from_sighting.frame_id == fresh.best_read.frame_id
+    assert sorted(record.key for record in alerts_reader.records) == [b"gate-1", b"gate-2"]
+    assert service.metric("stream_worker_alerts_sightings_confirmed_total") == 1
+    assert service.metric("stream_worker_alerts_invalid_sightings_total") == 1
+    assert service.metric('stream_worker_alerts_out_total{kind="fuzzy",list="stolen",origin="sighting"}') == 1
+    assert service.metric('stream_worker_alerts_out_total{kind="fuzzy",list="stolen",origin="read"}') == 1
+    assert service.stop() == 0
+    # Every sighting is committed past, its alert acknowledged (the invalid record too).
+    committed = committed_offsets(
+        kafka_bootstrap, f"{unique_name}-sightings-group", topics.sightings, PARTITIONS
+    )
+    assert (committed[0], committed[1]) == (1, 2)
 
 
 # --- SIGKILL ----------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ def test_defaults():
     assert (s.input_topic, s.output_topic, s.watchlist_topic) == ("plates", "alerts", "watchlist")
     assert (s.group_id, s.metrics_port) == ("stream-worker-alerts", 9110)
     assert (s.default_max_distance, s.min_confidence, s.pass_gap_s) == (1.0, 0.5, 3.0)
+    assert (s.sightings_topic, s.sightings_group_id) == ("sightings", "stream-worker-alerts-sightings")
+    assert (s.sighting_candidates, s.recent_passes, s.recent_pass_age_s) == (3, 10_000, 900.0)
 
 
 def test_flags_and_prefixed_env(monkeypatch):
@@ -38,6 +40,12 @@ def test_flags_and_prefixed_env(monkeypatch):
         ["--output-topic", "plates"],
         ["--pass-gap-s", "90"],
         ["--pass-gap-s", "0"],
+        ["--sightings-topic", "plates"],
+        ["--sightings-topic", "watchlist"],
+        ["--sightings-group-id", "stream-worker-alerts"],
+        ["--sighting-candidates", "0"],
+        ["--recent-passes", "0"],
+        ["--recent-pass-age-s", "60"],
     ],
 )
 def test_bad_settings_name_the_flag(args):

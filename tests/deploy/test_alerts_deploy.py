@@ -16,7 +16,15 @@ from deploy.test_kubernetes import _clients, by_kind, one, pod_templates, reacha
 from stream_worker.alerts.settings import ENV_PREFIX, AlertsSettings, load_settings
 
 DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy"
-ALL_TOPICS = {"frames": 6, "plates": 6, "frames.dlq": 1, "sightings": 6, "alerts": 6, "watchlist": 1}
+ALL_TOPICS = {
+    "frames": 6,
+    "plates": 6,
+    "frames.dlq": 1,
+    "sightings": 6,
+    "alerts": 6,
+    "watchlist": 1,
+    "cameras": 1,
+}
 
 
 def _valid(environment: dict[str, object], monkeypatch) -> AlertsSettings:
@@ -32,7 +40,12 @@ def _valid(environment: dict[str, object], monkeypatch) -> AlertsSettings:
 
 
 def test_compose_alerts_read_the_workers_output_and_write_the_created_topics(monkeypatch) -> None:
-    env = {"OUTPUT_TOPIC": "plates-eu", "ALERTS_TOPIC": "hits", "WATCHLIST_TOPIC": "wanted"}
+    env = {
+        "OUTPUT_TOPIC": "plates-eu",
+        "ALERTS_TOPIC": "hits",
+        "WATCHLIST_TOPIC": "wanted",
+        "SIGHTINGS_TOPIC": "seen",
+    }
     services = load_compose(env)["services"]
     settings = _valid(services["alerts"]["environment"], monkeypatch)
     topics = services["topic-init"]["environment"]
@@ -42,6 +55,12 @@ def test_compose_alerts_read_the_workers_output_and_write_the_created_topics(mon
     )
     assert settings.output_topic == topics["ALERTS_TOPIC"] == "hits"
     assert settings.watchlist_topic == topics["WATCHLIST_TOPIC"] == "wanted"
+    sightings = services["sightings"]["environment"]
+    assert settings.sightings_topic == sightings["STREAM_WORKER_SIGHTINGS_OUTPUT_TOPIC"] == "seen"
+    assert settings.sightings_group_id not in (
+        settings.group_id,
+        sightings["STREAM_WORKER_SIGHTINGS_GROUP_ID"],
+    )
     assert settings.group_id != services["sightings"]["environment"]["STREAM_WORKER_SIGHTINGS_GROUP_ID"]
 
 
@@ -118,6 +137,11 @@ def test_kubernetes_alerts_settings_follow_the_workers(rendered, monkeypatch) ->
         assert settings.input_topic == workers["STREAM_WORKER_OUTPUT_TOPIC"], build
         sightings = one(objects, "ConfigMap", "sightings-settings")["data"]
         assert settings.group_id != sightings["STREAM_WORKER_SIGHTINGS_GROUP_ID"], build
+        assert settings.sightings_topic == sightings["STREAM_WORKER_SIGHTINGS_OUTPUT_TOPIC"], build
+        assert settings.sightings_group_id not in (
+            settings.group_id,
+            sightings["STREAM_WORKER_SIGHTINGS_GROUP_ID"],
+        )
         job = one(objects, "Job", "stream-worker-topics")["spec"]["template"]["spec"]["containers"][0]
         env = {e["name"]: e for e in job["env"]}
         for name, topic in (
@@ -175,6 +199,16 @@ def test_kubernetes_alerts_scale_on_their_own_lag_within_the_plates_partitions(r
         assert trigger["metadata"]["topic"] == settings["STREAM_WORKER_ALERTS_INPUT_TOPIC"] == "plates", build
         assert trigger["metadata"]["bootstrapServers"] == settings["STREAM_WORKER_ALERTS_BOOTSTRAP_SERVERS"]
         assert trigger["metadata"]["allowIdleConsumers"] == "false"
+        sightings_trigger = scaler["spec"]["triggers"][1]
+        assert sightings_trigger["type"] == "kafka"
+        assert (
+            sightings_trigger["metadata"]["consumerGroup"]
+            == settings["STREAM_WORKER_ALERTS_SIGHTINGS_GROUP_ID"]
+        )
+        assert sightings_trigger["metadata"]["consumerGroup"] == "stream-worker-alerts-sightings", build
+        assert sightings_trigger["metadata"]["topic"] == settings["STREAM_WORKER_ALERTS_SIGHTINGS_TOPIC"]
+        assert sightings_trigger["metadata"]["topic"] == "sightings", build
+        assert sightings_trigger["metadata"]["bootstrapServers"] == trigger["metadata"]["bootstrapServers"]
     assert [
         s for s in by_kind(rendered["gpu"], "ScaledObject") if s["spec"]["scaleTargetRef"]["name"] == "alerts"
     ], "the gpu overlay scales the alerts service with KEDA"

@@ -1,0 +1,162 @@
+"""Which voted sightings raise an alert, and which sightings offsets may be committed: the sightings
+side of the alerts pipeline without Kafka, a function of the records, times and memory handed in.
+
+A sighting (one vehicle pass, voted by the sightings service) alerts for a watch-list entry that
+its voted text or one of its top candidates matches (candidates.py), unless the reads of that
+pass already alerted for that camera and entry:
+- a remembered read pass of the same plates partition, camera and entry has a read within the
+  sighting's first..last plates offsets (recent.py); or
+- its best read, a read of the pass, matches the entry with at least the reads' minimum
+  confidence: the reads side alerted on it (or on an earlier read of its pass), in whichever
+  process reads that plates partition.
+Then nothing is published (the sighting only confirms the pass). Otherwise ONE alert per sighting
+and entry, with origin `sighting`, its id from the sighting's id (alert.py), so a consumer can tell
+it apart from a read alert: it comes later (the sighting is published once its pass has ended) and
+says which candidate matched. Only sightings of the plates topic the reads come from are checked
+against the reads; a sighting of another plates topic alerts on its own.
+
+Commits: a sightings offset is committed only once the alerts raised for it are acknowledged by
+the broker (a hold, as on the plates side); a restart reads the uncommitted sightings again and
+repeats their alerts with their ids.
+
+What the memory cannot know, and what follows (at-least-once; consumers tell these apart by
+`origin` and dedupe by `sighting_id`):
+- after a restart the memory is empty: a sighting read again whose pass's read alert came before
+  the committed plates position (not read again) and whose best read did not match alerts again,
+  with origin `sighting`;
+- with several replicas, a sighting's plates partition may be read by another replica;
+- a sighting consumed before this process consumed its pass's reads (a plates backlog, after a
+  restart) is decided without them, and those reads may alert afterwards too;
+- a read pass forgotten (older than the memory's age or count) before its sighting arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from stream_worker.alerts.alert import build_sighting_alert
+from stream_worker.alerts.candidates import SightingMatch, match_sighting
+from stream_worker.alerts.matching import Matcher
+from stream_worker.alerts.recent import RecentPasses
+from stream_worker.alerts.watchlist import WatchEntry
+from stream_worker.contracts import PlateAlert, PlateSighting
+from stream_worker.sightings.commits import PartitionCommits
+
+
+@dataclass(frozen=True, slots=True)
+class SightingRules:
+    plates_topic: str  # the topic the read passes come from
+    top_candidates: int = 3
+    min_confidence: float = 0.5  # the reads' own minimum (passes.PassRules)
+
+
+@dataclass(frozen=True, slots=True)
+class SightingOutgoing:
+    """A sighting alert to publish; `SightingAlerts.delivered` once the broker acknowledged it."""
+
+    alert: PlateAlert
+    partition: int  # of the sightings topic
+    offset: int
+    commits: PartitionCommits  # the assignment it belongs to: a later one ignores its delivery
+
+
+def read_alerted(
+    sighting: PlateSighting,
+    entry: WatchEntry,
+    matcher: Matcher,
+    rules: SightingRules,
+    recent: RecentPasses,
+    now: float,
+) -> bool:
+    """Whether the reads of the sighting's pass alerted (or are alerting) for `entry` (module doc)."""
+    source = sighting.source
+    if source.topic != rules.plates_topic:
+        return False
+    key = (source.partition, sighting.camera_id, entry.plate)
+    if recent.overlaps(key, source.first_offset, source.last_offset, now):
+        return True
+    best = sighting.best_read
+    if not best.text or best.confidence < rules.min_confidence:
+        return False
+    when = best.captured_at or sighting.first_seen
+    return any(match.entry.plate == entry.plate for match in matcher.match(best.text, now=when))
+
+
+class SightingAlerts:
+    def __init__(
+        self,
+        rules: SightingRules,
+        recent: RecentPasses,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.rules = rules
+        self.recent = recent
+        self._wall_clock = wall_clock
+        self._commits: dict[int, PartitionCommits] = {}
+        self.confirmed = 0  # sighting matches already alerted by reads (nothing published)
+
+    # --- assignment ------------------------------------------------------------------------
+
+    def assign(self, partition: int) -> None:
+        self._commits[partition] = PartitionCommits(None)
+
+    def revoke(self, partition: int) -> int:
+        """Forget a partition; returns how many of its alerts were unacknowledged (read again by
+        its next owner)."""
+        commits = self._commits.pop(partition, None)
+        return commits.held if commits is not None else 0
+
+    def assigned(self) -> list[int]:
+        return sorted(self._commits)
+
+    # --- records in, alerts out ------------------------------------------------------------
+
+    def add(
+        self, partition: int, offset: int, sighting: PlateSighting | None, matcher: Matcher, now: float
+    ) -> list[SightingOutgoing]:
+        """One record of the sightings topic (None: not a PlateSighting); `now`: monotonic seconds."""
+        commits = self._commits[partition]
+        commits.consumed(offset)
+        if sighting is None:
+            return []
+        outgoing = []
+        for found in match_sighting(sighting, matcher, self.rules.top_candidates):
+            if read_alerted(sighting, found.match.entry, matcher, self.rules, self.recent, now):
+                self.confirmed += 1
+                continue
+            outgoing.append(SightingOutgoing(self._alert(sighting, found), partition, offset, commits))
+            commits.hold(offset)
+        return outgoing
+
+    def _alert(self, sighting: PlateSighting, found: SightingMatch) -> PlateAlert:
+        ranked = found.ranked
+        return build_sighting_alert(sighting, found.match, ranked.rank, ranked.score, self._wall_clock())
+
+    def delivered(self, outgoing: SightingOutgoing) -> None:
+        """The broker acknowledged `outgoing`'s alert: its sighting may be committed past."""
+        if self.is_current(outgoing):
+            outgoing.commits.release(outgoing.offset)
+
+    def is_current(self, outgoing: SightingOutgoing) -> bool:
+        """True while the partition of `outgoing` is still under the assignment it was made in."""
+        return self._commits.get(outgoing.partition) is outgoing.commits
+
+    # --- commits ---------------------------------------------------------------------------
+
+    def committable(self) -> dict[int, int]:
+        positions = {}
+        for partition, commits in self._commits.items():
+            if (position := commits.committable()) is not None:
+                positions[partition] = position
+        return positions
+
+    def mark_committed(self, positions: dict[int, int]) -> None:
+        for partition, position in positions.items():
+            if commits := self._commits.get(partition):
+                commits.mark_committed(position)
+
+    def held(self) -> int:
+        """Sighting alerts holding back the commit position (not yet acknowledged)."""
+        return sum(commits.held for commits in self._commits.values())
