@@ -358,6 +358,7 @@ def produce(
         "Examples:\n\n"
         "  stream-worker tail --from-beginning --json | jq .plates\n\n"
         "  stream-worker tail --topic frames.dlq --from-beginning --idle-timeout 5\n\n"
+        "  stream-worker tail --plate-images plates/ (with stream-worker run --plate-images)\n\n"
         "Exit codes: 0 done, 2 the topic does not exist."
     )
 )
@@ -376,12 +377,27 @@ def tail(
         None, "--idle-timeout", min=0.0, help="Exit after this many seconds with nothing new."
     ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
+    plate_images: Path | None = typer.Option(
+        None,
+        "--plate-images",
+        file_okay=False,
+        help="Write each plate picture seen to this directory (created): an event's as "
+        "{event_id}-{plate index}.jpg, a sighting's best read's as {sighting_id}.jpg.",
+    ),
     client_config: list[str] = CLIENT_CONFIG_OPTION,
 ) -> None:
     """Print a topic's records (events as they are; frames and dead letters as key, headers, size)."""
-    from stream_worker.tools.tail import TopicNotFoundError, format_human, format_json, tail_records
+    from stream_worker.tools.tail import (
+        TopicNotFoundError,
+        format_human,
+        format_json,
+        save_plate_images,
+        tail_records,
+    )
 
     formatter = format_json if as_json else format_human
+    if plate_images is not None:
+        plate_images.mkdir(parents=True, exist_ok=True)
     records = tail_records(
         bootstrap_servers=bootstrap_servers,
         topic=topic,
@@ -393,6 +409,8 @@ def tail(
     try:
         for record in records:
             typer.echo(formatter(record))
+            for path in save_plate_images(record, plate_images) if plate_images is not None else ():
+                typer.echo(f"wrote {path}", err=True)  # stderr: --json output stays one object a line
     except TopicNotFoundError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from error
@@ -730,3 +748,116 @@ def watchlist_export(
 
     connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(export_csv(connection, typer.echo, _echo_err))
+
+
+# --- cameras ----------------------------------------------------------------------- (issue 21)
+cameras_app = typer.Typer(
+    help="Manage each camera's settings (masks, zones, minimum plate width, plate pictures), kept on "
+    "the compacted topic `cameras`.",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker cameras set gate-1 --file gate-1.yaml\n\n"
+        "  stream-worker cameras get gate-1\n\n"
+        "  stream-worker cameras list --json"
+    ),
+    no_args_is_help=True,
+)
+app.add_typer(cameras_app, name="cameras")
+
+CAMERAS_TOPIC_OPTION = typer.Option(
+    "cameras", "--topic", envvar="STREAM_WORKER_CAMERAS_TOPIC", help="Compacted camera-settings topic."
+)
+CAMERAS_EXIT_CODES = "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input (nothing written)."
+
+
+def _cameras_connection(bootstrap_servers: str, topic: str, client_config: list[str], timeout: float):
+    from stream_worker.cameras.commands import Connection
+
+    return Connection(bootstrap_servers, topic, _client_config(client_config), timeout)
+
+
+@cameras_app.command(
+    "set",
+    epilog=(
+        "Example: stream-worker cameras set gate-1 --file gate-1.yaml\n\n"
+        "The file (JSON or YAML) replaces the camera's settings whole: display_name, masks (polygons "
+        "of [x, y] points in 0..1), zones ({name, polygon}), min_plate_width (pixels), plate_images "
+        "(true/false); see README.md, Camera settings. A bad file is refused whole, each problem "
+        "named.\n\n" + CAMERAS_EXIT_CODES
+    ),
+)
+def cameras_set(
+    camera: str = typer.Argument(..., help="The camera id, as in the frames' camera_id."),
+    file: Path = typer.Option(
+        ..., "--file", "-f", exists=True, dir_okay=False, help="Settings file, JSON or YAML."
+    ),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Give a camera the settings of a file (replaces any it had)."""
+    from stream_worker.cameras.commands import set_settings
+
+    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(set_settings(connection, camera, file, typer.echo, _echo_err))
+
+
+@cameras_app.command(
+    "get",
+    epilog=(
+        "Example: stream-worker cameras get gate-1 > gate-1.json  (a file `set` takes back)\n\n"
+        + CAMERAS_EXIT_CODES
+    ),
+)
+def cameras_get(
+    camera: str = typer.Argument(..., help="The camera id."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Print a camera's settings as JSON (the defaults when it has none)."""
+    from stream_worker.cameras.commands import get_settings
+
+    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(get_settings(connection, camera, typer.echo, _echo_err))
+
+
+@cameras_app.command(
+    "list",
+    epilog=(
+        "Examples:\n\n  stream-worker cameras list\n\n  stream-worker cameras list --json | jq .camera_id\n\n"
+        + CAMERAS_EXIT_CODES
+    ),
+)
+def cameras_list(
+    as_json: bool = typer.Option(False, "--json", help="One {camera_id, settings} JSON object per line."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Print every camera that has settings, by id (undecodable records are reported on stderr)."""
+    from stream_worker.cameras.commands import list_settings
+
+    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(list_settings(connection, as_json, typer.echo, _echo_err))
+
+
+@cameras_app.command(
+    "remove",
+    epilog=("Example: stream-worker cameras remove gate-1\n\n" + CAMERAS_EXIT_CODES),
+)
+def cameras_remove(
+    camera: str = typer.Argument(..., help="The camera id."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Put a camera back to the defaults (writes its tombstone)."""
+    from stream_worker.cameras.commands import remove
+
+    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(remove(connection, camera, typer.echo, _echo_err))

@@ -77,6 +77,13 @@ class WorkerSettings(ServiceSettings):
     input_topic: str = Field("frames", min_length=1, description="Topic of JPEG frames (key = camera id).")
     output_topic: str = Field("plates", min_length=1, description="Topic for PlateEvent JSON records.")
     dlq_topic: str = Field("frames.dlq", min_length=1, description="Dead-letter topic for rejected frames.")
+    cameras_topic: str = Field(
+        "cameras",
+        min_length=1,
+        description="Compacted topic of each camera's settings (masks, zones, minimum plate width, "
+        "plate pictures; `stream-worker cameras`): read to its end before the first frame, then "
+        "followed live. Absent: every camera without settings.",
+    )
 
     # Batching and concurrency
     max_batch_frames: int = Field(16, ge=1, le=1024, description="A batch closes at this many frames ...")
@@ -92,6 +99,11 @@ class WorkerSettings(ServiceSettings):
         8 * 1024 * 1024, ge=1, description="Larger frames go to the DLQ (frame_too_large)."
     )
     skip_empty: bool = Field(False, description="Publish no event for frames without plates.")
+    plate_images: bool = Field(
+        False,
+        description="Ask for each plate's picture on every camera's frames: a JPEG of at most 16 KB, "
+        "base64 in the event's plates[].image (schema_revision 3). Off: events as before, at no cost.",
+    )
 
     # Failures
     triton_timeout_s: float = Field(
@@ -120,8 +132,10 @@ class WorkerSettings(ServiceSettings):
             )
         if (self.triton_tls_cert_file is None) != (self.triton_tls_key_file is None):
             raise ValueError("--triton-tls-cert-file and --triton-tls-key-file come together (mutual TLS)")
-        if len({self.input_topic, self.output_topic, self.dlq_topic}) < 3:
-            raise ValueError("--input-topic, --output-topic and --dlq-topic must be three different topics")
+        if len({self.input_topic, self.output_topic, self.dlq_topic, self.cameras_topic}) < 4:
+            raise ValueError(
+                "--input-topic, --output-topic, --dlq-topic and --cameras-topic must be four different topics"
+            )
         return self
 
 

@@ -10,22 +10,32 @@ other languages can validate messages, and a test fails when the checked-in file
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from stream_worker.alerts.matching import MatchKind
 from stream_worker.alerts.watchlist import WatchEntry
+from stream_worker.cameras.settings import CameraSettings
 
 # schema_version: the major version, incremented only by a breaking change. schema_revision:
 # incremented by each compatible addition (new optional fields), so a consumer can tell which
 # fields to expect; events without it are revision 1.
 SCHEMA_VERSION = 1
-SCHEMA_REVISION = 2
+SCHEMA_REVISION = 2  # what an event without any revision-3 field says (byte-for-byte as before)
+# Revision 3's optional fields of each plate: left out of the JSON when absent, and an event says
+# revision 3 only when one of its plates has one (`event_revision`), so that events without them stay
+# byte-for-byte revision-2 events. Each revision-3 plate field belongs here.
+REVISION_3_PLATE_FIELDS = frozenset({"image", "zone"})
+# A plate's picture: a JPEG of at most this many bytes (the BLS's pictures.PICTURE_MAX_BYTES, tested).
+PLATE_IMAGE_MAX_BYTES = 16 * 1024
+PLATE_IMAGE_MAX_BASE64 = 4 * -(-PLATE_IMAGE_MAX_BYTES // 3)  # its base64 text's length at most
+BASE64 = r"^[A-Za-z0-9+/]*={0,2}$"
 SCHEMAS_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 # Russian civil plates: letter, three digits, two letters, two- or three-digit region, using
@@ -141,7 +151,26 @@ class PlateLayout(StrEnum):
     DOUBLE_ROW = "double_row"
 
 
-class PlateReading(BaseModel):
+class OmitsAbsent(BaseModel):
+    """A model whose `omitted_when_absent` fields (compatible additions) are left out of its JSON when
+    None, so that a message without them is byte-for-byte what the previous revision wrote and a
+    consumer of that revision sees no new key."""
+
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self.omitted_when_absent:
+                if name in data and data[name] is None:
+                    del data[name]
+        return data
+
+
+class PlateReading(OmitsAbsent):
+    omitted_when_absent: ClassVar[frozenset[str]] = REVISION_3_PLATE_FIELDS
+
     text: str = Field(description="Recognised characters (Latin look-alikes of the Cyrillic letters).")
     confidence: float = Field(
         description="Recogniser confidence in [0, 1]: the least sure character's, rounded to 4 decimals."
@@ -170,6 +199,29 @@ class PlateReading(BaseModel):
     layout: PlateLayout | None = Field(
         None, description="Since revision 2. Single- or double-row plate, as the detector classified it."
     )
+    image: str | None = Field(
+        None,
+        max_length=PLATE_IMAGE_MAX_BASE64,
+        pattern=BASE64,
+        description="Since revision 3; only when pictures were asked for (the worker's --plate-images "
+        "or the camera's setting), else absent (never null). The plate warped flat from its corners, "
+        f"as a base64 JPEG of at most {PLATE_IMAGE_MAX_BYTES} bytes: the plate's aspect, at most 64 "
+        "pixels high and 4 times its size in the decoded frame (frames over 1 MP are decoded at 1/2 "
+        "scale or less).",
+    )
+    zone: str | None = Field(
+        None,
+        description="Since revision 3; only for cameras with zones (`stream-worker cameras set`), else "
+        "absent (never null). The name of the first of the camera's zones that holds the plate box's "
+        "centre; absent when none does.",
+    )
+
+
+def event_revision(plates: Sequence[PlateReading]) -> int:
+    """The revision an event with these plates says: 3 when a plate has a revision-3 field, else 2."""
+    if any(getattr(plate, name) is not None for plate in plates for name in REVISION_3_PLATE_FIELDS):
+        return 3
+    return SCHEMA_REVISION
 
 
 class ModelInfo(BaseModel):
@@ -187,7 +239,9 @@ class PlateEvent(BaseModel):
         1,
         ge=1,
         description="Compatible additions within schema_version 1; absent means 1. Revision 2 adds "
-        "`corners`, `character_confidences` and `layout` to each plate.",
+        "`corners`, `character_confidences` and `layout` to each plate. Revision 3 adds `image` (and "
+        "`zone`) to each plate, left out when absent: an event whose plates have none of them says 2 "
+        "and is exactly a revision-2 event.",
     )
     event_id: str = Field(
         description="UUIDv5 of 'topic:partition:offset' of the input frame: the same frame always "
@@ -232,8 +286,10 @@ class SightingCandidate(BaseModel):
     )
 
 
-class BestRead(BaseModel):
+class BestRead(OmitsAbsent):
     """The read that shows the sighting best: its text is the voted one, most confidently read."""
+
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"image", "zone"})
 
     frame_id: str
     event_id: str = Field(description="The PlateEvent the read comes from.")
@@ -243,6 +299,16 @@ class BestRead(BaseModel):
     confidence: float
     box: Box
     corners: list[Point] | None = Field(None, min_length=4, max_length=4)
+    image: str | None = Field(
+        None,
+        max_length=PLATE_IMAGE_MAX_BASE64,
+        pattern=BASE64,
+        description="The read's plate picture (its PlateReading's `image`, a base64 JPEG) when it "
+        "has one; absent otherwise.",
+    )
+    zone: str | None = Field(
+        None, description="The read's zone (its PlateReading's `zone`) when it has one; absent otherwise."
+    )
 
 
 class SightingSource(BaseModel):
@@ -286,30 +352,62 @@ class PlateSighting(BaseModel):
         return orjson.dumps(self.model_dump(mode="json"))
 
 
+class AlertOrigin(StrEnum):
+    """What raised an alert."""
+
+    READ = "read"  # a read (PlateEvent) of the pass matched: the pass's first matching read
+    SIGHTING = "sighting"  # no read did, the voted sighting's text or a top candidate did, later
+
+
 class PlateAlert(BaseModel):
     """One per (camera, watch-list entry, vehicle pass) on the alerts topic (key = camera id),
-    JSON-encoded: raised on the pass's first read that matched the entry."""
+    JSON-encoded: raised on the pass's first read that matched the entry (origin `read`), or, for a
+    pass whose reads raised none for the entry, on its voted sighting (origin `sighting`)."""
 
     model_config = ConfigDict(title="PlateAlert")
 
     schema_version: Literal[1] = SCHEMA_VERSION
     alert_id: str = Field(
-        description="UUIDv5 of the camera id, the entry's plate and list, and the plates-topic position "
-        "of the pass's first matching read: an alert published again after a restart carries the same id."
+        description="UUIDv5 of the camera id, the entry's plate and list, and (origin read) the "
+        "plates-topic position of the pass's first matching read or (origin sighting) the sighting_id: "
+        "an alert published again after a restart carries the same id."
+    )
+    origin: AlertOrigin = Field(
+        AlertOrigin.READ,
+        description="read: raised on a read of the pass; sighting: raised on the pass's voted sighting "
+        "because no read alerted it (a later follow-up, at most one per sighting and entry). Absent in "
+        "alerts from before this field: read.",
+    )
+    sighting_id: str | None = Field(
+        None, description="origin sighting: the PlateSighting the alert comes from; else null."
+    )
+    candidate_rank: int | None = Field(
+        None,
+        ge=0,
+        description="origin sighting: the rank among the sighting's candidates of the text that matched "
+        "(0: the best); else null.",
     )
     list: str = Field(description="The watch list of the entry matched.")
     label: str | None = Field(description="The entry's label.")
     plate: str = Field(description="The entry's plate (normalised).")
     match_kind: MatchKind = Field(description="exact: the read is the plate; fuzzy: within max_distance.")
     distance: float = Field(ge=0, description="Weighted edit distance of the read from the entry's plate.")
-    candidate: str = Field(description="The read text that matched (normalised).")
-    confidence: float = Field(description="The read's recogniser confidence in [0, 1].")
+    candidate: str = Field(
+        description="The read text (origin sighting: the sighting's candidate text) that matched, normalised."
+    )
+    confidence: float = Field(
+        description="The read's recogniser confidence in [0, 1] (origin sighting: the matched "
+        "candidate's vote score)."
+    )
     camera_id: str
-    frame_id: str
-    event_id: str = Field(description="The PlateEvent the read comes from.")
+    frame_id: str = Field(description="The read's frame (origin sighting: the sighting's best read's).")
+    event_id: str = Field(description="The PlateEvent the read (origin sighting: the best read) comes from.")
     captured_at: datetime | None = Field(description="The frame's capture time, UTC; null when absent.")
     box: Box
-    source: Source = Field(description="Where the read's PlateEvent is (the plates topic).")
+    source: Source = Field(
+        description="Where the read's PlateEvent is (the plates topic); origin sighting: the sighting's "
+        "first read."
+    )
     frame_source: Source = Field(description="Where the frame itself was read (the frames topic).")
     alerted_at: datetime = Field(description="When the service built the alert, UTC (wall clock).")
 
@@ -324,6 +422,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "dead_letter_headers.schema.json": DeadLetterHeaders,
     "watch_entry.schema.json": WatchEntry,
     "plate_alert.schema.json": PlateAlert,
+    "camera_settings.schema.json": CameraSettings,
 }
 
 

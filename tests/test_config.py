@@ -96,7 +96,7 @@ def test_booleans_in_kafka_config_become_librdkafka_strings(monkeypatch):
         (["--kafka-config", "acks=1"], "'acks' cannot be set here: the worker needs its own value"),
         (["--retry-initial-backoff-s", "2", "--retry-max-backoff-s", "1"], "--retry-max-backoff-s (1.0) is"),
         (["--max-pending-frames", "4"], "--max-pending-frames (4) must be at least --max-batch-frames (16)"),
-        (["--output-topic", "frames"], "three different topics"),
+        (["--output-topic", "frames"], "four different topics"),
         (["--no-such-flag", "1"], "unrecognized arguments: --no-such-flag"),
     ],
 )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime
 
 import jsonschema
 import orjson
 import pytest
+from pydantic import BaseModel, ValidationError, create_model
 
 from stream_worker.contracts import (
+    PLATE_IMAGE_MAX_BASE64,
+    PLATE_IMAGE_MAX_BYTES,
+    REVISION_3_PLATE_FIELDS,
     SCHEMAS_DIR,
     DeadLetterHeader,
     DeadLetterHeaders,
@@ -16,6 +21,8 @@ from stream_worker.contracts import (
     ErrorStage,
     FrameHeader,
     PlateEvent,
+    PlateReading,
+    event_revision,
     export_schemas,
     render_schemas,
 )
@@ -90,6 +97,53 @@ def test_revision_1_and_2_events_both_validate_and_tell_themselves_apart():
     assert (old.schema_revision, old.plates[0].corners, old.plates[0].layout) == (1, None, None)
     assert new.schema_revision == 2 and len(new.plates[0].corners) == 4
     assert new.plates[0].layout == "single_row"
+
+
+# A plate picture (a tiny JPEG's base64) in a revision-3 event.
+REVISION_3_PLATE = {**REVISION_2_PLATE, "image": "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAP//2Q=="}
+REVISION_3_EVENT = {**REVISION_2_EVENT, "schema_revision": 3, "plates": [REVISION_3_PLATE, REVISION_2_PLATE]}
+
+
+def _revision_2_models() -> type[BaseModel]:
+    """PlateEvent as a revision-2 consumer has it: the plate without revision 3's fields."""
+    fields = {
+        n: (f.annotation, f) for n, f in PlateReading.model_fields.items() if n not in REVISION_3_PLATE_FIELDS
+    }
+    plate = create_model("PlateReadingRevision2", **fields)
+    event_fields = {n: (f.annotation, f) for n, f in PlateEvent.model_fields.items() if n != "plates"}
+    return create_model("PlateEventRevision2", plates=(list[plate], ...), **event_fields)
+
+
+def test_revision_3_events_validate_and_a_revision_2_consumer_reads_them():
+    jsonschema.validate(REVISION_3_EVENT, _schema("plate_event.schema.json"))
+    event = PlateEvent.model_validate(REVISION_3_EVENT)
+    assert event.schema_revision == 3 and event.plates[0].image and event.plates[1].image is None
+    assert event_revision(event.plates) == 3 and event_revision(event.plates[1:]) == 2
+    # A consumer of revision 2 (its model, or its schema: unknown keys are allowed) reads it unchanged.
+    old = _revision_2_models().model_validate_json(orjson.dumps(REVISION_3_EVENT))
+    assert [p.text for p in old.plates] == ["B840CK197"] * 2 and not hasattr(old.plates[0], "image")
+    revision_2_schema = _schema("plate_event.schema.json")
+    for name in REVISION_3_PLATE_FIELDS:
+        del revision_2_schema["$defs"]["PlateReading"]["properties"][name]
+    jsonschema.validate(REVISION_3_EVENT, revision_2_schema)
+
+
+def test_revision_3_fields_are_left_out_when_absent_not_null():
+    event = PlateEvent.model_validate(REVISION_2_EVENT)
+    assert event_revision(event.plates) == 2
+    plate = orjson.loads(event.to_json())["plates"][0]
+    assert set(plate) == set(REVISION_2_PLATE) and not REVISION_3_PLATE_FIELDS & set(plate)
+    assert PlateEvent.model_validate_json(event.to_json()).model_dump() == event.model_dump()
+
+
+def test_a_plate_picture_is_bounded():
+    too_large = "A" * (PLATE_IMAGE_MAX_BASE64 + 4)  # base64 of more than 16 KB
+    for broken in ({**REVISION_3_PLATE, "image": too_large}, {**REVISION_3_PLATE, "image": "not base64!"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**REVISION_3_EVENT, "plates": [broken]}, _schema("plate_event.schema.json"))
+        with pytest.raises(ValidationError):
+            PlateReading.model_validate(broken)
+    assert len(base64.b64encode(b"x" * PLATE_IMAGE_MAX_BYTES)) == PLATE_IMAGE_MAX_BASE64
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,8 @@ class Read:
     confidences: tuple[float, ...]  # one per character of `text`
     box: Box
     corners: tuple[tuple[float, float], ...] | None
+    image: str | None = None  # the plate's picture (base64 JPEG) when the event carries one
+    zone: str | None = None  # the camera's zone holding the plate, when the event names one
 
     @property
     def offset(self) -> int:
@@ -98,6 +100,8 @@ def observation(event: PlateEvent, partition: int, offset: int) -> Observation:
                 confidences=tuple(confidences),
                 box=(box.x1, box.y1, box.x2, box.y2),
                 corners=tuple((p.x, p.y) for p in plate.corners) if plate.corners else None,
+                image=plate.image,
+                zone=plate.zone,
             )
         )
     return Observation(event.camera_id, time, tuple(reads))

@@ -73,6 +73,8 @@ def build_sighting(
             confidence=best.confidence,
             box=Box(x1=best.box[0], y1=best.box[1], x2=best.box[2], y2=best.box[3]),
             corners=[Point(x=x, y=y) for x, y in best.corners] if best.corners else None,
+            image=best.image,
+            zone=best.zone,
         ),
         closed_by=reason,
         closed_at=closed_at,

@@ -6,8 +6,12 @@ so tailing the output or the dead-letter topic never disturbs the workers.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -15,9 +19,10 @@ from confluent_kafka import Message
 
 from stream_worker.service.topic_reader import TopicNotFoundError, TopicReader
 
-__all__ = ["TopicNotFoundError", "describe_record", "tail_records"]
+__all__ = ["TopicNotFoundError", "describe_record", "save_plate_images", "tail_records"]
 
 JsonRecord = dict[str, Any]
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def tail_records(
@@ -63,6 +68,46 @@ def describe_record(message: Message) -> JsonRecord:
         "headers": {name: _text(raw) for name, raw in message.headers() or []},
         "payload_bytes": len(value),
     }
+
+
+def plate_images(record: JsonRecord) -> list[tuple[str, bytes]]:
+    """(file name, JPEG) of each plate picture in a record: a PlateEvent's plates as
+    `{event_id}-{plate index}.jpg`, a PlateSighting's best read as `{sighting_id}.jpg`. Names are
+    made safe for a file system (the ids come off a topic); pictures that are not base64 are skipped."""
+    value = record.get("value")
+    if not isinstance(value, dict):
+        return []
+    found: list[tuple[str, Any]] = []
+    plates = value.get("plates")
+    if isinstance(plates, list):
+        found += [
+            (f"{value.get('event_id')}-{i}", p.get("image"))
+            for i, p in enumerate(plates)
+            if isinstance(p, dict)
+        ]
+    best = value.get("best_read")
+    if isinstance(best, dict):
+        found.append((str(value.get("sighting_id")), best.get("image")))
+    pictures = []
+    for stem, image in found:
+        if not isinstance(image, str) or not image:
+            continue
+        try:
+            jpeg = base64.b64decode(image, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        pictures.append((_UNSAFE.sub("_", stem).lstrip(".") + ".jpg", jpeg))
+    return pictures
+
+
+def save_plate_images(record: JsonRecord, directory: Path) -> list[Path]:
+    """Write the record's plate pictures (`plate_images`) into `directory`; the files written."""
+    written = []
+    for name, jpeg in plate_images(record):
+        path = directory / name
+        path.write_bytes(jpeg)
+        written.append(path)
+    return written
 
 
 def _coordinates(message: Message) -> JsonRecord:

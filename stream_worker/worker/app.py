@@ -36,6 +36,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from stream_worker.cameras.following import CameraSettingsFollower
 from stream_worker.config import WorkerSettings, load_settings
 from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
 from stream_worker.recognition import FrameResult
@@ -45,6 +46,7 @@ from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.publisher import Publisher
 from stream_worker.triton_client import PlateRecognitionClient, tls_from_files
 from stream_worker.worker.batcher import Batcher
+from stream_worker.worker.camera_rules import CameraRules
 from stream_worker.worker.consumer import FrameConsumer
 from stream_worker.worker.events import (
     OutgoingRecord,
@@ -54,7 +56,14 @@ from stream_worker.worker.events import (
     now_utc,
     rejection_for,
 )
-from stream_worker.worker.inference import BatchJob, BatchRunner, InferenceFailure, InferencePool, RetryPolicy
+from stream_worker.worker.inference import (
+    BatchJob,
+    BatchRunner,
+    FrameInput,
+    InferenceFailure,
+    InferencePool,
+    RetryPolicy,
+)
 from stream_worker.worker.metrics import HealthServer, LoopClock, Metrics
 from stream_worker.worker.offsets import OffsetTracker, Partition
 from stream_worker.worker.ordering import InOrderRelease
@@ -73,7 +82,9 @@ class Worker(LoopService):
     log = log
     started_message = "worker started"
 
-    def __init__(self, settings: WorkerSettings) -> None:
+    def __init__(self, settings: WorkerSettings, camera_rules: CameraRules | None = None) -> None:
+        """`camera_rules`: each camera's masks, zones, minimum width and plate pictures (the
+        `cameras` topic's settings); None: every camera without settings."""
         super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
         self.metrics = Metrics()
@@ -90,6 +101,14 @@ class Worker(LoopService):
         self.http = HealthServer(
             self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
         )
+        # The settings load while the rest connects; no frame is read before they are (`_turn`).
+        self.cameras = CameraSettingsFollower(
+            settings.bootstrap_servers,
+            settings.cameras_topic,
+            settings.kafka_config,
+            on_skipped=self.metrics.camera_settings_skipped.inc,
+        ).start()
+        self.camera_rules = camera_rules or CameraRules(self.cameras.settings_for)
         tls = tls_from_files(
             settings.triton_tls_ca_file, settings.triton_tls_cert_file, settings.triton_tls_key_file
         )
@@ -101,7 +120,7 @@ class Worker(LoopService):
         )
         self._stop_inference = threading.Event()
         runner = BatchRunner(
-            self.client.recognize,
+            self._recognize,
             RetryPolicy(
                 settings.retry_initial_backoff_s, settings.retry_max_backoff_s, settings.inference_attempts
             ),
@@ -120,11 +139,15 @@ class Worker(LoopService):
     def _started_fields(self) -> dict[str, Any]:
         return {
             "input_topic": self.settings.input_topic,
+            "cameras_topic": self.settings.cameras_topic,
             "group_id": self.settings.group_id,
             "kafka_config": self.settings.redacted_kafka_config(),
         }
 
     def _turn(self) -> None:
+        if not self.cameras.caught_up:  # a frame must never be read without its camera's settings
+            self.cameras.wait_until_caught_up(IDLE_POLL_S)
+            return
         paused = self.consumer.throttle(self.tracker.pending(), self.settings.max_pending_frames)
         self.metrics.paused.set(1 if paused else 0)
         capacity = self.settings.max_pending_frames - self.tracker.pending()
@@ -145,6 +168,7 @@ class Worker(LoopService):
         self.publisher.poll(0)
         self.committer.commit()
         self._leave_group()
+        self.cameras.close()
         self.http.stop()
         log.info(
             "stopped",
@@ -207,9 +231,18 @@ class Worker(LoopService):
             if not frames:
                 continue
             self._next_batch_id += 1
-            job = BatchJob(self._next_batch_id, frames, [frame.image for frame in frames])
+            inputs = [FrameInput(frame.image, self._plate_images(frame.camera_id)) for frame in frames]
+            job = BatchJob(self._next_batch_id, frames, inputs)
             self.inflight[job.batch_id] = job
             self.pool.submit(job)
+
+    def _plate_images(self, camera_id: str) -> bool:
+        """Pictures for every camera with --plate-images, else for those whose settings ask."""
+        return self.settings.plate_images or self.camera_rules.plate_images(camera_id)
+
+    def _recognize(self, inputs: Sequence[FrameInput]) -> list[FrameResult]:
+        """Runs on the pool's threads: the frames, asking pictures only for those that want them."""
+        return self.client.recognize([i.image for i in inputs], [i.plate_images for i in inputs])
 
     def _collect_finished(self) -> None:
         while True:
@@ -235,7 +268,12 @@ class Worker(LoopService):
             rejection = rejection_for(result)
         if rejection is None:
             try:
-                event = build_event(frame, result, model, now_utc(), time.monotonic())
+                kept = self.camera_rules.apply(frame.camera_id, result)
+                if kept.masked:
+                    self.metrics.plates_masked.labels(frame.camera_id).inc(kept.masked)
+                if kept.too_narrow:
+                    self.metrics.plates_too_narrow.labels(frame.camera_id).inc(kept.too_narrow)
+                event = build_event(frame, result, model, now_utc(), time.monotonic(), kept.plates)
             except Exception as error:  # an answer outside the contract must not stop the worker
                 log.exception("could not build an event", extra={"source": frame.record.source_id})
                 rejection = Rejection(
@@ -406,6 +444,8 @@ class Worker(LoopService):
         )
 
     def _readiness(self) -> tuple[bool, str]:
+        if not self.cameras.caught_up:
+            return False, f"reading the camera settings ({self.settings.cameras_topic})"
         assigned = self.consumer.assigned()
         if not assigned:
             return False, "no partitions assigned"
@@ -423,4 +463,9 @@ def _names(partitions: Sequence[Partition]) -> list[str]:
 
 def main(cli_args: Sequence[str]) -> int:
     """`stream-worker run`: 0 after a clean stop, 1 after a fatal Kafka error, 2 for bad settings."""
-    return serve(lambda: load_settings(cli_args), Worker)
+    return serve(lambda: load_settings(cli_args), build_worker)
+
+
+def build_worker(settings: WorkerSettings) -> Worker:
+    """The worker as `stream-worker run` composes it."""
+    return Worker(settings)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from stream_worker.contracts import (
     PLATE_FORMAT,
-    SCHEMA_REVISION,
     Box,
     DeadLetterHeader,
     ErrorReason,
@@ -21,8 +22,9 @@ from stream_worker.contracts import (
     PlateReading,
     Point,
     Source,
+    event_revision,
 )
-from stream_worker.recognition import INVALID_IMAGE, FrameResult
+from stream_worker.recognition import INVALID_IMAGE, FrameResult, Plate
 from stream_worker.worker.validate import Frame, Headers, InputRecord, Rejection
 
 # Fixed forever: event ids must stay the same across versions and restarts for deduplication.
@@ -58,11 +60,37 @@ def format_valid(text: str) -> bool:
 
 
 def build_event(
-    frame: Frame, result: FrameResult, model: ModelInfo, processed_at: datetime, now_monotonic: float
+    frame: Frame,
+    result: FrameResult,
+    model: ModelInfo,
+    processed_at: datetime,
+    now_monotonic: float,
+    kept: Sequence[tuple[Plate, str | None]] | None = None,
 ) -> PlateEvent:
+    """`kept`: the plates to publish with their zones (the camera's settings, camera_rules.py);
+    None: all of the result's plates, without zones."""
     record = frame.record
+    if kept is None:
+        kept = [(plate, None) for plate in result.plates]
+    plates = [
+        PlateReading(
+            text=plate.text,
+            # Rounded so that a frame reads the same whatever batch it rode in: float noise
+            # of batched kernels stays below the 4th decimal.
+            confidence=round(plate.confidence, 4),
+            box=Box(**dict(zip(("x1", "y1", "x2", "y2"), (round(v, 2) for v in plate.box), strict=True))),
+            detection_score=round(plate.detection_score, 4),
+            format_valid=format_valid(plate.text),
+            corners=[Point(x=round(x, 2), y=round(y, 2)) for x, y in plate.corners] or None,
+            character_confidences=[round(c, 4) for c in plate.character_confidences] or None,
+            layout=PlateLayout(plate.layout),
+            image=base64.b64encode(plate.image).decode("ascii") if plate.image else None,
+            zone=zone,
+        )
+        for plate, zone in kept
+    ]
     return PlateEvent(
-        schema_revision=SCHEMA_REVISION,
+        schema_revision=event_revision(plates),
         event_id=event_id(record.topic, record.partition, record.offset),
         camera_id=frame.camera_id,
         frame_id=frame.frame_id,
@@ -70,21 +98,7 @@ def build_event(
         processed_at=processed_at,
         source=Source(topic=record.topic, partition=record.partition, offset=record.offset),
         image=ImageSize(width=result.width, height=result.height),
-        plates=[
-            PlateReading(
-                text=plate.text,
-                # Rounded so that a frame reads the same whatever batch it rode in: float noise
-                # of batched kernels stays below the 4th decimal.
-                confidence=round(plate.confidence, 4),
-                box=Box(**dict(zip(("x1", "y1", "x2", "y2"), (round(v, 2) for v in plate.box), strict=True))),
-                detection_score=round(plate.detection_score, 4),
-                format_valid=format_valid(plate.text),
-                corners=[Point(x=round(x, 2), y=round(y, 2)) for x, y in plate.corners] or None,
-                character_confidences=[round(c, 4) for c in plate.character_confidences] or None,
-                layout=PlateLayout(plate.layout),
-            )
-            for plate in result.plates
-        ],
+        plates=plates,
         model=model,
         latency_ms=round(max(0.0, now_monotonic - record.received_at) * 1000, 3),
     )

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tenacity import Retrying, retry_if_exception, stop_when_event_set, wait_exponential, wait_random
 
@@ -27,7 +28,17 @@ from stream_worker.triton_client import TritonUnavailableError
 
 log = logging.getLogger(__name__)
 
-Recognize = Callable[[Sequence[bytes]], list[FrameResult]]
+# One result per input, in order. The runner never looks inside the inputs: the worker's are
+# `FrameInput`s, the tests' plain bytes.
+Recognize = Callable[[Sequence[Any]], list[FrameResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class FrameInput:
+    """What Triton gets of one frame: its JPEG, and whether its plates' pictures are wanted."""
+
+    image: bytes
+    plate_images: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +61,7 @@ class BatchJob:
 
     batch_id: int
     frames: list  # validate.Frame; kept opaque here so the policy is testable with plain bytes
-    images: list[bytes]
+    images: list  # what `Recognize` takes per frame: FrameInput in the worker
     results: list[FrameResult | InferenceFailure] | None = None  # None: abandoned at shutdown
     model_version: str = ""
 
@@ -88,7 +99,7 @@ class BatchRunner:
             return False
         return isinstance(error, TritonUnavailableError) or not self._is_ready()
 
-    def _when_available(self, images: Sequence[bytes]) -> list[FrameResult]:
+    def _when_available(self, images: Sequence[Any]) -> list[FrameResult]:
         """`recognize`, retried across outages until it answers (or the pool stops)."""
 
         def record_unavailable(retry_state) -> None:  # tenacity's before_sleep hook
@@ -124,7 +135,7 @@ class BatchRunner:
             raise
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    def run(self, images: Sequence[bytes]) -> list[FrameResult | InferenceFailure]:
+    def run(self, images: Sequence[Any]) -> list[FrameResult | InferenceFailure]:
         """One result per image, in order. Raises `Abandoned` when the pool stops first."""
         if len(images) == 1:
             return [self._run_alone(images[0])]
@@ -143,7 +154,7 @@ class BatchRunner:
             )
         return [self._run_alone(image) for image in images]
 
-    def _run_alone(self, image: bytes) -> FrameResult | InferenceFailure:
+    def _run_alone(self, image: Any) -> FrameResult | InferenceFailure:
         failures = 0
         while True:
             try:

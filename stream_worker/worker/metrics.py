@@ -59,6 +59,23 @@ class Metrics(ServiceMetrics):
         self.triton_errors = Counter(
             "stream_worker_triton_errors", "Failed Triton requests by kind.", ["kind"], registry=r
         )
+        self.plates_masked = Counter(
+            "stream_worker_plates_masked",
+            "Plates dropped because their box centre lies in one of the camera's masks.",
+            ["camera"],
+            registry=r,
+        )
+        self.camera_settings_skipped = Counter(
+            "stream_worker_camera_settings_skipped",
+            "Records of the cameras topic that were not valid settings (logged, ignored).",
+            registry=r,
+        )
+        self.plates_too_narrow = Counter(
+            "stream_worker_plates_too_narrow",
+            "Plates dropped because their box is narrower than the camera's min_plate_width.",
+            ["camera"],
+            registry=r,
+        )
 
 
 def read_frames_in(metrics_url: str, timeout_s: float = 5.0) -> int | None:

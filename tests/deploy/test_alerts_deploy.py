@@ -232,7 +232,7 @@ def test_dashboard_has_an_alerts_row() -> None:
     later_rows = [p["gridPos"]["y"] for p in below if p["type"] == "row"]
     mine = [p for p in below if not later_rows or p["gridPos"]["y"] < min(later_rows)]
     exprs = " ".join(t["expr"] for p in mine for t in p.get("targets", []))
-    assert "sum by (list, kind) (rate(stream_worker_alerts_out_total" in exprs
+    assert "sum by (list, kind, origin) (rate(stream_worker_alerts_out_total" in exprs
     assert "stream_worker_alerts_watchlist_size" in exprs
     assert "stream_worker_alerts_consumer_lag" in exprs
     latency = "sum by (le) (rate(stream_worker_alerts_match_latency_seconds_bucket"

@@ -1,5 +1,6 @@
 """The cameras' settings topic in Compose and Kubernetes: the topic script creates it compacted
-with one partition never raised, both deployments pass it the name the CLI uses by default."""
+with one partition never raised, both deployments pass it the name the CLI uses by default, and
+the workers follow the topic that is created."""
 
 from __future__ import annotations
 
@@ -45,9 +46,28 @@ def test_compose_creates_the_cameras_topic() -> None:
     assert custom["CAMERAS_TOPIC"] == "lanes"
 
 
-def test_kubernetes_topic_job_gets_the_cameras_topic(rendered) -> None:
+def test_kubernetes_topic_job_creates_the_topic_the_workers_follow(rendered) -> None:
     for build, objects in rendered.items():
+        settings = one(objects, "ConfigMap", "stream-worker-settings")["data"]
+        assert settings["STREAM_WORKER_CAMERAS_TOPIC"] == DEFAULT_TOPIC, build
         container = one(objects, "Job", "stream-worker-topics")["spec"]["template"]["spec"]["containers"][0]
-        names = [source["configMapRef"]["name"] for source in container.get("envFrom", [])]
-        values = [one(objects, "ConfigMap", name)["data"].get("CAMERAS_TOPIC") for name in names]
-        assert DEFAULT_TOPIC in values, f"{build}: no CAMERAS_TOPIC reaches the topics Job"
+        (env,) = [e for e in container["env"] if e["name"] == "CAMERAS_TOPIC"]
+        assert env["valueFrom"]["configMapKeyRef"] == {
+            "name": "stream-worker-settings",
+            "key": "STREAM_WORKER_CAMERAS_TOPIC",
+        }, build
+
+
+def test_compose_workers_follow_the_topic_topic_init_creates() -> None:
+    for environment in ({}, {"CAMERAS_TOPIC": "lanes"}):
+        services = load_compose(environment)["services"]
+        created = services["topic-init"]["environment"]["CAMERAS_TOPIC"]
+        assert services["worker"]["environment"]["STREAM_WORKER_CAMERAS_TOPIC"] == created
+
+
+def test_dashboard_shows_the_plates_camera_settings_drop() -> None:
+    from deploy.test_compose import _dashboard
+
+    exprs = [t["expr"] for p in _dashboard()["panels"] for t in p.get("targets", [])]
+    assert "sum by (camera) (rate(stream_worker_plates_masked_total[5m]))" in exprs
+    assert "sum by (camera) (rate(stream_worker_plates_too_narrow_total[5m]))" in exprs

@@ -64,7 +64,7 @@ def test_compose_sightings_never_outnumber_the_plates_partitions() -> None:
 def test_topic_script_creates_the_sightings_topic(tmp_path: Path) -> None:
     code, calls, output = run_script(
         tmp_path,
-        {"frames": 6, "plates": 6, "frames.dlq": 1, "passes": 6, "alerts": 6, "watchlist": 1},
+        {"frames": 6, "plates": 6, "frames.dlq": 1, "passes": 6, "alerts": 6, "watchlist": 1, "cameras": 1},
         SIGHTINGS_TOPIC="passes",
         SIGHTINGS_PARTITIONS="6",
     )

@@ -30,6 +30,13 @@ def test_without_a_capture_time_the_processing_time_is_the_camera_s():
     assert observation.reads[0].captured_at is None
 
 
+def test_a_plate_s_picture_rides_with_its_read():
+    pictured = plate("A123BC77", (0, 0, 10, 5)).model_copy(update={"image": "/9j/4AAQ"})
+    event = plate_event("cam", T0, [pictured, plate("K456MH199", (5, 5, 50, 20))])
+    first, second = parse_event(event.to_json(), 0, 0).reads
+    assert (first.image, second.image) == ("/9j/4AAQ", None)
+
+
 def test_revision_1_events_lend_each_character_the_plate_s_confidence():
     event = plate_event("cam", T0, [plate("A123BC77", (0, 0, 10, 5), confidence=0.6)])
     event.plates[0].character_confidences = None

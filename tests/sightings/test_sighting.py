@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
+import orjson
 from plate_events import T0, read
 
 from stream_worker.contracts import ClosedBy, Direction, PlateSighting
@@ -69,3 +71,19 @@ def test_the_id_depends_on_the_camera_and_the_first_read_s_position_only():
 def test_a_single_read_has_no_direction():
     sighting = build_sighting(group_of(read("A123BC77", T0)), ClosedBy.SILENCE, "plates", CLOSED_AT)
     assert sighting.direction is None and sighting.reads == 1
+
+
+def test_the_best_read_carries_its_picture_and_leaves_it_out_without_one():
+    """The picture is the best read's own, not another read's; without one the JSON has no key."""
+    reads = [read("A123BC77", T0 + 0.2 * k, offset=10 + k, confidence=0.9) for k in range(3)]
+    reads[1] = replace(reads[1], confidence=0.97, image="QkVTVA==")
+    reads[2] = replace(reads[2], image="T1RIRVI=")
+    sighting = build_sighting(group_of(*reads), ClosedBy.GAP, "plates", CLOSED_AT)
+    assert (sighting.best_read.frame_id, sighting.best_read.image) == ("f11", "QkVTVA==")
+    assert orjson.loads(sighting.to_json())["best_read"]["image"] == "QkVTVA=="
+    plain = build_sighting(
+        group_of(*[replace(r, image=None) for r in reads]), ClosedBy.GAP, "plates", CLOSED_AT
+    )
+    assert plain.best_read.image is None
+    assert "image" not in orjson.loads(plain.to_json())["best_read"]
+    assert b'"image"' not in plain.to_json()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import orjson
 import pytest
 from confluent_kafka import Producer
@@ -9,6 +11,7 @@ from typer.testing import CliRunner
 
 from stream_worker.cli import app
 from stream_worker.launchers.broker import create_topics
+from stream_worker.tools.tail import plate_images
 
 runner = CliRunner()
 
@@ -91,3 +94,64 @@ def test_help_works_without_servers(command: str) -> None:
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0
     assert "Usage" in result.stdout
+
+
+JPEG = b"\xff\xd8\xff\xe0 plate picture"
+PICTURED_EVENT = {
+    "event_id": "ef6022d2-5938-5d05-b4a8-9ee21c6e8514",
+    "plates": [
+        {"text": "B840CK197", "image": base64.b64encode(JPEG).decode()},
+        {"text": "A123BC77"},  # no picture
+        {"text": "K456MH199", "image": base64.b64encode(JPEG[::-1]).decode()},
+    ],
+}
+PICTURED_SIGHTING = {
+    "sighting_id": "../7d3c",
+    "best_read": {"text": "B840CK197", "image": base64.b64encode(JPEG).decode()},
+}
+
+
+def test_plate_pictures_are_named_after_their_event_or_sighting() -> None:
+    assert plate_images({"value": PICTURED_EVENT}) == [
+        ("ef6022d2-5938-5d05-b4a8-9ee21c6e8514-0.jpg", JPEG),
+        ("ef6022d2-5938-5d05-b4a8-9ee21c6e8514-2.jpg", JPEG[::-1]),
+    ]
+    # An id off a topic never leaves the directory.
+    assert plate_images({"value": PICTURED_SIGHTING}) == [("_7d3c.jpg", JPEG)]
+    assert plate_images({"value": {**PICTURED_SIGHTING, "best_read": {"image": "not base64!"}}}) == []
+    assert plate_images({"value": EVENT}) == plate_images({"headers": {}, "payload_bytes": 3}) == []
+
+
+@pytest.mark.integration
+def test_tail_writes_the_plate_pictures_of_events_and_sightings(
+    kafka_bootstrap: str, unique_name: str, tmp_path
+) -> None:
+    create_topics(kafka_bootstrap, [unique_name], partitions=1)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
+    for value in (PICTURED_EVENT, PICTURED_SIGHTING, EVENT):
+        producer.produce(unique_name, key=b"cam-9", value=orjson.dumps(value))
+        assert producer.flush(30) == 0
+    directory = tmp_path / "pictures" / "new"
+    result = _tail(
+        kafka_bootstrap,
+        unique_name,
+        "--from-beginning",
+        "--max-messages",
+        "3",
+        "--json",
+        "--plate-images",
+        str(directory),
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "_7d3c.jpg",
+        "ef6022d2-5938-5d05-b4a8-9ee21c6e8514-0.jpg",
+        "ef6022d2-5938-5d05-b4a8-9ee21c6e8514-2.jpg",
+    ]
+    assert (directory / "_7d3c.jpg").read_bytes() == JPEG
+    assert f"wrote {directory / '_7d3c.jpg'}" in result.stderr
+    assert [orjson.loads(line) for line in result.stdout.splitlines()] == [
+        PICTURED_EVENT,
+        PICTURED_SIGHTING,
+        EVENT,
+    ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import orjson
@@ -197,3 +199,34 @@ def test_a_dead_letter_without_its_value_says_how_big_it_was():
     assert slim.headers[-1] == ("error.value_omitted", b"1234")
     assert slim.headers[:-1] == dead.headers
     assert slim.dead_letter_reason is ErrorReason.FRAME_TOO_LARGE
+
+
+# CAR's event as revision 2 wrote it (built with the code before plate pictures existed).
+REVISION_2_CAR_JSON = (
+    b'{"schema_version":1,"schema_revision":2,"event_id":"ef6022d2-5938-5d05-b4a8-9ee21c6e8514",'
+    b'"camera_id":"cam-1","frame_id":"f1","captured_at":"2025-02-01T08:00:00Z",'
+    b'"processed_at":"2025-02-01T08:30:00Z","source":{"topic":"frames","partition":1,"offset":11},'
+    b'"image":{"width":780,"height":439},"plates":[{"text":"B840CK197","confidence":0.8563,'
+    b'"box":{"x1":90.19,"y1":329.06,"x2":134.06,"y2":343.69},"detection_score":0.9645,'
+    b'"format_valid":true,"corners":[{"x":90.19,"y":330.5},{"x":134.06,"y":329.06},'
+    b'{"x":133.9,"y":343.69},{"x":90.5,"y":342.11}],'
+    b'"character_confidences":[0.99,0.9812,0.97,0.96,0.8563,0.95,0.94,0.93,0.92],'
+    b'"layout":"single_row"}],"model":{"name":"plate_recognition","version":"1"},"latency_ms":250.0}'
+)
+
+
+def test_an_event_without_pictures_is_byte_for_byte_revision_2():
+    assert build_event(frame(), CAR).to_json() == REVISION_2_CAR_JSON
+
+
+def test_a_plate_picture_is_base64_in_its_plate_and_makes_the_event_revision_3():
+    jpeg = b"\xff\xd8\xff\xe0 a plate"
+    [car] = CAR.plates
+    other = Plate("A123BC77", 0.5, (1.0, 2.0, 30.0, 10.0), 0.5)  # from a frame that asked, read without one
+    pictured = FrameResult("ok", 780, 439, (replace(car, image=jpeg), other))
+    event = build_event(frame(), pictured)
+    assert event.schema_revision == 3
+    first, second = orjson.loads(event.to_json())["plates"]
+    assert base64.b64decode(first["image"]) == jpeg
+    assert "image" not in second
+    assert PlateEvent.model_validate_json(event.to_json()) == event

@@ -1,0 +1,83 @@
+"""The worker's step between Triton's answer and the event: which plates a camera's settings keep
+(masks, minimum width), the zone of each, and whether its frames ask for plate pictures.
+
+Settings come from a callable (the follower of the `cameras` topic), so a change applies to the
+next frame. A camera's polygons are scaled to a frame size once and kept (bounded LRU) until its
+settings object changes: a plate then costs a few comparisons. A camera without settings keeps
+every plate, with no zone, exactly as before cameras had settings.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from stream_worker.cameras.geometry import CameraGeometry
+from stream_worker.cameras.settings import CameraSettings
+from stream_worker.recognition import FrameResult, Plate
+
+DEFAULT_SETTINGS = CameraSettings()
+
+
+@dataclass(frozen=True, slots=True)
+class KeptPlates:
+    """A frame's plates after its camera's settings: (plate, zone) in Triton's order."""
+
+    plates: list[tuple[Plate, str | None]]
+    masked: int = 0
+    too_narrow: int = 0
+
+
+class CameraRules:
+    """Applies each camera's current settings to its frames' plates."""
+
+    def __init__(self, settings_of: Callable[[str], CameraSettings | None], cache_size: int = 1024) -> None:
+        self.settings_of = settings_of
+        self.cache_size = cache_size
+        self._geometries: OrderedDict[tuple[str, int, int], tuple[CameraSettings, CameraGeometry]] = (
+            OrderedDict()
+        )
+
+    def settings(self, camera_id: str) -> CameraSettings:
+        return self.settings_of(camera_id) or DEFAULT_SETTINGS
+
+    def plate_images(self, camera_id: str) -> bool:
+        """Whether the camera's settings ask for plate pictures."""
+        return self.settings(camera_id).plate_images
+
+    def geometry(self, camera_id: str, width: int, height: int) -> CameraGeometry | None:
+        """The camera's polygons in this frame size's pixels; None when nothing applies."""
+        settings = self.settings(camera_id)
+        if not settings.masks and not settings.zones and settings.min_plate_width is None:
+            return None
+        key = (camera_id, width, height)
+        cached = self._geometries.get(key)
+        if cached is not None and cached[0] is settings:
+            self._geometries.move_to_end(key)
+            return cached[1]
+        geometry = CameraGeometry.from_settings(settings, width, height)
+        self._geometries[key] = (settings, geometry)
+        self._geometries.move_to_end(key)
+        while len(self._geometries) > self.cache_size:
+            self._geometries.popitem(last=False)
+        return geometry
+
+    def apply(self, camera_id: str, result: FrameResult) -> KeptPlates:
+        """The plates to publish: masked and too narrow ones dropped and counted, zones tagged."""
+        if not result.plates:
+            return KeptPlates([])
+        geometry = self.geometry(camera_id, result.width, result.height)
+        if geometry is None:
+            return KeptPlates([(plate, None) for plate in result.plates])
+        kept: list[tuple[Plate, str | None]] = []
+        masked = too_narrow = 0
+        for plate in result.plates:
+            verdict = geometry.verdict(plate.box)
+            if verdict.masked:
+                masked += 1
+            elif verdict.too_narrow:
+                too_narrow += 1
+            else:
+                kept.append((plate, verdict.zone))
+        return KeptPlates(kept, masked, too_narrow)

@@ -1,0 +1,120 @@
+"""Which plates a camera's settings keep, and their zones (pure logic)."""
+
+from __future__ import annotations
+
+from stream_worker.cameras.settings import CameraSettings
+from stream_worker.recognition import FrameResult, Plate
+from stream_worker.worker.camera_rules import CameraRules
+
+LEFT_HALF = [[0.0, 0.0], [0.5, 0.0], [0.5, 1.0], [0.0, 1.0]]
+RIGHT_HALF = [[0.5, 0.0], [1.0, 0.0], [1.0, 1.0], [0.5, 1.0]]
+
+
+def plate(x1: float, y1: float, x2: float, y2: float, text: str = "A123BC77") -> Plate:
+    return Plate(text=text, confidence=0.9, box=(x1, y1, x2, y2), detection_score=0.8)
+
+
+def frame(*plates: Plate, width: int = 1000, height: int = 500) -> FrameResult:
+    return FrameResult("ok", width, height, tuple(plates))
+
+
+def rules_for(settings: dict[str, CameraSettings]) -> CameraRules:
+    return CameraRules(settings.get)
+
+
+def test_a_camera_without_settings_keeps_every_plate_without_a_zone() -> None:
+    plates = (plate(10, 10, 110, 40), plate(800, 10, 900, 40))
+    kept = rules_for({}).apply("cam", frame(*plates))
+    assert kept.plates == [(plates[0], None), (plates[1], None)]
+    assert (kept.masked, kept.too_narrow) == (0, 0)
+    assert not rules_for({}).plate_images("cam")
+
+
+def test_a_plate_whose_box_centre_is_in_a_mask_is_dropped_and_counted() -> None:
+    left, right = plate(100, 100, 200, 130), plate(600, 100, 700, 130)
+    rules = rules_for({"cam": CameraSettings(masks=(LEFT_HALF,))})
+    kept = rules.apply("cam", frame(left, right))
+    assert kept.plates == [(right, None)]
+    assert kept.masked == 1
+    # another camera is not affected
+    assert len(rules.apply("other", frame(left, right)).plates) == 2
+
+
+def test_the_mask_is_tested_at_the_box_centre_in_this_frame_size() -> None:
+    straddling = plate(400, 100, 560, 130)  # centre x 480 of 1000: left half
+    rules = rules_for({"cam": CameraSettings(masks=(LEFT_HALF,))})
+    assert rules.apply("cam", frame(straddling)).masked == 1
+    # the same pixels in a frame twice as wide: centre at 0.24, still left
+    assert rules.apply("cam", frame(straddling, width=2000)).masked == 1
+    # in a frame 900 wide the centre is at 0.53: right half, kept
+    assert rules.apply("cam", frame(straddling, width=900)).masked == 0
+
+
+def test_each_plate_gets_the_first_zone_holding_its_centre() -> None:
+    settings = CameraSettings.model_validate(
+        {
+            "zones": [
+                {"name": "lane-1", "polygon": LEFT_HALF},
+                {"name": "lane-2", "polygon": RIGHT_HALF},
+                {"name": "everything", "polygon": [[0, 0], [1, 0], [1, 1], [0, 1]]},
+            ]
+        }
+    )
+    left, right = plate(100, 100, 200, 130), plate(600, 100, 700, 130)
+    kept = rules_for({"cam": settings}).apply("cam", frame(left, right))
+    assert kept.plates == [(left, "lane-1"), (right, "lane-2")]
+
+
+def test_a_plate_outside_every_zone_has_none() -> None:
+    settings = CameraSettings.model_validate({"zones": [{"name": "gate", "polygon": LEFT_HALF}]})
+    right = plate(600, 100, 700, 130)
+    assert rules_for({"cam": settings}).apply("cam", frame(right)).plates == [(right, None)]
+
+
+def test_plates_narrower_than_the_minimum_are_dropped_and_counted_apart_from_masked_ones() -> None:
+    narrow, wide, masked = plate(600, 10, 640, 30), plate(600, 100, 760, 140), plate(10, 10, 20, 20)
+    settings = CameraSettings(masks=(LEFT_HALF,), min_plate_width=50)
+    kept = rules_for({"cam": settings}).apply("cam", frame(narrow, wide, masked))
+    assert kept.plates == [(wide, None)]
+    assert (kept.masked, kept.too_narrow) == (1, 1)
+
+
+def test_a_change_of_settings_applies_to_the_next_frame() -> None:
+    current: dict[str, CameraSettings] = {"cam": CameraSettings(masks=(LEFT_HALF,))}
+    rules = rules_for(current)
+    left = plate(100, 100, 200, 130)
+    assert rules.apply("cam", frame(left)).masked == 1
+    current["cam"] = CameraSettings(masks=(RIGHT_HALF,))
+    assert rules.apply("cam", frame(left)).masked == 0
+    del current["cam"]  # tombstone: back to defaults
+    assert rules.apply("cam", frame(left)).plates == [(left, None)]
+
+
+def test_geometry_is_reused_while_the_settings_stay_and_the_cache_is_bounded() -> None:
+    settings = {f"cam-{i}": CameraSettings(masks=(LEFT_HALF,)) for i in range(5)}
+    rules = CameraRules(settings.get, cache_size=3)
+    first = rules.geometry("cam-0", 1000, 500)
+    assert rules.geometry("cam-0", 1000, 500) is first
+    assert rules.geometry("cam-0", 1920, 1080) is not first
+    for i in range(5):
+        rules.geometry(f"cam-{i}", 1000, 500)
+    assert len(rules._geometries) == 3
+
+
+def test_plate_pictures_follow_the_cameras_setting() -> None:
+    rules = rules_for({"cam": CameraSettings(plate_images=True)})
+    assert rules.plate_images("cam")
+    assert not rules.plate_images("other")
+    # plate pictures alone change nothing about which plates are kept
+    assert rules.geometry("cam", 1000, 500) is None
+
+
+def test_a_frame_without_plates_costs_no_lookup() -> None:
+    calls: list[str] = []
+
+    def settings_of(camera: str) -> CameraSettings | None:
+        calls.append(camera)
+        return None
+
+    assert CameraRules(settings_of).apply("cam", frame()).plates == []
+    assert calls == []
