@@ -70,12 +70,12 @@ def remove(connection: Connection, plate: str, out: Echo, err: Echo) -> int:
     snapshot = _read(connection, err)
     if snapshot is None:
         return BROKER_FAILED
-    if plate not in snapshot.entries:
+    if plate not in snapshot.values:
         out(f"{plate} is not on the watch list; nothing written")
         return OK
     status = _write(connection, [], [plate], err)
     if status == OK:
-        out(f"removed {plate} from {snapshot.entries[plate].list}")
+        out(f"removed {plate} from {snapshot.values[plate].list}")
     return status
 
 
@@ -84,7 +84,7 @@ def show(connection: Connection, as_json: bool, out: Echo, err: Echo) -> int:
     snapshot = _read(connection, err)
     if snapshot is None:
         return BROKER_FAILED
-    entries = sorted(snapshot.entries.values(), key=lambda entry: (entry.list, entry.plate))
+    entries = sorted(snapshot.values.values(), key=lambda entry: (entry.list, entry.plate))
     if as_json:
         for entry in entries:
             out(entry.to_json().decode())
@@ -128,7 +128,7 @@ def export_csv(connection: Connection, out: Echo, err: Echo) -> int:
     if snapshot is None:
         return BROKER_FAILED
     buffer = io.StringIO()
-    write_csv(snapshot.entries.values(), buffer)
+    write_csv(snapshot.values.values(), buffer)
     out(buffer.getvalue().rstrip("\n"))
     return OK
 

@@ -66,7 +66,7 @@ def test_add_list_remove(kafka_bootstrap: str, unique_name: str) -> None:
     assert removed.exit_code == 0, removed.output
     assert removed.stdout.strip() == "removed B840CK197 from stolen"
     snapshot = read_watchlist(kafka_bootstrap, unique_name)
-    assert list(snapshot.entries) == ["A123BC77"]
+    assert list(snapshot.values) == ["A123BC77"]
     assert snapshot.records == 3  # two entries and the tombstone
 
     again = _watchlist(kafka_bootstrap, unique_name, "remove", "B840CK197")

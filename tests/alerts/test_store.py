@@ -29,7 +29,7 @@ def _entry(plate: str, list_name: str = "stolen", **fields: object) -> WatchEntr
 @pytest.mark.integration
 def test_a_missing_topic_reads_as_an_empty_list_and_is_not_created(kafka_bootstrap: str, unique_name: str):
     snapshot = read_watchlist(kafka_bootstrap, unique_name)
-    assert (snapshot.topic_exists, snapshot.entries, snapshot.skipped) == (False, {}, [])
+    assert (snapshot.topic_exists, snapshot.values, snapshot.skipped) == (False, {}, [])
     assert (
         unique_name not in AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10).topics
     )
@@ -55,7 +55,7 @@ def test_latest_record_wins_and_tombstones_remove(kafka_bootstrap: str, unique_n
         removals=["a 123 bc 77"],
     )
     snapshot = read_watchlist(kafka_bootstrap, unique_name)
-    assert snapshot.entries == {
+    assert snapshot.values == {
         "B840CK197": _entry("B840CK197", "residents", label="moved"),
         "X001XX99": _entry("X001XX99"),
     }
@@ -70,7 +70,7 @@ def test_a_big_batch_is_read_to_its_last_record_on_every_partition(kafka_bootstr
     entries = [_entry(f"{letter}{number:03d}BC77") for letter in "AB" for number in range(1000)]
     assert write_changes(kafka_bootstrap, unique_name, entries) == 2000
     snapshot = read_watchlist(kafka_bootstrap, unique_name)
-    assert snapshot.entries == {entry.plate: entry for entry in entries}
+    assert snapshot.values == {entry.plate: entry for entry in entries}
 
 
 @pytest.mark.integration
@@ -83,7 +83,7 @@ def test_undecodable_records_are_skipped_and_reported(kafka_bootstrap: str, uniq
     assert producer.flush(30) == 0
     write_changes(kafka_bootstrap, unique_name, [_entry("A123BC77")])
     snapshot = read_watchlist(kafka_bootstrap, unique_name)
-    assert set(snapshot.entries) == {"B840CK197", "A123BC77"}  # the bad records change nothing
+    assert set(snapshot.values) == {"B840CK197", "A123BC77"}  # the bad records change nothing
     assert [(skipped.partition, skipped.offset) for skipped in snapshot.skipped] == [(0, 1), (0, 2), (0, 3)]
     reasons = [skipped.reason for skipped in snapshot.skipped]
     assert "not JSON" in reasons[0] and "normalised" in reasons[1] and "no key" in reasons[2]
