@@ -94,6 +94,8 @@ def score_alerts(
         "duplicates": sum(len(mine) - 1 for mine in hits.values()),
         "passes_with_duplicates": sum(len(mine) > 1 for mine in hits.values()),
         "repeated_ids": len(outputs.alerts) - len(unique),
+        # origin "sighting": raised by a pass's voted sighting after none of its reads matched
+        "from_sightings": sum(alert.get("origin") == "sighting" for alert in unique.values()),
         "missed": sorted(
             text
             for item in planned
@@ -151,7 +153,8 @@ def render_alerts(alerts: dict[str, Any]) -> list[str]:
         f"alerts from the service ({len(alerts['listed'])} plates listed, default tolerance):",
         format_table([service], columns),
         f"passes with duplicates: {service['passes_with_duplicates']}, alerts repeated with their id: "
-        f"{service['repeated_ids']}, on plates labelled without a text: {service['unjudged']}",
+        f"{service['repeated_ids']}, on plates labelled without a text: {service['unjudged']}, "
+        f"raised by a sighting (origin sighting): {service.get('from_sightings', 0)}",
         f"listed plates never alerted: {', '.join(service['missed']) or '-'}",
         f"false alerts (read->entry): {', '.join(service['false_texts']) or '-'}",
         "latency to the alert, per alerted pass:",

@@ -51,6 +51,7 @@ class ScenePass:
     texts: list[str | None]  # labelled plates, aligned with each frame's boxes
     kind: Direction
     frames: list[PassFrame]
+    size: tuple[int, int]  # every frame's width and height, pixels
 
 
 def _transform(box: Box, matrix: np.ndarray) -> Box:
@@ -133,4 +134,4 @@ def make_pass(
         if not ok:
             raise ValueError(f"{name}: JPEG encoding failed")
         result.append(PassFrame(encoded.tobytes(), [_transform(box, matrix) for box in boxes]))
-    return ScenePass(name, list(texts), kind, result)
+    return ScenePass(name, list(texts), kind, result, (width, height))

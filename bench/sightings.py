@@ -20,6 +20,10 @@ false alerts (on unlisted plates, on no labelled plate, or for another entry), d
 latency from the pass's first frame published (and from its first PlateEvent) to its alert. The
 same run's reads are then replayed offline through the service's pass rules (alerts/passes.py) at
 several matching tolerances, so the default can be chosen from figures.
+
+With --masks, each pass gets a camera of its own whose settings (on the run's own cameras topic,
+written before the worker starts) mask the frame outside the pass's plates' track (bench/masks.py).
+Either way, the sightings whose best read's box centre lies outside that track are counted.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,14 +45,18 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from bench import environment
+from bench.masks import inside, pass_region, pass_settings
 from bench.passes import KINDS, Difficulty, ScenePass, make_pass
 from bench.report import format_table, write_json
 from stream_worker.alerts.store import WatchlistStoreError, write_changes
 from stream_worker.alerts.watchlist import WatchEntry
+from stream_worker.cameras.records import encode_settings
+from stream_worker.cameras.settings import CameraSettings
 from stream_worker.evaluation.labels import load_labels
 from stream_worker.evaluation.scoring import iou, match_boxes
 from stream_worker.launchers.broker import create_topics, free_port
 from stream_worker.launchers.service import ServiceChild, ServiceStartError
+from stream_worker.service.compacted import CompactedTopicError, write_compacted
 from stream_worker.tools.produce import producer_config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +153,13 @@ def score(planned: Sequence[PlannedPass], outputs: Outputs) -> dict[str, Any]:
     by_frame = _frames_of(planned)
     owned: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (photo, label index) -> sightings
     extra: list[dict[str, Any]] = []  # sightings on no labelled plate
+    outside: list[dict[str, Any]] = []  # sightings from outside their pass's kept region
+    regions = {item.scene.name: pass_region(item.scene) for item in planned}
     for sighting in outputs.sightings:
+        where = by_frame.get(sighting["best_read"]["frame_id"])
+        region = None if where is None else regions[where[0].scene.name]
+        if region is not None and not inside(region, _box(sighting["best_read"])):
+            outside.append(sighting)
         owner = _owner(by_frame, sighting["best_read"])
         if owner is None:
             extra.append(sighting)
@@ -204,12 +218,15 @@ def score(planned: Sequence[PlannedPass], outputs: Outputs) -> dict[str, Any]:
             "plates": plates,
             "exact": exact,
             "exact_rate": _rate(exact, plates),
+            "without_exact": plates - exact,
             "one_sighting": one_sighting,
             "split": split,
             "missed": missed,
             "extra": len(extra),
             "extra_texts": [x["text"] for x in extra],
             "extra_reads": [x["reads"] for x in extra],
+            "outside_kept": len(outside),
+            "outside_kept_texts": [x["text"] for x in outside],
             "direction_right": direction_right,
             "direction_rate": _rate(direction_right, plates - missed),
         },
@@ -290,12 +307,13 @@ class Topics:
     sightings: str
     alerts: str
     watchlist: str
+    cameras: str
 
     @classmethod
     def named(cls, prefix: str) -> Topics:
         return cls(
             *(f"{prefix}.{name}" for name in ("frames", "plates", "frames.dlq", "sightings")),
-            *(f"{prefix}.{name}" for name in ("alerts", "watchlist")),
+            *(f"{prefix}.{name}" for name in ("alerts", "watchlist", "cameras")),
         )
 
 
@@ -330,9 +348,11 @@ def run_passes(
     sightings_args: Sequence[str] = (),
     local_broker: bool = False,
     watchlist: Sequence[WatchEntry] | None = None,
+    camera_settings: Mapping[str, CameraSettings] | None = None,
 ) -> Outputs:
     """Publish the planned passes through the worker and the sightings service (and, given a
-    `watchlist`, the alerts service on it); their outputs."""
+    `watchlist`, the alerts service on it); their outputs. `camera_settings` go to the run's own
+    cameras topic before the worker starts (without them the worker reads that topic empty)."""
     topics = Topics.named(f"bench-sightings-{uuid.uuid4().hex[:8]}")
     wanted = [topics.frames, topics.plates, topics.dead_letters, topics.sightings]
     create_topics(bootstrap_servers, wanted + ([topics.alerts] if watchlist is not None else []), partitions)
@@ -341,6 +361,12 @@ def run_passes(
             write_changes(bootstrap_servers, topics.watchlist, watchlist)
         except WatchlistStoreError as error:
             raise SightingsBenchError(f"watch list not written: {error}") from error
+    if camera_settings:
+        encoded = [encode_settings(camera, settings) for camera, settings in sorted(camera_settings.items())]
+        try:
+            write_compacted(bootstrap_servers, topics.cameras, encoded)
+        except CompactedTopicError as error:
+            raise SightingsBenchError(f"camera settings not written: {error}") from error
     run_id = topics.frames.split(".")[0]
     with tempfile.TemporaryDirectory(prefix="stream-worker-bench-sightings-") as scratch:
         log_dir = Path(scratch)
@@ -356,6 +382,7 @@ def run_passes(
         worker_args = ["--triton-url", triton_url, "--group-id", f"{run_id}-worker"]
         worker_args += ["--triton-timeout-s", "600", "--input-topic", topics.frames]
         worker_args += ["--output-topic", topics.plates, "--dlq-topic", topics.dead_letters]
+        worker_args += ["--cameras-topic", topics.cameras]
         worker = Service("run", [*common, *worker_args], log_dir)
         sightings = Service(
             "sightings",
@@ -368,6 +395,12 @@ def run_passes(
         if watchlist is not None:
             alerts_args = ["--group-id", f"{run_id}-alerts", "--input-topic", topics.plates]
             alerts_args += ["--output-topic", topics.alerts, "--watchlist-topic", topics.watchlist]
+            alerts_args += [
+                "--sightings-topic",
+                topics.sightings,
+                "--sightings-group-id",
+                f"{run_id}-alerts-s",
+            ]
             services.append(Service("alerts", [*common, *alerts_args], log_dir))
         try:
             for service in services:
@@ -510,6 +543,12 @@ def parser() -> argparse.ArgumentParser:
         help="Also run `stream-worker alerts` with half of the labelled plates (by --seed) on a watch "
         "list, score its alerts and replay the reads offline at several matching tolerances.",
     )
+    p.add_argument(
+        "--masks",
+        action="store_true",
+        help="Give each pass a camera of its own (--cameras is ignored) whose settings mask the frame "
+        "outside the pass's plates' track (grown by half a plate each side).",
+    )
     return p
 
 
@@ -527,7 +566,9 @@ def main(argv: Sequence[str]) -> int:
     try:
         difficulty = Difficulty(args.min_scale, tuple(args.jpeg_quality), args.max_blur)
         passes = scene_passes(args.scenes, args.frames_per_pass, args.limit, args.seed, difficulty)
-        planned = plan(passes, args.cameras, args.fps, int(time.time() * 1000))
+        cameras = len(passes) if args.masks else args.cameras
+        planned = plan(passes, cameras, args.fps, int(time.time() * 1000))
+        settings = {item.camera_id: pass_settings(item.scene) for item in planned} if args.masks else None
         entries = alert_scoring.watch_entries(planned, args.seed) if args.alerts else None
         with contextlib.ExitStack() as stack:
             bootstrap = args.bootstrap_servers or _local_broker(stack)
@@ -541,6 +582,7 @@ def main(argv: Sequence[str]) -> int:
                 args.partitions,
                 local_broker=local,
                 watchlist=entries,
+                camera_settings=settings,
             )
     except SightingsBenchError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -556,6 +598,9 @@ def main(argv: Sequence[str]) -> int:
         "load_average": {"before": load_before, "after": environment.load_average()},
         "load_threshold": environment.IDLE_LOAD,
         "busy": busy,
+        "masks": None
+        if settings is None
+        else {"cameras": len(settings), "polygons": sum(len(s.masks) for s in settings.values())},
         **figures,
     }
     if entries is not None:
@@ -603,6 +648,14 @@ def render(report: dict[str, Any]) -> str:
         f"{report['passes']} passes, {report['frame_count']} frames, {report['duration_s']} s; load average "
         f"before/after {report['load_average']['before']} / {report['load_average']['after']}"
         + (" - BUSY (figures inflated)" if report["busy"] else ""),
+        *(
+            [
+                f"masks: {report['masks']['polygons']} on {report['masks']['cameras']} cameras "
+                "(a camera per pass, masking the frame outside its plates' track)"
+            ]
+            if report.get("masks")
+            else []
+        ),
         "",
         "exact text, per frame and per sighting:",
         format_table(side_by_side, ["unit", "plates", "exact", "exact_rate"]),
@@ -610,6 +663,9 @@ def render(report: dict[str, Any]) -> str:
         f"passes with one sighting: {sightings['one_sighting']}, split: {sightings['split']}, "
         f"without: {sightings['missed']}; sightings of no labelled plate: {sightings['extra']}; "
         f"direction right: {sightings['direction_right']} ({sightings['direction_rate']})",
+        f"labelled plates with an exact sighting: {sightings['exact']}, without: "
+        f"{sightings['without_exact']} (of which no sighting: {sightings['missed']}); sightings from "
+        f"outside the pass's plates' track: {sightings['outside_kept']}",
     ]
     rules = [{"publish": name, **figures} for name, figures in report["publish_rules"].items()]
     lines += [
