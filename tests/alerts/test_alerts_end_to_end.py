@@ -200,9 +200,7 @@ def test_watched_van_alerts_once_per_pass_within_two_seconds_and_the_cat_never(
         assert alert.frame_source == first.source
         latency = (alert.alerted_at - first.processed_at).total_seconds()
         assert alert.origin == "read" and alert.sighting_id is None and alert.candidate_rank is None
-        print(
-            f"\n{alert.frame_id}: alerted {latency:.3f} s after its first PlateEvent: {alert.to_json().decode()}"
-        )
+        print(f"\n{alert.frame_id}: alerted {latency:.3f} s after its first read: {alert.to_json().decode()}")
         assert 0 <= latency <= ALERT_BOUND_S, latency
 
     passes = [PlateSighting.model_validate_json(record.value) for record in sightings_out.records]
