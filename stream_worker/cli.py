@@ -539,6 +539,13 @@ def demo(
         show_default=False,
     ),
     repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
+    plate_images: Path | None = typer.Option(
+        None,
+        "--plate-images",
+        help="Folder for the plate pictures of the events and sightings "
+        "(default: a new folder per run under the system's temporary folder; the summary names it).",
+        show_default=False,
+    ),
 ) -> None:
     """Run the whole pipeline on this machine and show the plate events live.
 
@@ -560,6 +567,7 @@ def demo(
         triton_url=triton_url,
         weights_dir=weights_dir,
         repository=repository,
+        plate_images=plate_images,
     )
     raise typer.Exit(run_demo(options))
 
@@ -758,7 +766,8 @@ cameras_app = typer.Typer(
         "Examples:\n\n"
         "  stream-worker cameras set gate-1 --file gate-1.yaml\n\n"
         "  stream-worker cameras get gate-1\n\n"
-        "  stream-worker cameras list --json"
+        "  stream-worker cameras list --json\n\n"
+        "  stream-worker cameras draw frame.jpg --file gate-1.yaml --out gate-1.png"
     ),
     no_args_is_help=True,
 )
@@ -861,3 +870,44 @@ def cameras_remove(
 
     connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(remove(connection, camera, typer.echo, _echo_err))
+
+
+@cameras_app.command(
+    "draw",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker cameras draw frame.jpg --file gate-1.yaml --out gate-1.png  (check a file "
+        "before `set`)\n\n"
+        "  stream-worker cameras draw frame.jpg --camera gate-1 --out gate-1.jpg  (what is stored)\n\n"
+        "Masks are filled dark red and outlined; each zone is outlined in its own colour with its "
+        "name inside near its first point. The image itself is never changed. The file is checked "
+        "exactly as `set` checks it.\n\n"
+        "Exit codes: 0 written, 1 the broker failed or timed out (--camera), 2 bad input (the "
+        "image, the settings file, the camera id or the output; nothing written)."
+    ),
+)
+def cameras_draw(
+    image: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="A frame of the camera (JPEG, PNG, ...)."
+    ),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        dir_okay=False,
+        help="Where to write the copy; .jpg/.jpeg or .png chooses the format.",
+    ),
+    file: Path | None = typer.Option(
+        None, "--file", "-f", exists=True, dir_okay=False, help="Settings file (JSON or YAML) to draw."
+    ),
+    camera: str | None = typer.Option(None, "--camera", "-c", help="Draw this camera's stored settings."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
+    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+) -> None:
+    """Draw a camera's masks and zones over a frame, from a settings file or the topic."""
+    from stream_worker.cameras.commands import draw
+
+    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(draw(image, out, file, camera, connection, typer.echo, _echo_err))

@@ -7,13 +7,15 @@ alerts service as child processes (`python -m stream_worker run`, `... sightings
 exactly what production runs; demo_services.py), publishes frames from N simulated cameras at a
 frame rate, and prints every plate event, dead letter, sighting and alert as it arrives, then a
 summary. The sample photos repeat, so each camera sees one vehicle standing in view: its frames'
-reads make one sighting and one alert (the gaps are stretched to bridge a slow frame rate).
+reads make one sighting and one alert (the gaps are stretched to bridge a slow frame rate). Each
+camera is set up (before the worker starts) with a zone over the street and plate pictures on, so
+the events name the plate's zone and the viewer saves each plate's picture to --plate-images.
 
 This module is the composition root; each job has its module: the options and errors
 (demo_options), the servers (demo_servers), the topics and watch list (demo_topics), the services
-(demo_services), the cameras (demo_cameras), watching the children (demo_liveness), showing the
-records (demo_viewer), deciding when it is over (demo_settle) and the table and summary
-(demo_report).
+(demo_services), the cameras (demo_cameras) and their settings (demo_cameras_settings), watching
+the children (demo_liveness), showing the records and saving their pictures (demo_viewer), deciding
+when it is over (demo_settle) and the table and summary (demo_report).
 
 Everything it starts it stops, whatever happens: the stops are registered as each child starts
 and run in reverse order from a `finally` (errors, Ctrl-C, SIGTERM and SIGHUP all end up there; a
@@ -35,9 +37,9 @@ from types import FrameType
 
 from confluent_kafka import KafkaException
 
-from stream_worker import demo_topics
+from stream_worker import demo_cameras_settings, demo_topics
 from stream_worker.console import Console
-from stream_worker.demo_cameras import CORRUPT_FRAME, Cameras, camera_frames, resolve_inputs
+from stream_worker.demo_cameras import CORRUPT_FRAME, Cameras, camera_frames, camera_ids, resolve_inputs
 from stream_worker.demo_liveness import Liveness
 from stream_worker.demo_options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, DemoError, DemoOptions
 from stream_worker.demo_report import Results, summary_lines, table_header
@@ -45,7 +47,7 @@ from stream_worker.demo_servers import Servers
 from stream_worker.demo_services import ServiceChild
 from stream_worker.demo_settle import Consumer, Settler, alerts_consumer, sightings_consumer
 from stream_worker.demo_topics import DemoTopics
-from stream_worker.demo_viewer import Viewer
+from stream_worker.demo_viewer import Viewer, prepare_pictures_dir
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
@@ -97,6 +99,7 @@ class Demo:
         options = self.options
         weights_dir = options.weights_dir or default_weights_dir()
         inputs = resolve_inputs(options.inputs, weights_dir)
+        pictures_dir = prepare_pictures_dir(options.plate_images_dir(self.run_id))
         if options.triton_url is None:
             self._prepare_models(weights_dir)
         self._cleanup.callback(self.liveness.start_watchdog().release)  # before the first child
@@ -109,7 +112,7 @@ class Demo:
             self.servers.check_external_triton(options.triton_url)
         worker, sightings, alerts = self._start_services(bootstrap, triton_url, topics)
         consumers = [sightings_consumer(sightings), alerts_consumer(alerts)]
-        return self._stream(inputs, bootstrap, topics, worker, consumers)
+        return self._stream(inputs, bootstrap, topics, worker, consumers, pictures_dir)
 
     @property
     def started_anything(self) -> bool:
@@ -138,7 +141,8 @@ class Demo:
 
     def _create_topics(self, bootstrap: str) -> DemoTopics:
         """The default topics on the local broker; fresh, run-specific ones on an external broker
-        (deleted at the end). The sample van goes on the watch list before any service starts."""
+        (deleted at the end). The sample van goes on the watch list, and the cameras get their
+        settings, before any service starts."""
         external = not self.options.local_broker
         topics = DemoTopics.for_run(self.run_id if external else None)
         if external:
@@ -148,6 +152,9 @@ class Demo:
         entry = f"{demo_topics.SAMPLE_PLATE} ({demo_topics.SAMPLE_LIST}: {demo_topics.SAMPLE_LABEL})"
         with self.console.step(f"putting the sample van on the watch list: {entry}"):
             demo_topics.watch_sample_van(bootstrap, topics)
+        cameras = camera_ids(self.options.cameras)
+        with self.console.step(demo_cameras_settings.describe(cameras)):
+            demo_cameras_settings.write_demo_settings(bootstrap, topics.cameras, cameras)
         return topics
 
     def _start_services(
@@ -161,7 +168,8 @@ class Demo:
         worker = ServiceChild(
             "run",
             [*common, "--triton-url", triton_url, "--group-id", group, "--input-topic", topics.frames,
-             "--output-topic", topics.plates, "--dlq-topic", topics.dead_letters],
+             "--output-topic", topics.plates, "--dlq-topic", topics.dead_letters,
+             "--cameras-topic", topics.cameras],
             self.workdir,
         )  # fmt: skip
         sightings = ServiceChild(
@@ -205,9 +213,10 @@ class Demo:
         topics: DemoTopics,
         worker: ServiceChild,
         consumers: list[Consumer],
+        pictures_dir: Path,
     ) -> int:
         options = self.options
-        viewer = Viewer(bootstrap, topics, self.results, self.console)
+        viewer = Viewer(bootstrap, topics, self.results, self.console, pictures_dir)
         self._cleanup.callback(viewer.close)
         cameras = Cameras(options, inputs, bootstrap, topics.frames)
         self.liveness.checks.append(cameras.check)

@@ -61,6 +61,11 @@ def camera_frames(
             yield f"{camera_id}-corrupt-{corrupt_sent}", CORRUPT_FRAME
 
 
+def camera_ids(count: int) -> list[str]:
+    """The simulated cameras' ids (the frames' keys): cam-1 .. cam-N."""
+    return [f"cam-{number}" for number in range(1, count + 1)]
+
+
 class Cameras:
     """The cameras' producer threads; `start()` once, `stop()` (always) ends them early."""
 
@@ -79,8 +84,7 @@ class Cameras:
     def start(self) -> None:
         options = self.options
         self.started_at = time.monotonic()
-        for number in range(1, options.cameras + 1):
-            camera_id = f"cam-{number}"
+        for number, camera_id in enumerate(camera_ids(options.cameras), start=1):
             corrupt = options.corrupt_frames if number == 1 else 0
             frames = camera_frames(self._inputs, camera_id, options.frames_per_camera, corrupt, self._stop)
             thread = threading.Thread(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ class DemoOptions:
     repository: Path = Path("model_repository")
     partitions: int = 3
     settle_timeout_s: float = 60.0
+    plate_images: Path | None = None  # where the plate pictures go; None: `plate_images_dir`
 
     @property
     def frames_per_camera(self) -> int:
@@ -51,3 +53,10 @@ class DemoOptions:
         """The samples repeat every other frame (a corrupt frame may come between): the gap that
         makes each camera's repeated car one pass (for the sightings and the alerts)."""
         return min(20.0, max(1.5, 3.5 / self.fps))
+
+    def plate_images_dir(self, run_id: str) -> Path:
+        """The folder given, else a fresh one per run under the system's temporary folder: the
+        pictures outlive the demo (its scratch folder does not) and runs do not mix."""
+        if self.plate_images is not None:
+            return self.plate_images
+        return Path(tempfile.gettempdir()) / "stream-worker-demo-plates" / run_id

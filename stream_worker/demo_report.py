@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 
@@ -26,6 +27,8 @@ class Results:
     first_published_at: float | None = None
     last_received_at: float | None = None
     never_delivered: int = 0  # published frames the broker never delivered to the worker
+    plate_pictures: int = 0  # plate pictures written (events' plates and sightings' best reads)
+    plate_pictures_dir: Path | None = None
 
     @property
     def accounted(self) -> int:
@@ -82,6 +85,7 @@ def event_rows(event: dict[str, Any]) -> list[str]:
         return [_row(event["camera_id"], event["frame_id"], "(no plate)", "", latency)]
     return [
         _row(event["camera_id"], event["frame_id"], plate["text"], f"{plate['confidence']:.2f}", latency)
+        + (f"  zone {plate['zone']}" if plate.get("zone") else "")
         for plate in event["plates"]
     ]
 
@@ -99,7 +103,9 @@ def sighting_row(sighting: dict[str, Any]) -> str:
     row = _row(sighting["camera_id"], "SIGHTING", sighting["text"], f"{sighting['confidence']:.2f}", "")
     direction = sighting["direction"] or "one time"
     closed_by = sighting["closed_by"]
-    return f"{row}  {sighting['reads']} reads over {seen_s:.1f} s, {direction}, closed by {closed_by}"
+    zone = (sighting.get("best_read") or {}).get("zone")
+    where = f", zone {zone}" if zone else ""
+    return f"{row}  {sighting['reads']} reads over {seen_s:.1f} s, {direction}{where}, closed by {closed_by}"
 
 
 def alert_row(alert: dict[str, Any]) -> str:
@@ -165,6 +171,11 @@ def summary_lines(results: Results, published: int, cameras: int, produce_second
             else "none"
         ),
         "alerts            " + _alerts_summary(list(results.alerts.values())),
+        *(
+            [f"plate pictures    {results.plate_pictures} in {results.plate_pictures_dir}"]
+            if results.plate_pictures_dir is not None
+            else []
+        ),
         f"missing           {missing}"
         + (
             f" (never delivered to the worker by the broker: {results.never_delivered})"

@@ -1,5 +1,5 @@
 """The demo's topics: their names, creating them (and deleting them on an external broker), and
-the watch list the demo puts the sample van on."""
+the watch list the demo puts the sample van on (the cameras' settings: demo_cameras_settings)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from dataclasses import astuple, dataclass
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from stream_worker.alerts.store import WatchlistStoreError, ensure_topic, write_changes
+from stream_worker.alerts.store import WatchlistStoreError, write_changes
 from stream_worker.alerts.watchlist import new_entry
 from stream_worker.demo_options import DemoError
 from stream_worker.launchers.broker import BrokerError, create_topics
+from stream_worker.service.compacted import CompactedTopicError, ensure_compacted_topic
 
 # The van in samples/car.jpg, by its true text: the recognizer reads it B840OK197 (a fuzzy match).
 SAMPLE_PLATE = "B840CK197"
@@ -31,6 +32,7 @@ class DemoTopics:
     sightings: str = "sightings"
     alerts: str = "alerts"
     watchlist: str = "watchlist"  # compacted
+    cameras: str = "cameras"  # compacted: each camera's settings
 
     @classmethod
     def for_run(cls, run_id: str | None) -> DemoTopics:
@@ -45,17 +47,24 @@ class DemoTopics:
         return astuple(self)
 
     @property
+    def compacted(self) -> tuple[str, ...]:
+        """The tables (latest value per key) rather than streams."""
+        return (self.watchlist, self.cameras)
+
+    @property
     def viewed(self) -> tuple[str, ...]:
         """What the viewer shows: everything the services publish."""
         return (self.plates, self.dead_letters, self.sightings, self.alerts)
 
 
 def create(bootstrap: str, topics: DemoTopics, partitions: int) -> None:
-    """The streams with `partitions` each, the watch list compacted; DemoError when the broker refuses."""
+    """The streams with `partitions` each, the watch list and the camera settings compacted;
+    DemoError when the broker refuses."""
     try:
-        create_topics(bootstrap, [name for name in topics.names if name != topics.watchlist], partitions)
-        ensure_topic(bootstrap, topics.watchlist)
-    except (BrokerError, KafkaException, WatchlistStoreError) as error:
+        create_topics(bootstrap, [name for name in topics.names if name not in topics.compacted], partitions)
+        for name in topics.compacted:
+            ensure_compacted_topic(bootstrap, name)
+    except (BrokerError, KafkaException, CompactedTopicError) as error:
         raise DemoError(f"cannot create topics on --bootstrap-servers {bootstrap}: {error}") from error
 
 

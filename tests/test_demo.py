@@ -7,7 +7,9 @@ is killed with SIGKILL (then its watchdog must clean up).
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import io
 import os
 import re
 import signal
@@ -19,11 +21,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cv2
+import numpy as np
+import orjson
 import pytest
 from support import EXPECTED_PLATE, edit_distance
 
+from stream_worker.cameras.geometry import point_in_polygon
 from stream_worker.children import Watchdog, terminate
-from stream_worker.demo import CORRUPT_FRAME, DemoError, camera_frames, resolve_inputs
+from stream_worker.console import Console
+from stream_worker.demo import CORRUPT_FRAME, DemoError, DemoOptions, camera_frames, resolve_inputs
+from stream_worker.demo_cameras import camera_ids
+from stream_worker.demo_cameras_settings import STREET_ZONE, demo_settings
 from stream_worker.demo_report import (
     Results,
     alert_row,
@@ -34,7 +43,10 @@ from stream_worker.demo_report import (
     summary_lines,
 )
 from stream_worker.demo_topics import SAMPLE_PLATE, DemoTopics
+from stream_worker.demo_viewer import Viewer
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
+
+MAX_PICTURE_BYTES = 16 * 1024  # issue 21: a plate picture is a JPEG of at most 16 KB
 
 # --- without servers -----------------------------------------------------------------------
 
@@ -113,6 +125,9 @@ def test_rows_and_summary() -> None:
     assert event_rows(_event("a", ["B840OK197"], 120.0)) == [
         "cam-1     cam-1-a           B840OK197    0.86    120"
     ]
+    zoned = _event("z", ["B840OK197"], 120.0)
+    zoned["plates"][0]["zone"] = "street"  # type: ignore[index]
+    assert event_rows(zoned) == ["cam-1     cam-1-z           B840OK197    0.86    120  zone street"]
     assert "(no plate)" in event_rows(_event("b", [], 80.0))[0]
     assert dead_letter_row(dead).endswith("DEAD LETTER  -       -  invalid_image: not a JPEG")
     lines = summary_lines(results, published=4, cameras=1, produce_seconds=1.5)
@@ -120,6 +135,7 @@ def test_rows_and_summary() -> None:
     assert "plates read       B840OK197 x1" in lines
     assert "dead letters      1 (invalid_image x1)" in lines
     assert "missing           1" in lines
+    assert not any(line.startswith("plate pictures") for line in lines)  # no folder: no line
     results.never_delivered = 1
     assert "missing           1 (never delivered to the worker by the broker: 1)" in summary_lines(
         results, published=4, cameras=1, produce_seconds=1.5
@@ -149,6 +165,8 @@ def test_sightings_rows_and_summary() -> None:
     assert sighting_row(sighting) == (
         "cam-2     SIGHTING          B840CK197    0.93  12 reads over 11.5 s, stationary, closed by silence"
     )
+    zoned = {**sighting, "best_read": {"text": "B840CK197", "zone": "street"}}
+    assert sighting_row(zoned).endswith("stationary, zone street, closed by silence")
     lines = summary_lines(results, published=0, cameras=1, produce_seconds=1.0)
     assert "sightings         2 from 15 reads (B840CK197 x2)" in lines
 
@@ -181,11 +199,74 @@ def test_alert_rows_and_summary() -> None:
 
 def test_demo_topics_are_the_defaults_locally_and_run_specific_elsewhere() -> None:
     local = DemoTopics.for_run(None)
-    assert local.names == ("frames", "plates", "frames.dlq", "sightings", "alerts", "watchlist")
+    assert local.names == ("frames", "plates", "frames.dlq", "sightings", "alerts", "watchlist", "cameras")
     assert local.viewed == ("plates", "frames.dlq", "sightings", "alerts")
+    assert local.compacted == ("watchlist", "cameras")
     external = DemoTopics.for_run("abc123")
     assert external.watchlist == "stream-worker-demo-abc123.watchlist"
+    assert external.cameras == "stream-worker-demo-abc123.cameras"
     assert all(name.startswith("stream-worker-demo-abc123.") for name in external.names)
+
+
+def test_demo_cameras_get_a_street_zone_over_the_sample_vans_plate_and_plate_pictures() -> None:
+    # The van's plate box in samples/car.jpg (780x439): about x 95-132, y 330-343.
+    centre = ((95 + 132) / 2 / 780, (330 + 343) / 2 / 439)
+    assert point_in_polygon(*centre, STREET_ZONE.polygon)
+    assert not point_in_polygon(0.5, 0.3, STREET_ZONE.polygon)  # the trees and the sky
+    settings = demo_settings("cam-2")
+    assert settings.plate_images and settings.zones == (STREET_ZONE,) and not settings.masks
+    assert camera_ids(3) == ["cam-1", "cam-2", "cam-3"]
+
+
+def test_plate_pictures_default_to_a_fresh_folder_per_run(tmp_path: Path) -> None:
+    default = DemoOptions().plate_images_dir("abc123")
+    assert default.parts[-2:] == ("stream-worker-demo-plates", "abc123")
+    assert DemoOptions(plate_images=tmp_path).plate_images_dir("abc123") == tmp_path
+
+
+@dataclass(frozen=True)
+class _Message:
+    """What the viewer reads of a Kafka message."""
+
+    _topic: str
+    _value: bytes
+
+    def topic(self) -> str:
+        return self._topic
+
+    def value(self) -> bytes:
+        return self._value
+
+
+def test_viewer_saves_new_records_pictures_once(tmp_path: Path) -> None:
+    """Named as `tail --plate-images` names them; a record read twice is saved and counted once."""
+    jpeg = base64.b64encode(b"\xff\xd8\xff picture").decode()
+    event = _event("e1", ["B840OK197", "A123BC77"], 100.0)
+    for plate in event["plates"]:  # type: ignore[attr-defined]
+        plate.update(image=jpeg, zone="street")
+    sighting = {
+        "sighting_id": "s1",
+        "camera_id": "cam-1",
+        "text": "B840OK197",
+        "confidence": 0.9,
+        "reads": 2,
+        "first_seen": "2025-01-31T12:00:00+00:00",
+        "last_seen": "2025-01-31T12:00:01+00:00",
+        "direction": None,
+        "closed_by": "silence",
+        "best_read": {"text": "B840OK197", "image": jpeg, "zone": "street"},
+    }
+    results = Results(plate_pictures_dir=tmp_path)
+    viewer = Viewer.__new__(Viewer)  # show() alone: no broker to read from
+    viewer.topics, viewer.results = DemoTopics(), results
+    viewer.console = Console(io.StringIO(), interactive=False)
+    for topic, value in [("plates", event), ("plates", event), ("sightings", sighting)]:
+        viewer.show(_Message(topic, orjson.dumps(value)), 1.0)
+    assert results.plate_pictures == 3
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["e1-0.jpg", "e1-1.jpg", "s1.jpg"]
+    assert (tmp_path / "s1.jpg").read_bytes() == b"\xff\xd8\xff picture"
+    lines = summary_lines(results, published=1, cameras=1, produce_seconds=1.0)
+    assert f"plate pictures    3 in {tmp_path}" in lines
 
 
 def test_percentile_is_nearest_rank() -> None:
@@ -382,9 +463,10 @@ def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
-    start_demo: Callable[..., DemoRun],
+    start_demo: Callable[..., DemoRun], tmp_path: Path
 ) -> None:
-    run = start_demo("--cameras", "2", "--fps", "2", "--duration", "3")
+    pictures = tmp_path / "plates"
+    run = start_demo("--cameras", "2", "--fps", "2", "--duration", "3", "--plate-images", str(pictures))
     exit_code = run.process.wait(timeout=240)
     output = run.wait_for_output()
     assert run.plate_seen.is_set(), output
@@ -402,8 +484,37 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
     assert sorted(cells[0] for cells in alerts) == ["cam-1", "cam-2"], output
     assert all(cells[2] == SAMPLE_PLATE and "(demo:" in cells for cells in alerts), output
     assert re.search(rf"alerts +2 \({SAMPLE_PLATE} on demo: (fuzzy|exact) x", output), output
+    _assert_camera_settings_at_work(output, pictures, plate_rows=len(_van_rows(output)))
     _assert_saw_every_kind_of_child(run)
     assert _leftovers(run) == []
+
+
+def _van_rows(output: str) -> list[str]:
+    """The event rows of the sample van's plate (not the sightings' or alerts' rows)."""
+    return [
+        line
+        for line in output.splitlines()
+        if _plate_in_row(line) and line.split()[1] not in ("SIGHTING", "ALERT")
+    ]
+
+
+def _assert_camera_settings_at_work(output: str, pictures: Path, plate_rows: int) -> None:
+    """The demo's cameras have the street zone and plate pictures: every read of the van's plate
+    names the zone, and each read and each sighting's best read left a picture (a JPEG that
+    decodes, at most 16 KB) in --plate-images, as many as the summary says."""
+    assert "zone 'street' (lower 40% of the frame), plate pictures on" in output, output
+    assert plate_rows > 0 and all(row.endswith("zone street") for row in _van_rows(output)), output
+    sightings = [line for line in output.splitlines() if "SIGHTING" in line.split()[1:2]]
+    assert sightings and all(", zone street, closed by" in line for line in sightings), output
+    summary = re.search(r"plate pictures +(\d+) in (\S+)", output)
+    assert summary is not None and Path(summary[2]) == pictures, output
+    files = sorted(pictures.glob("*.jpg"))
+    assert int(summary[1]) == len(files) >= plate_rows + len(sightings), output
+    for path in files:
+        data = path.read_bytes()
+        assert len(data) <= MAX_PICTURE_BYTES, path
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        assert image is not None and image.shape[0] > 0, path
 
 
 @pytest.mark.integration

@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
+import numpy as np
 import orjson
 from confluent_kafka import KafkaException
 
+from stream_worker.cameras.drawing import draw_settings
 from stream_worker.cameras.files import load_settings_file
 from stream_worker.cameras.records import validate_camera_id
 from stream_worker.cameras.settings import CameraSettings, CameraSettingsError
@@ -25,8 +28,10 @@ from stream_worker.cameras.store import (
     remove_settings,
     write_settings,
 )
+from stream_worker.media import MediaSupportMissing, opencv
 
 OK, BROKER_FAILED, BAD_INPUT = 0, 1, 2
+DRAW_SUFFIXES = (".jpg", ".jpeg", ".png")  # `cameras draw`'s output formats, by extension
 
 Echo = Callable[[str], None]
 
@@ -43,14 +48,11 @@ def set_settings(connection: Connection, camera_id: str, path: Path, out: Echo, 
     """Check the file whole, then store it as the camera's settings (replacing any it had)."""
     try:
         camera_id = validate_camera_id(camera_id)
-        settings = load_settings_file(path)
-    except CameraSettingsError as error:
-        err(f"error: {path} refused, nothing written ({len(error.problems)} problem(s)):")
-        for problem in error.problems:
-            err(f"  {problem}")
-        return BAD_INPUT
     except ValueError as error:
         err(f"error: {error}")
+        return BAD_INPUT
+    settings = _load_file(path, err)
+    if settings is None:
         return BAD_INPUT
     try:
         write_settings(
@@ -132,6 +134,89 @@ def remove(connection: Connection, camera_id: str, out: Echo, err: Echo) -> int:
     return OK
 
 
+def draw(
+    image_path: Path,
+    out_path: Path,
+    file: Path | None,
+    camera_id: str | None,
+    connection: Connection,
+    out: Echo,
+    err: Echo,
+) -> int:
+    """Write a copy of the image with the masks and zones of a settings file or of a camera's
+    stored settings drawn over it; everything local is checked before the broker is asked."""
+    if (file is None) == (camera_id is None):
+        err("error: give the settings with either --file FILE or --camera CAMERA (one of them)")
+        return BAD_INPUT
+    suffix = out_path.suffix.lower()
+    if suffix not in DRAW_SUFFIXES:
+        err(f"error: {out_path}: the output must end in {', '.join(DRAW_SUFFIXES)} (its format)")
+        return BAD_INPUT
+    try:
+        cv2 = opencv("cameras draw")
+    except MediaSupportMissing as error:
+        err(f"error: {error}")
+        return BAD_INPUT
+    image = _read_image(cv2, image_path, err)
+    if image is None:
+        return BAD_INPUT
+    if file is not None:
+        settings = _load_file(file, err)
+        if settings is None:
+            return BAD_INPUT
+        source = str(file)
+    else:
+        assert camera_id is not None
+        try:
+            camera_id = validate_camera_id(camera_id)
+        except ValueError as error:
+            err(f"error: {error}")
+            return BAD_INPUT
+        snapshot = _read(connection, err)
+        if snapshot is None:
+            return BROKER_FAILED
+        stored = snapshot.values.get(camera_id)
+        if stored is None:
+            err(f"note: camera {camera_id!r} has no settings: nothing to draw, the copy is the image as is")
+        settings = stored or CameraSettings()
+        source = f"camera {camera_id}"
+    try:
+        canvas = draw_settings(image, settings)
+    except ValueError as error:
+        err(f"error: cannot draw on {image_path}: {error}")
+        return BAD_INPUT
+    encoded, data = cv2.imencode(suffix, canvas)
+    if not encoded:
+        err(f"error: cannot encode the drawing as {suffix}")
+        return BAD_INPUT
+    try:
+        out_path.write_bytes(data.tobytes())
+    except OSError as error:
+        err(f"error: cannot write {out_path}: {error.strerror or error}")
+        return BAD_INPUT
+    height, width = canvas.shape[:2]
+    zones = ", ".join(zone.name for zone in settings.zones)
+    out(
+        f"wrote {out_path} ({width}x{height}): {len(settings.masks)} mask(s), "
+        f"{len(settings.zones)} zone(s)" + (f" ({zones})" if zones else "") + f" of {source}"
+    )
+    return OK
+
+
+def _read_image(cv2: ModuleType, path: Path, err: Echo) -> np.ndarray | None:
+    """The decoded image as stored (grayscale and alpha kept, `draw_settings` converts them)."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        err(f"error: cannot read image {path}: {error.strerror or error}")
+        return None
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_UNCHANGED) if data else None
+    if image is None:
+        err(f"error: cannot decode image {path}: not an image OpenCV reads (JPEG, PNG, ...)")
+        return None
+    return image
+
+
 def summary(settings: CameraSettings) -> str:
     """The settings in a few words, for a command's confirmation."""
     zones = ", ".join(zone.name for zone in settings.zones)
@@ -144,6 +229,21 @@ def summary(settings: CameraSettings) -> str:
         f"plate pictures {'on' if settings.plate_images else 'off'}",
     ]
     return ", ".join(parts)
+
+
+def _load_file(path: Path, err: Echo) -> CameraSettings | None:
+    """The file's settings, or None once every problem is reported (shared by `set` and `draw`,
+    so that `draw` checks a file exactly as `set` would)."""
+    try:
+        return load_settings_file(path)
+    except CameraSettingsError as error:
+        err(f"error: {path} refused, nothing written ({len(error.problems)} problem(s)):")
+        for problem in error.problems:
+            err(f"  {problem}")
+        return None
+    except ValueError as error:
+        err(f"error: {error}")
+        return None
 
 
 def _read(connection: Connection, err: Echo) -> CamerasSnapshot | None:
