@@ -625,11 +625,12 @@ WATCHLIST_CONFIG_OPTION = typer.Option(
 WATCHLIST_TIMEOUT_OPTION = typer.Option(
     30.0, "--timeout", min=0.1, help="Seconds to wait for the broker on each step."
 )
-WATCHLIST_EXIT_CODES = "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input (nothing written)."
+SETTINGS_EXIT_CODES = "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input (nothing written)."
 
 
-def _watchlist_connection(bootstrap_servers: str, topic: str, client_config: list[str], timeout: float):
-    from stream_worker.alerts.commands import Connection
+def _settings_connection(bootstrap_servers: str, topic: str, client_config: list[str], timeout: float):
+    """Where a `watchlist` or `cameras` command reads and writes its compacted topic."""
+    from stream_worker.service.commands import Connection
 
     return Connection(bootstrap_servers, topic, _client_config(client_config), timeout)
 
@@ -644,7 +645,7 @@ def _echo_err(line: str) -> None:
         "Examples:\n\n"
         "  stream-worker watchlist add B840CK197 --list stolen --label 'grey van'\n\n"
         "  stream-worker watchlist add 'в 840 ск 197' --list residents --max-distance 0 "
-        "--expires-at 2027-01-01\n\n" + WATCHLIST_EXIT_CODES
+        "--expires-at 2027-01-01\n\n" + SETTINGS_EXIT_CODES
     ),
 )
 def watchlist_add(
@@ -673,7 +674,7 @@ def watchlist_add(
     """Put a plate on a watch list (replaces the plate's entry if it has one)."""
     from stream_worker.alerts.commands import add
 
-    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(
         add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, _echo_err)
     )
@@ -681,7 +682,7 @@ def watchlist_add(
 
 @watchlist_app.command(
     "remove",
-    epilog=("Example: stream-worker watchlist remove B840CK197\n\n" + WATCHLIST_EXIT_CODES),
+    epilog=("Example: stream-worker watchlist remove B840CK197\n\n" + SETTINGS_EXIT_CODES),
 )
 def watchlist_remove(
     plate: str = typer.Argument(..., help="The plate, in any spelling."),
@@ -693,7 +694,7 @@ def watchlist_remove(
     """Take a plate off the watch list (writes its tombstone)."""
     from stream_worker.alerts.commands import remove
 
-    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(remove(connection, plate, typer.echo, _echo_err))
 
 
@@ -701,7 +702,7 @@ def watchlist_remove(
     "list",
     epilog=(
         "Examples:\n\n  stream-worker watchlist list\n\n  stream-worker watchlist list --json | jq .plate\n\n"
-        + WATCHLIST_EXIT_CODES
+        + SETTINGS_EXIT_CODES
     ),
 )
 def watchlist_list(
@@ -714,7 +715,7 @@ def watchlist_list(
     """Print every entry, by list then plate (undecodable records are reported on stderr)."""
     from stream_worker.alerts.commands import show
 
-    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(show(connection, as_json, typer.echo, _echo_err))
 
 
@@ -724,7 +725,7 @@ def watchlist_list(
         "Example: stream-worker watchlist import plates.csv\n\n"
         "Columns: plate,list,label,max_distance,expires_at (header row required; plate and list "
         "mandatory). All or nothing: any bad row refuses the whole file, every bad row is named.\n\n"
-        + WATCHLIST_EXIT_CODES
+        + SETTINGS_EXIT_CODES
     ),
 )
 def watchlist_import(
@@ -737,13 +738,13 @@ def watchlist_import(
     """Add or replace the entries of a CSV file (plates not in the file stay)."""
     from stream_worker.alerts.commands import import_csv
 
-    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(import_csv(connection, file, typer.echo, _echo_err))
 
 
 @watchlist_app.command(
     "export",
-    epilog=("Example: stream-worker watchlist export > plates.csv\n\n" + WATCHLIST_EXIT_CODES),
+    epilog=("Example: stream-worker watchlist export > plates.csv\n\n" + SETTINGS_EXIT_CODES),
 )
 def watchlist_export(
     bootstrap_servers: str = BOOTSTRAP_OPTION,
@@ -754,7 +755,7 @@ def watchlist_export(
     """Write the watch list as CSV to stdout, in the columns `import` reads."""
     from stream_worker.alerts.commands import export_csv
 
-    connection = _watchlist_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(export_csv(connection, typer.echo, _echo_err))
 
 
@@ -776,13 +777,6 @@ app.add_typer(cameras_app, name="cameras")
 CAMERAS_TOPIC_OPTION = typer.Option(
     "cameras", "--topic", envvar="STREAM_WORKER_CAMERAS_TOPIC", help="Compacted camera-settings topic."
 )
-CAMERAS_EXIT_CODES = "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input (nothing written)."
-
-
-def _cameras_connection(bootstrap_servers: str, topic: str, client_config: list[str], timeout: float):
-    from stream_worker.cameras.commands import Connection
-
-    return Connection(bootstrap_servers, topic, _client_config(client_config), timeout)
 
 
 @cameras_app.command(
@@ -792,7 +786,7 @@ def _cameras_connection(bootstrap_servers: str, topic: str, client_config: list[
         "The file (JSON or YAML) replaces the camera's settings whole: display_name, masks (polygons "
         "of [x, y] points in 0..1), zones ({name, polygon}), min_plate_width (pixels), plate_images "
         "(true/false); see README.md, Camera settings. A bad file is refused whole, each problem "
-        "named.\n\n" + CAMERAS_EXIT_CODES
+        "named.\n\n" + SETTINGS_EXIT_CODES
     ),
 )
 def cameras_set(
@@ -808,7 +802,7 @@ def cameras_set(
     """Give a camera the settings of a file (replaces any it had)."""
     from stream_worker.cameras.commands import set_settings
 
-    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(set_settings(connection, camera, file, typer.echo, _echo_err))
 
 
@@ -816,7 +810,7 @@ def cameras_set(
     "get",
     epilog=(
         "Example: stream-worker cameras get gate-1 > gate-1.json  (a file `set` takes back)\n\n"
-        + CAMERAS_EXIT_CODES
+        + SETTINGS_EXIT_CODES
     ),
 )
 def cameras_get(
@@ -829,7 +823,7 @@ def cameras_get(
     """Print a camera's settings as JSON (the defaults when it has none)."""
     from stream_worker.cameras.commands import get_settings
 
-    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(get_settings(connection, camera, typer.echo, _echo_err))
 
 
@@ -837,7 +831,7 @@ def cameras_get(
     "list",
     epilog=(
         "Examples:\n\n  stream-worker cameras list\n\n  stream-worker cameras list --json | jq .camera_id\n\n"
-        + CAMERAS_EXIT_CODES
+        + SETTINGS_EXIT_CODES
     ),
 )
 def cameras_list(
@@ -850,13 +844,13 @@ def cameras_list(
     """Print every camera that has settings, by id (undecodable records are reported on stderr)."""
     from stream_worker.cameras.commands import list_settings
 
-    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(list_settings(connection, as_json, typer.echo, _echo_err))
 
 
 @cameras_app.command(
     "remove",
-    epilog=("Example: stream-worker cameras remove gate-1\n\n" + CAMERAS_EXIT_CODES),
+    epilog=("Example: stream-worker cameras remove gate-1\n\n" + SETTINGS_EXIT_CODES),
 )
 def cameras_remove(
     camera: str = typer.Argument(..., help="The camera id."),
@@ -868,7 +862,7 @@ def cameras_remove(
     """Put a camera back to the defaults (writes its tombstone)."""
     from stream_worker.cameras.commands import remove
 
-    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(remove(connection, camera, typer.echo, _echo_err))
 
 
@@ -909,5 +903,5 @@ def cameras_draw(
     """Draw a camera's masks and zones over a frame, from a settings file or the topic."""
     from stream_worker.cameras.commands import draw
 
-    connection = _cameras_connection(bootstrap_servers, topic, client_config, timeout)
+    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(draw(image, out, file, camera, connection, typer.echo, _echo_err))

@@ -1,14 +1,12 @@
 """What the `stream-worker watchlist` commands do, apart from parsing their options (cli.py).
 
-Each returns the exit status: 0 done, 2 bad input (nothing written), 1 the broker failed. Output
-goes through `out` and `err` so that the commands run the same under a test's runner.
+Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
+nothing written).
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,26 +14,13 @@ from confluent_kafka import KafkaException
 
 from stream_worker.alerts.csvfile import CsvImportError, parse_csv, write_csv
 from stream_worker.alerts.store import (
-    DEFAULT_TIMEOUT_S,
-    DEFAULT_TOPIC,
     WatchlistSnapshot,
     WatchlistStoreError,
     read_watchlist,
     write_changes,
 )
 from stream_worker.alerts.watchlist import WatchEntry, new_entry, validate_plate
-
-OK, BROKER_FAILED, BAD_INPUT = 0, 1, 2
-
-Echo = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Connection:
-    bootstrap_servers: str
-    topic: str = DEFAULT_TOPIC
-    config: Mapping[str, str] = field(default_factory=dict)
-    timeout_s: float = DEFAULT_TIMEOUT_S
+from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
 
 
 def add(

@@ -1,13 +1,11 @@
 """What the `stream-worker cameras` commands do, apart from parsing their options (cli.py).
 
-Each returns the exit status: 0 done, 2 bad input (nothing written), 1 the broker failed. Output
-goes through `out` and `err` so that the commands run the same under a test's runner.
+Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
+nothing written).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -20,8 +18,6 @@ from stream_worker.cameras.files import load_settings_file
 from stream_worker.cameras.records import validate_camera_id
 from stream_worker.cameras.settings import CameraSettings, CameraSettingsError
 from stream_worker.cameras.store import (
-    DEFAULT_TIMEOUT_S,
-    DEFAULT_TOPIC,
     CamerasSnapshot,
     CamerasStoreError,
     read_cameras,
@@ -29,19 +25,9 @@ from stream_worker.cameras.store import (
     write_settings,
 )
 from stream_worker.media import MediaSupportMissing, opencv
+from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
 
-OK, BROKER_FAILED, BAD_INPUT = 0, 1, 2
 DRAW_SUFFIXES = (".jpg", ".jpeg", ".png")  # `cameras draw`'s output formats, by extension
-
-Echo = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Connection:
-    bootstrap_servers: str
-    topic: str = DEFAULT_TOPIC
-    config: Mapping[str, str] = field(default_factory=dict)
-    timeout_s: float = DEFAULT_TIMEOUT_S
 
 
 def set_settings(connection: Connection, camera_id: str, path: Path, out: Echo, err: Echo) -> int:
