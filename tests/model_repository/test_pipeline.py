@@ -98,6 +98,7 @@ def test_an_empty_micro_batch_gets_empty_outputs(triton_url: str) -> None:
         "plate_character_confidences": (0,),
         "plate_detection_score": (0,),
         "plate_layout": (0,),
+        "plate_image": (0,),
         "frame_status": (0,),
         "frame_size": (0, 2),
     }
