@@ -2,9 +2,10 @@
 
 The detector (`plate_detector`, see MODELS.md of the weights) sees a letterbox of a frame and answers
 its best rows, best first: `cx, cy, w, h, objectness, 4 corners (x, y), p(single row), p(double
-row)` in canvas pixels. A canvas has the frame's aspect, its long side 640 pixels at scale 1.0 and
-both sides rounded up to the network's stride (32): a 1920x1080 frame becomes 640x384, not 640x640
-(44% padding), at a fraction of the detector's work. Each frame is shown at several scales
+row)` in canvas pixels. A canvas has the frame's aspect, its long side 640 pixels at scale 1.0,
+with a black margin around the frame and both sides on the network's stride (32; `canvas_layout`):
+a 1920x1080 frame becomes 640x512 at scale 1.0 and 384x256 at 0.5, 1.04 of a 640x640 square
+instead of one square per scale. Each frame is shown at several scales
 (`scales`: the fraction of 640 its long side fills), because plates that fill much of a photo are
 missed at full scale and found at 0.5 (measured on ../shared/evalset: boxes_only 126 -> 128 of 134
 plates). Canvases of one shape go to the detector as one batch.
