@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.report import format_table, latency_ms
-from bench.sightings import Outputs, PlannedPass, _frames_of, _owner, _rate
+from bench.sightings_score import Outputs, PlannedPass, frames_of, plate_of, rate
 from stream_worker.alerts.matching import Matcher
 from stream_worker.alerts.passes import AlertEngine, PassRules
 from stream_worker.alerts.watchlist import WatchEntry, normalise_plate
@@ -35,7 +35,7 @@ def score_alerts(
 ) -> dict[str, Any]:
     """Alerts against the labelled plates' passes (see the module's docstring); `timed`: latencies
     too (not for alerts replayed offline)."""
-    by_frame = _frames_of(planned)
+    by_frame = frames_of(planned)
     unique: dict[str, dict[str, Any]] = {}
     for alert in outputs.alerts:
         unique.setdefault(alert["alert_id"], alert)
@@ -43,7 +43,7 @@ def score_alerts(
     wrong_entry = unlisted = no_plate = unjudged = 0
     false_texts = []
     for alert in unique.values():
-        owner = _owner(by_frame, alert)
+        owner = plate_of(by_frame, alert)
         text = None if owner is None else owner[0].scene.texts[owner[1]]
         if owner is not None and text is None:
             unjudged += 1  # on a plate labelled without a text: neither right nor wrong
@@ -82,10 +82,10 @@ def score_alerts(
     figures: dict[str, Any] = {
         "listed_passes": listed_passes,
         "alerted": len(hits),
-        "recall": _rate(len(hits), listed_passes),
+        "recall": rate(len(hits), listed_passes),
         "unlisted_passes": unlisted_passes,
         "false_alerts": false_alerts,
-        "false_rate": _rate(false_alerts, unlisted_passes),
+        "false_rate": rate(false_alerts, unlisted_passes),
         "false_on_unlisted": unlisted,
         "false_wrong_entry": wrong_entry,
         "false_on_no_plate": no_plate,

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from bench.passes import KINDS, make_pass
-from bench.sightings import PASS_GAP_S, Outputs, plan, records, score
+from bench.sightings import PASS_GAP_S, plan, records
+from bench.sightings_score import Outputs, score
 from stream_worker.contracts import Direction
 
 PLATE_BOX = (300.0, 200.0, 400.0, 230.0)

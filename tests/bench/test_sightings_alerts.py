@@ -11,7 +11,8 @@ from plate_events import T0, plate, plate_event
 
 from bench.alerts import replay_alerts, score_alerts, tolerance_table, watch_entries
 from bench.passes import make_pass
-from bench.sightings import Outputs, plan
+from bench.sightings import plan
+from bench.sightings_score import Outputs
 from stream_worker.alerts.watchlist import WatchEntry
 from stream_worker.contracts import Direction
 

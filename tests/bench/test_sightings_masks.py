@@ -9,7 +9,8 @@ import pytest
 
 from bench.masks import inside, kept_region, mask_polygons, pass_region, pass_settings
 from bench.passes import make_pass
-from bench.sightings import Outputs, parser, plan, score
+from bench.sightings import parser, plan
+from bench.sightings_score import Outputs, score
 from stream_worker.cameras.geometry import CameraGeometry
 from stream_worker.cameras.settings import CameraSettings
 from stream_worker.contracts import Direction

@@ -21,7 +21,8 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.passes import make_pass  # noqa: E402
-from bench.sightings import plan, run_passes, score  # noqa: E402
+from bench.sightings import plan, run_passes  # noqa: E402
+from bench.sightings_score import score  # noqa: E402
 from stream_worker.contracts import Direction, PlateSighting  # noqa: E402
 from stream_worker.evaluation.labels import load_labels  # noqa: E402
 
