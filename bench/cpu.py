@@ -16,7 +16,7 @@ TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 CpuMeter = Callable[[], float]
 
 
-def _stat_fields(pid: str) -> list[str] | None:
+def stat_fields(pid: str) -> list[str] | None:
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:  # the process ended meanwhile
@@ -27,7 +27,7 @@ def _stat_fields(pid: str) -> list[str] | None:
 
 def process_cpu_s(pid: int) -> float:
     """user + system seconds of one process (all its threads)."""
-    fields = _stat_fields(str(pid))
+    fields = stat_fields(str(pid))
     if fields is None:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / TICKS_PER_S
@@ -39,7 +39,7 @@ def group_cpu_s(pgid: int) -> float:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        fields = _stat_fields(entry)
+        fields = stat_fields(entry)
         if fields is not None and int(fields[2]) == pgid:
             total += (int(fields[11]) + int(fields[12])) / TICKS_PER_S
     return total

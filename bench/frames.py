@@ -36,7 +36,7 @@ def _camera_jpeg(image: np.ndarray) -> bytes:
     return buffer.tobytes()
 
 
-def _crop(image: np.ndarray, left: float, top: float) -> np.ndarray:
+def crop_view(image: np.ndarray, left: float, top: float) -> np.ndarray:
     height, width = image.shape[:2]
     x, y = round(left * width), round(top * height)
     return image[y : y + round(CROP * height), x : x + round(CROP * width)]
@@ -54,7 +54,7 @@ def camera_frames(samples_dir: Path) -> list[BenchFrame]:
     car = _read(samples_dir / "car.jpg")
     cat = _read(samples_dir / "cat.jpeg")
     cars = [
-        BenchFrame(f"car-{i}", _camera_jpeg(_crop(car, left, top)), True)
+        BenchFrame(f"car-{i}", _camera_jpeg(crop_view(car, left, top)), True)
         for i, (left, top) in enumerate(CAR_OFFSETS)
     ]
     cats = [BenchFrame(f"cat-{i}", _camera_jpeg(image), False) for i, image in enumerate((cat, cat[:, ::-1]))]

@@ -15,8 +15,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bench.chaos import Schedule, parse_output
 from bench.chaos_check import Output, Published, check, duplicate_bound, next_event_after
+from bench.chaos_faults import Schedule
+from bench.chaos_traffic import parse_output
 from stream_worker.worker.events import event_id
 
 TOPIC = "chaos.frames"

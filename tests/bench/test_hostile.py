@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from bench import jpegs
-from bench.chaos import Planned, expectation, plan_frames, record_parts, valid_frames
+from bench.chaos_plan import Planned, expectation, plan_frames, record_parts, valid_frames
 from bench.frames import samples_dir
 from bench.hostile import KINDS, MAX_PIXELS, Material, pick_kinds, with_declared_size
 from stream_worker.worker.validate import InputRecord, Rejection, validate
