@@ -34,6 +34,7 @@ class FrameResult:
     width: int  # 0 when the frame could not be decoded
     height: int
     plates: tuple[Plate, ...]
+    masked: int = 0  # plates Triton dropped because their centre lies in one of the frame's masks
 
     @property
     def ok(self) -> bool:

@@ -30,6 +30,9 @@ INPUT_NAME = "images"
 # Optional BOOL per frame: answer its plates' pictures. Sent only when some frame asks, so that a
 # request without pictures is what it always was (and an older model still answers it).
 PLATE_IMAGES_NAME = "plate_images"
+# Optional BYTES per frame: its camera's mask polygons as JSON (b"" for none); Triton drops the
+# plates whose centre lies inside one before reading them. Sent only when some frame has masks.
+PLATE_MASKS_NAME = "plate_masks"
 OUTPUT_NAMES = (
     "plate_frame",
     "plate_box",
@@ -42,6 +45,7 @@ OUTPUT_NAMES = (
     "plate_image",
     "frame_status",
     "frame_size",
+    "frame_masked",
 )
 
 # gRPC codes after which the same request may succeed later: the server is down, overloaded,
@@ -151,9 +155,11 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
         raise TritonInferenceError(f"Triton response lacks outputs {missing}")
     statuses = outputs["frame_status"].reshape(-1)
     sizes = outputs["frame_size"].reshape(-1, 2)
-    if len(statuses) != frame_count or len(sizes) != frame_count:
+    masked = outputs["frame_masked"].reshape(-1)
+    if len(statuses) != frame_count or len(sizes) != frame_count or len(masked) != frame_count:
         raise TritonInferenceError(
-            f"Triton answered {len(statuses)} statuses and {len(sizes)} sizes for {frame_count} frames"
+            f"Triton answered {len(statuses)} statuses, {len(sizes)} sizes and {len(masked)} masked "
+            f"counts for {frame_count} frames"
         )
     plate_frames = outputs["plate_frame"].reshape(-1)
     boxes = outputs["plate_box"].reshape(-1, 4)
@@ -213,6 +219,7 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
             width=int(sizes[i][0]),
             height=int(sizes[i][1]),
             plates=tuple(plates_by_frame[i]),
+            masked=int(masked[i]),
         )
         for i in range(frame_count)
     ]
@@ -251,17 +258,23 @@ class PlateRecognitionClient:
         self._model_version: str | None = None
 
     def recognize(
-        self, frames: Sequence[bytes], plate_images: Sequence[bool] | None = None
+        self,
+        frames: Sequence[bytes],
+        plate_images: Sequence[bool] | None = None,
+        plate_masks: Sequence[bytes] | None = None,
     ) -> list[FrameResult]:
         """One `FrameResult` per frame, in order. An empty batch needs no request.
 
         `plate_images`: per frame, whether its plates come with their pictures (`Plate.image`);
-        without any, the request carries no `plate_images` input at all.
+        `plate_masks`: per frame, its mask polygons as JSON (b"" for none; `FrameResult.masked`
+        counts the plates they dropped). Without any, the request carries no such input at all.
         """
         if not frames:
             return []
         if plate_images is not None and len(plate_images) != len(frames):
             raise ValueError(f"{len(plate_images)} plate_images flags for {len(frames)} frames")
+        if plate_masks is not None and len(plate_masks) != len(frames):
+            raise ValueError(f"{len(plate_masks)} plate_masks values for {len(frames)} frames")
         batch = np.empty(len(frames), dtype=np.object_)
         batch[:] = [bytes(frame) for frame in frames]
         images = InferInput(INPUT_NAME, [len(frames)], "BYTES")
@@ -271,6 +284,12 @@ class PlateRecognitionClient:
             wanted = InferInput(PLATE_IMAGES_NAME, [len(frames)], "BOOL")
             wanted.set_data_from_numpy(np.array([bool(w) for w in plate_images], dtype=np.bool_))
             inputs.append(wanted)
+        if plate_masks is not None and any(plate_masks):
+            masks = np.empty(len(frames), dtype=np.object_)
+            masks[:] = [bytes(value) for value in plate_masks]
+            polygons = InferInput(PLATE_MASKS_NAME, [len(frames)], "BYTES")
+            polygons.set_data_from_numpy(masks)
+            inputs.append(polygons)
         try:
             result = self._client.infer(
                 self.model_name,

@@ -40,6 +40,7 @@ def outputs(
     return {
         "frame_status": np.array([status for status, _ in frames], dtype=np.object_),
         "frame_size": np.array([size for _, size in frames], dtype=np.int32).reshape(-1, 2),
+        "frame_masked": np.zeros(len(frames), dtype=np.int32),
         "plate_frame": np.array([p[0] for p in plates], dtype=np.int32),
         "plate_box": np.array([p[1] for p in plates], dtype=np.float32).reshape(-1, 4),
         "plate_corners": np.array([corners_of(p[1]) for p in plates], dtype=np.float32).reshape(-1, 4, 2),
@@ -74,6 +75,15 @@ def test_frames_without_plates_keep_status_and_size() -> None:
         FrameResult(status="invalid_image: not a JPEG", width=0, height=0, plates=()),
     ]
     assert results[0].ok and not results[1].ok
+
+
+def test_each_frame_says_how_many_plates_its_masks_dropped() -> None:
+    raw = outputs([(b"ok", (780, 439)), (b"ok", (640, 480))], [])
+    raw["frame_masked"] = np.array([0, 3], dtype=np.int32)
+    assert [r.masked for r in parse_outputs(raw, frame_count=2)] == [0, 3]
+    raw["frame_masked"] = np.array([1], dtype=np.int32)
+    with pytest.raises(TritonInferenceError, match="1 masked counts for 2 frames"):
+        parse_outputs(raw, frame_count=2)
 
 
 def test_plates_are_regrouped_by_frame_in_order() -> None:
@@ -135,7 +145,7 @@ def test_bytes_are_decoded_as_utf8_and_bad_bytes_do_not_raise() -> None:
 
 
 def test_answer_for_fewer_frames_than_sent_is_an_inference_error() -> None:
-    with pytest.raises(TritonInferenceError, match=r"1 statuses .* for 2 frames"):
+    with pytest.raises(TritonInferenceError, match=r"1 statuses, .* for 2 frames"):
         parse_outputs(outputs([(b"ok", (1, 1))], []), frame_count=2)
 
 

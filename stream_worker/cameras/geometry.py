@@ -2,8 +2,9 @@
 
 Polygons are sequences of (x, y) points, closed implicitly (the last point joins the first).
 `polygon_problem` is what the settings contract refuses; `point_in_polygon` is what the worker
-asks per plate. `CameraGeometry` holds one camera's polygons scaled to one frame size, with their
-bounding boxes, so that a plate costs a few comparisons (see its docstring).
+asks per plate. `CameraGeometry` holds one camera's zones scaled to one frame size, with their
+bounding boxes, so that a plate costs a few comparisons (see its docstring). Masks are applied by
+Triton before a plate is read (model_repository/plate_recognition/1/masks.py, the same rule).
 """
 
 from __future__ import annotations
@@ -127,40 +128,26 @@ class ScaledPolygon:
         return point_in_polygon(x, y, self.points)
 
 
-@dataclass(frozen=True, slots=True)
-class PlateVerdict:
-    """What a camera's settings say about one plate box."""
-
-    masked: bool
-    zone: str | None
-    too_narrow: bool
-
-    @property
-    def dropped(self) -> bool:
-        return self.masked or self.too_narrow
-
-
 def box_centre(box: Box) -> Point:
     x1, y1, x2, y2 = box
     return (x1 + x2) / 2, (y1 + y2) / 2
 
 
 class CameraGeometry:
-    """One camera's masks and zones in a frame of `width` x `height` pixels.
+    """One camera's zones and minimum plate width in a frame of `width` x `height` pixels.
 
-    Built once per (settings, frame size) and reused for every plate: a plate box is masked when
-    its centre lies inside any mask, its zone is the first zone (in the settings' order) whose
-    polygon contains that centre, and it is too narrow when x2 - x1 < min_plate_width. A camera
-    without masks, zones or a minimum width answers without looking at the box.
+    Built once per (settings, frame size) and reused for every plate: a plate's zone is the first
+    zone (in the settings' order) whose polygon contains its box centre, and it is too narrow when
+    x2 - x1 < min_plate_width. A camera without zones or a minimum width answers without looking
+    at the box.
     """
 
-    __slots__ = ("height", "masks", "min_plate_width", "width", "zones")
+    __slots__ = ("height", "min_plate_width", "width", "zones")
 
     def __init__(
         self,
         width: int,
         height: int,
-        masks: Sequence[Sequence[Sequence[float]]] = (),
         zones: Sequence[tuple[str, Sequence[Sequence[float]]]] = (),
         min_plate_width: int | None = None,
     ) -> None:
@@ -168,25 +155,13 @@ class CameraGeometry:
             raise ValueError(f"frame size must be positive, got {width}x{height}")
         self.width = width
         self.height = height
-        self.masks = tuple(ScaledPolygon.scale(mask, width, height) for mask in masks)
         self.zones = tuple((name, ScaledPolygon.scale(polygon, width, height)) for name, polygon in zones)
         self.min_plate_width = min_plate_width
 
     @classmethod
     def from_settings(cls, settings: CameraSettings, width: int, height: int) -> CameraGeometry:
-        return cls(
-            width,
-            height,
-            settings.masks,
-            [(zone.name, zone.polygon) for zone in settings.zones],
-            settings.min_plate_width,
-        )
-
-    def masked(self, box: Box) -> bool:
-        if not self.masks:
-            return False
-        x, y = box_centre(box)
-        return any(mask.contains(x, y) for mask in self.masks)
+        zones = [(zone.name, zone.polygon) for zone in settings.zones]
+        return cls(width, height, zones, settings.min_plate_width)
 
     def zone(self, box: Box) -> str | None:
         if not self.zones:
@@ -199,7 +174,3 @@ class CameraGeometry:
 
     def too_narrow(self, box: Box) -> bool:
         return self.min_plate_width is not None and box[2] - box[0] < self.min_plate_width
-
-    def verdict(self, box: Box) -> PlateVerdict:
-        """All three answers at once (the zone is still given for a dropped plate)."""
-        return PlateVerdict(self.masked(box), self.zone(box), self.too_narrow(box))

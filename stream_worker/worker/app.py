@@ -231,7 +231,14 @@ class Worker(LoopService):
             if not frames:
                 continue
             self._next_batch_id += 1
-            inputs = [FrameInput(frame.image, self._plate_images(frame.camera_id)) for frame in frames]
+            inputs = [
+                FrameInput(
+                    frame.image,
+                    self._plate_images(frame.camera_id),
+                    self.camera_rules.plate_masks(frame.camera_id),
+                )
+                for frame in frames
+            ]
             job = BatchJob(self._next_batch_id, frames, inputs)
             self.inflight[job.batch_id] = job
             self.pool.submit(job)
@@ -241,8 +248,11 @@ class Worker(LoopService):
         return self.settings.plate_images or self.camera_rules.plate_images(camera_id)
 
     def _recognize(self, inputs: Sequence[FrameInput]) -> list[FrameResult]:
-        """Runs on the pool's threads: the frames, asking pictures only for those that want them."""
-        return self.client.recognize([i.image for i in inputs], [i.plate_images for i in inputs])
+        """Runs on the pool's threads: the frames, asking pictures only for those that want them,
+        with their cameras' masks."""
+        return self.client.recognize(
+            [i.image for i in inputs], [i.plate_images for i in inputs], [i.plate_masks for i in inputs]
+        )
 
     def _collect_finished(self) -> None:
         while True:

@@ -1,10 +1,13 @@
-"""The worker's step between Triton's answer and the event: which plates a camera's settings keep
-(masks, minimum width), the zone of each, and whether its frames ask for plate pictures.
+"""What a camera's settings ask of Triton for its frames (plate pictures, the masks), and the
+worker's step between Triton's answer and the event: which plates the settings keep (minimum
+width), and the zone of each.
 
-Settings come from a callable (the follower of the `cameras` topic), so a change applies to the
-next frame. A camera's polygons are scaled to a frame size once and kept (bounded LRU) until its
-settings object changes: a plate then costs a few comparisons. A camera without settings keeps
-every plate, with no zone, exactly as before cameras had settings.
+Masks go with the request (`plate_masks`): Triton drops a masked plate before reading it, so it
+costs its detection only, and says how many it dropped (`FrameResult.masked`). Settings come from
+a callable (the follower of the `cameras` topic), so a change applies to the next frame. A camera's
+zones are scaled to a frame size once and kept (bounded LRU) until its settings object changes: a
+plate then costs a few comparisons. A camera without settings keeps every plate, with no zone,
+exactly as before cameras had settings.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import orjson
 
 from stream_worker.cameras.geometry import CameraGeometry
 from stream_worker.cameras.settings import CameraSettings
@@ -46,10 +51,15 @@ class CameraRules:
         """Whether the camera's settings ask for plate pictures."""
         return self.settings(camera_id).plate_images
 
+    def plate_masks(self, camera_id: str) -> bytes:
+        """The camera's masks as Triton's `plate_masks` takes them (JSON polygons), b"" for none."""
+        masks = self.settings(camera_id).masks
+        return orjson.dumps(masks) if masks else b""
+
     def geometry(self, camera_id: str, width: int, height: int) -> CameraGeometry | None:
-        """The camera's polygons in this frame size's pixels; None when nothing applies."""
+        """The camera's zones in this frame size's pixels; None when nothing applies."""
         settings = self.settings(camera_id)
-        if not settings.masks and not settings.zones and settings.min_plate_width is None:
+        if not settings.zones and settings.min_plate_width is None:
             return None
         key = (camera_id, width, height)
         cached = self._geometries.get(key)
@@ -64,20 +74,18 @@ class CameraRules:
         return geometry
 
     def apply(self, camera_id: str, result: FrameResult) -> KeptPlates:
-        """The plates to publish: masked and too narrow ones dropped and counted, zones tagged."""
+        """The plates to publish: too narrow ones dropped and counted, zones tagged; `masked` is
+        what Triton dropped for the masks sent with the frame."""
         if not result.plates:
-            return KeptPlates([])
+            return KeptPlates([], result.masked)
         geometry = self.geometry(camera_id, result.width, result.height)
         if geometry is None:
-            return KeptPlates([(plate, None) for plate in result.plates])
+            return KeptPlates([(plate, None) for plate in result.plates], result.masked)
         kept: list[tuple[Plate, str | None]] = []
-        masked = too_narrow = 0
+        too_narrow = 0
         for plate in result.plates:
-            verdict = geometry.verdict(plate.box)
-            if verdict.masked:
-                masked += 1
-            elif verdict.too_narrow:
+            if geometry.too_narrow(plate.box):
                 too_narrow += 1
             else:
-                kept.append((plate, verdict.zone))
-        return KeptPlates(kept, masked, too_narrow)
+                kept.append((plate, geometry.zone(plate.box)))
+        return KeptPlates(kept, result.masked, too_narrow)

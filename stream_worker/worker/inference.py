@@ -35,10 +35,12 @@ Recognize = Callable[[Sequence[Any]], list[FrameResult]]
 
 @dataclass(frozen=True, slots=True)
 class FrameInput:
-    """What Triton gets of one frame: its JPEG, and whether its plates' pictures are wanted."""
+    """What Triton gets of one frame: its JPEG, whether its plates' pictures are wanted, and its
+    camera's masks (JSON polygons, b"" for none)."""
 
     image: bytes
     plate_images: bool = False
+    plate_masks: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """The masks' and zones' geometry: segment intersection, simple polygons, point in polygon, and
-the per-frame `CameraGeometry` the worker asks about each plate box."""
+the per-frame `CameraGeometry` the worker asks about each plate box (zones, minimum width)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 
 from stream_worker.cameras.geometry import (
     CameraGeometry,
-    PlateVerdict,
     box_centre,
     orientation,
     point_in_polygon,
@@ -152,26 +151,23 @@ def _settings(**fields) -> CameraSettings:
 
 
 def test_geometry_scales_polygons_to_the_frame():
-    # The mask covers the left half of any frame; the zone the bottom-right quarter.
-    settings = _settings(
-        masks=[[[0, 0], [0.5, 0], [0.5, 1], [0, 1]]],
-        zones=[{"name": "lane", "polygon": [[0.5, 0.5], [1, 0.5], [1, 1], [0.5, 1]]}],
-    )
+    # The zone covers the bottom-right quarter of any frame.
+    settings = _settings(zones=[{"name": "lane", "polygon": [[0.5, 0.5], [1, 0.5], [1, 1], [0.5, 1]]}])
     for width, height in ((1920, 1080), (640, 480), (100, 100)):
         geometry = CameraGeometry.from_settings(settings, width, height)
         left = (0.1 * width, 0.1 * height, 0.3 * width, 0.2 * height)
         bottom_right = (0.7 * width, 0.7 * height, 0.9 * width, 0.8 * height)
         top_right = (0.7 * width, 0.1 * height, 0.9 * width, 0.2 * height)
-        assert geometry.masked(left) and geometry.zone(left) is None
-        assert not geometry.masked(bottom_right) and geometry.zone(bottom_right) == "lane"
-        assert not geometry.masked(top_right) and geometry.zone(top_right) is None
+        assert geometry.zone(left) is None
+        assert geometry.zone(bottom_right) == "lane"
+        assert geometry.zone(top_right) is None
 
 
 def test_the_box_centre_decides_not_its_overlap():
-    settings = _settings(masks=[[[0, 0], [0.5, 0], [0.5, 1], [0, 1]]])
+    settings = _settings(zones=[{"name": "left", "polygon": [[0, 0], [0.5, 0], [0.5, 1], [0, 1]]}])
     geometry = CameraGeometry.from_settings(settings, 1000, 1000)
-    assert geometry.masked((100, 100, 800, 200))  # centre x 450: inside, though mostly outside
-    assert not geometry.masked((300, 100, 900, 200))  # centre x 600: outside, though overlapping
+    assert geometry.zone((100, 100, 800, 200)) == "left"  # centre x 450: inside, though mostly outside
+    assert geometry.zone((300, 100, 900, 200)) is None  # centre x 600: outside, though overlapping
 
 
 def test_the_first_zone_in_order_wins():
@@ -194,24 +190,18 @@ def test_minimum_plate_width_in_pixels():
     assert not CameraGeometry.from_settings(_settings(), 1920, 1080).too_narrow((0, 0, 1, 1))
 
 
-def test_verdict_gathers_the_three_answers():
-    settings = _settings(
-        masks=[[[0, 0], [0.5, 0], [0.5, 1], [0, 1]]],
-        zones=[Zone(name="all", polygon=((0, 0), (1, 0), (1, 1), (0, 1)))],
-        min_plate_width=50,
-    )
+def test_a_zone_and_the_minimum_width_answer_apart():
+    everywhere = Zone(name="all", polygon=((0, 0), (1, 0), (1, 1), (0, 1)))
+    settings = _settings(zones=[everywhere], min_plate_width=50)
     geometry = CameraGeometry.from_settings(settings, 100, 100)
-    assert geometry.verdict((10, 10, 20, 20)) == PlateVerdict(masked=True, zone="all", too_narrow=True)
-    assert geometry.verdict((10, 10, 20, 20)).dropped
-    assert geometry.verdict((0, 10, 100, 20)) == PlateVerdict(masked=False, zone="all", too_narrow=False)
-    assert not geometry.verdict((0, 10, 100, 20)).dropped
-    assert PlateVerdict(masked=False, zone=None, too_narrow=True).dropped
+    assert (geometry.zone((10, 10, 20, 20)), geometry.too_narrow((10, 10, 20, 20))) == ("all", True)
+    assert (geometry.zone((0, 10, 100, 20)), geometry.too_narrow((0, 10, 100, 20))) == ("all", False)
 
 
-def test_default_settings_never_mask_or_zone():
+def test_default_settings_never_zone_or_drop():
     geometry = CameraGeometry.from_settings(CameraSettings(), 640, 480)
     for box in itertools.product((0, 320, 640), repeat=4):
-        assert geometry.verdict(box) == PlateVerdict(masked=False, zone=None, too_narrow=False)
+        assert geometry.zone(box) is None and not geometry.too_narrow(box)
 
 
 def test_a_frame_without_size_is_refused():
@@ -220,14 +210,14 @@ def test_a_frame_without_size_is_refused():
 
 
 def test_the_bounding_box_shortcut_agrees_with_the_exact_test():
-    settings = _settings(masks=[[[0.2, 0.1], [0.8, 0.3], [0.6, 0.9], [0.3, 0.6]]])
+    settings = _settings(zones=[{"name": "z", "polygon": [[0.2, 0.1], [0.8, 0.3], [0.6, 0.9], [0.3, 0.6]]}])
     geometry = CameraGeometry.from_settings(settings, 640, 480)
-    polygon = [(x * 640, y * 480) for x, y in settings.masks[0]]
+    polygon = [(x * 640, y * 480) for x, y in settings.zones[0].polygon]
     rng = random.Random(7)
     inside = 0
     for _ in range(3000):
         x, y = rng.uniform(0, 640), rng.uniform(0, 480)
         expected = point_in_polygon(x, y, polygon)
         inside += expected
-        assert geometry.masked((x - 5, y - 3, x + 5, y + 3)) is expected
+        assert (geometry.zone((x - 5, y - 3, x + 5, y + 3)) == "z") is expected
     assert 300 < inside < 2700  # both answers were exercised

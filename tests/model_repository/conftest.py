@@ -62,3 +62,8 @@ def contract() -> ModuleType:
 @pytest.fixture(scope="session")
 def heap() -> ModuleType:
     return load_model_file("plate_recognition", "heap")
+
+
+@pytest.fixture(scope="session")
+def masks() -> ModuleType:
+    return load_model_file("plate_recognition", "masks")

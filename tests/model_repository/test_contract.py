@@ -36,8 +36,10 @@ def test_the_client_sends_the_contracts_inputs(contract: ModuleType) -> None:
     assert tuple(s.name for s in contract.INPUTS) == (
         triton_client.INPUT_NAME,
         triton_client.PLATE_IMAGES_NAME,
+        triton_client.PLATE_MASKS_NAME,
     )
-    assert not contract.IMAGES.optional and contract.PLATE_IMAGES.optional  # old clients send images only
+    assert not contract.IMAGES.optional  # old clients send images only
+    assert contract.PLATE_IMAGES.optional and contract.PLATE_MASKS.optional
 
 
 def test_the_picture_bound_is_the_events(pictures: ModuleType) -> None:

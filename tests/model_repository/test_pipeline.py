@@ -101,6 +101,7 @@ def test_an_empty_micro_batch_gets_empty_outputs(triton_url: str) -> None:
         "plate_image": (0,),
         "frame_status": (0,),
         "frame_size": (0, 2),
+        "frame_masked": (0,),
     }
 
 

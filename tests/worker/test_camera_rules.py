@@ -1,6 +1,11 @@
-"""Which plates a camera's settings keep, and their zones (pure logic)."""
+"""What a camera's settings ask of Triton (pictures, masks), which plates they keep, and their
+zones (pure logic; the masks' geometry itself: tests/model_repository/test_masks.py)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+
+import orjson
 
 from stream_worker.cameras.settings import CameraSettings
 from stream_worker.recognition import FrameResult, Plate
@@ -30,24 +35,20 @@ def test_a_camera_without_settings_keeps_every_plate_without_a_zone() -> None:
     assert not rules_for({}).plate_images("cam")
 
 
-def test_a_plate_whose_box_centre_is_in_a_mask_is_dropped_and_counted() -> None:
-    left, right = plate(100, 100, 200, 130), plate(600, 100, 700, 130)
+def test_the_masks_go_to_triton_as_json_polygons_per_camera() -> None:
+    rules = rules_for({"cam": CameraSettings(masks=(LEFT_HALF, RIGHT_HALF))})
+    assert orjson.loads(rules.plate_masks("cam")) == [LEFT_HALF, RIGHT_HALF]
+    assert rules.plate_masks("other") == b""  # no settings: no input at all
+    assert rules_for({"cam": CameraSettings(plate_images=True)}).plate_masks("cam") == b""
+
+
+def test_the_plates_triton_masked_are_counted_and_the_rest_kept() -> None:
+    right = plate(600, 100, 700, 130)
     rules = rules_for({"cam": CameraSettings(masks=(LEFT_HALF,))})
-    kept = rules.apply("cam", frame(left, right))
+    kept = rules.apply("cam", replace(frame(right), masked=2))
     assert kept.plates == [(right, None)]
-    assert kept.masked == 1
-    # another camera is not affected
-    assert len(rules.apply("other", frame(left, right)).plates) == 2
-
-
-def test_the_mask_is_tested_at_the_box_centre_in_this_frame_size() -> None:
-    straddling = plate(400, 100, 560, 130)  # centre x 480 of 1000: left half
-    rules = rules_for({"cam": CameraSettings(masks=(LEFT_HALF,))})
-    assert rules.apply("cam", frame(straddling)).masked == 1
-    # the same pixels in a frame twice as wide: centre at 0.24, still left
-    assert rules.apply("cam", frame(straddling, width=2000)).masked == 1
-    # in a frame 900 wide the centre is at 0.53: right half, kept
-    assert rules.apply("cam", frame(straddling, width=900)).masked == 0
+    assert kept.masked == 2
+    assert rules.apply("cam", replace(frame(), masked=1)).masked == 1  # every plate was masked
 
 
 def test_each_plate_gets_the_first_zone_holding_its_centre() -> None:
@@ -72,26 +73,29 @@ def test_a_plate_outside_every_zone_has_none() -> None:
 
 
 def test_plates_narrower_than_the_minimum_are_dropped_and_counted_apart_from_masked_ones() -> None:
-    narrow, wide, masked = plate(600, 10, 640, 30), plate(600, 100, 760, 140), plate(10, 10, 20, 20)
+    narrow, wide = plate(600, 10, 640, 30), plate(600, 100, 760, 140)
     settings = CameraSettings(masks=(LEFT_HALF,), min_plate_width=50)
-    kept = rules_for({"cam": settings}).apply("cam", frame(narrow, wide, masked))
+    kept = rules_for({"cam": settings}).apply("cam", replace(frame(narrow, wide), masked=1))
     assert kept.plates == [(wide, None)]
     assert (kept.masked, kept.too_narrow) == (1, 1)
 
 
 def test_a_change_of_settings_applies_to_the_next_frame() -> None:
+    lane = CameraSettings.model_validate({"zones": [{"name": "lane", "polygon": LEFT_HALF}]})
     current: dict[str, CameraSettings] = {"cam": CameraSettings(masks=(LEFT_HALF,))}
     rules = rules_for(current)
     left = plate(100, 100, 200, 130)
-    assert rules.apply("cam", frame(left)).masked == 1
-    current["cam"] = CameraSettings(masks=(RIGHT_HALF,))
-    assert rules.apply("cam", frame(left)).masked == 0
+    assert orjson.loads(rules.plate_masks("cam")) == [LEFT_HALF]
+    current["cam"] = lane
+    assert rules.plate_masks("cam") == b""
+    assert rules.apply("cam", frame(left)).plates == [(left, "lane")]
     del current["cam"]  # tombstone: back to defaults
     assert rules.apply("cam", frame(left)).plates == [(left, None)]
 
 
 def test_geometry_is_reused_while_the_settings_stay_and_the_cache_is_bounded() -> None:
-    settings = {f"cam-{i}": CameraSettings(masks=(LEFT_HALF,)) for i in range(5)}
+    zone = {"zones": [{"name": "lane", "polygon": LEFT_HALF}]}
+    settings = {f"cam-{i}": CameraSettings.model_validate(zone) for i in range(5)}
     rules = CameraRules(settings.get, cache_size=3)
     first = rules.geometry("cam-0", 1000, 500)
     assert rules.geometry("cam-0", 1000, 500) is first
@@ -105,8 +109,9 @@ def test_plate_pictures_follow_the_cameras_setting() -> None:
     rules = rules_for({"cam": CameraSettings(plate_images=True)})
     assert rules.plate_images("cam")
     assert not rules.plate_images("other")
-    # plate pictures alone change nothing about which plates are kept
+    # plate pictures alone, or masks alone (Triton's), leave the worker nothing to check per plate
     assert rules.geometry("cam", 1000, 500) is None
+    assert rules_for({"cam": CameraSettings(masks=(LEFT_HALF,))}).geometry("cam", 1000, 500) is None
 
 
 def test_a_frame_without_plates_costs_no_lookup() -> None:

@@ -25,7 +25,10 @@ IMAGES = TensorSpec("images", "TYPE_STRING", np.object_, (-1,))  # one JPEG per 
 # One per frame: whether to answer its plates' pictures (`plate_image`). Optional, so that clients
 # that do not know it work as before, and a request without it costs no picture.
 PLATE_IMAGES = TensorSpec("plate_images", "TYPE_BOOL", np.bool_, (-1,), optional=True)
-INPUTS = (IMAGES, PLATE_IMAGES)
+# One per frame: the camera's mask polygons as JSON (masks.py), b"" for none. Masked plates are
+# dropped before their crop and counted in `frame_masked`. Optional, like `plate_images`.
+PLATE_MASKS = TensorSpec("plate_masks", "TYPE_STRING", np.object_, (-1,), optional=True)
+INPUTS = (IMAGES, PLATE_IMAGES, PLATE_MASKS)
 OUTPUTS = (
     # per plate, all frames' plates in order
     TensorSpec("plate_frame", "TYPE_INT32", np.int32, (-1,)),
@@ -41,6 +44,7 @@ OUTPUTS = (
     # per frame
     TensorSpec("frame_status", "TYPE_STRING", np.object_, (-1,)),
     TensorSpec("frame_size", "TYPE_INT32", np.int32, (-1, 2)),
+    TensorSpec("frame_masked", "TYPE_INT32", np.int32, (-1,)),  # plates dropped by its plate_masks
 )
 
 # plate_detector: letterboxed uint8 BGR canvases [B, H, W, 3] (H, W multiples of 32) in; each

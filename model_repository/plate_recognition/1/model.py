@@ -18,6 +18,9 @@ Per request (one micro-batch of frames):
    character's softmax probability (the plate is only as sure as its least sure character);
    `plate_character_confidences` holds those per-character values, all plates flattened in order
    (plate i owns as many as its text has characters). Empty readings are dropped;
+   Before anything is cut out, the plates of a frame whose optional `plate_masks` input names
+   polygons are dropped when their box centre lies inside one (masks.py), and counted in
+   `frame_masked`: a masked plate costs its detection only;
 5. only for frames whose optional `plate_images` input is true: each plate's picture, warped flat
    from the decoded frame while its pixels are alive and JPEG-encoded once its reading is kept
    (pictures.py), in `plate_image`; b"" for the others. A request without the input costs nothing.
@@ -32,7 +35,15 @@ import json
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from budget import MemoryBudget, waves
-from contract import DETECTOR_IMAGES, DETECTOR_ROW_WIDTH, DETECTOR_ROWS, IMAGES, PLATE_IMAGES, output_arrays
+from contract import (
+    DETECTOR_IMAGES,
+    DETECTOR_ROW_WIDTH,
+    DETECTOR_ROWS,
+    IMAGES,
+    PLATE_IMAGES,
+    PLATE_MASKS,
+    output_arrays,
+)
 from detections import (
     DEFAULT_MARGINS,
     DEFAULT_SCALES,
@@ -58,6 +69,7 @@ from frames import (
     plate_tensor,
 )
 from heap import keep_freed_memory
+from masks import Polygon, masked_plates, parse_masks
 from pictures import encode_bounded, plate_picture
 
 DEFAULT_DECODED_MEMORY_BUDGET_MB = 128
@@ -114,8 +126,10 @@ class TritonPythonModel:
             for frame in pb_utils.get_input_tensor_by_name(request, IMAGES.name).as_numpy().reshape(-1)
         ]
         wanted = self._pictures_wanted(request, len(frames))
+        masks = self._masks(request, len(frames))
         statuses = ["ok"] * len(frames)
         sizes = np.zeros((len(frames), 2), np.int32)
+        masked = np.zeros(len(frames), np.int32)
         plans: dict[int, DecodePlan] = {}
         for index, frame in enumerate(frames):
             try:
@@ -142,7 +156,7 @@ class TritonPythonModel:
             async with self.budget.hold(sum(plans[i].memory_bytes for i in indices)):
                 # The wave's full-size pixels live only inside this call: gone before the release.
                 for index, frame_plates, frame_crops, frame_pictures in await self._cut_plates(
-                    frames, plans, indices, statuses, wanted
+                    frames, plans, indices, statuses, wanted, masks, masked
                 ):
                     sizes[index] = (plans[index].header.width, plans[index].header.height)
                     plate_frames.extend([index] * len(frame_plates))
@@ -180,6 +194,7 @@ class TritonPythonModel:
             "plate_image": images,
             "frame_status": [s.encode() for s in statuses],
             "frame_size": sizes,
+            "frame_masked": masked,
         }
         return pb_utils.InferenceResponse(
             output_tensors=[pb_utils.Tensor(name, array) for name, array in output_arrays(values)]
@@ -192,10 +207,13 @@ class TritonPythonModel:
         indices: list[int],
         statuses: list[str],
         wanted: np.ndarray | None,
+        masks: list[list[Polygon]] | None,
+        masked: np.ndarray,
     ) -> list[tuple[int, Detections, list[np.ndarray], list[np.ndarray | None]]]:
         """Decode these frames, detect their plates and cut the plates out: per decoded frame, its
         plates (in its full-size pixels), their network inputs and, where `wanted` asks for the
-        frame's pictures, their pictures' pixels (else None each). Failed decodes set `statuses`."""
+        frame's pictures, their pictures' pixels (else None each). Plates inside the frame's
+        `masks` are dropped first and counted in `masked`. Failed decodes set `statuses`."""
         images = await asyncio.gather(
             *(asyncio.to_thread(self._decode, frames[i], plans[i]) for i in indices)
         )
@@ -208,6 +226,10 @@ class TritonPythonModel:
         detections = await self._detect_all([image for _, image in decoded])
         result = []
         for (index, image), plates in zip(decoded, detections, strict=True):
+            if masks is not None and masks[index]:
+                hidden = masked_plates(plates.boxes, masks[index], image.shape[1], image.shape[0])
+                masked[index] = int(hidden.sum())
+                plates = plates.take(np.flatnonzero(~hidden))
             corners = np.array(
                 [usable_corners(c, b) for c, b in zip(plates.corners, plates.boxes, strict=True)], np.float32
             ).reshape(-1, 4, 2)
@@ -235,6 +257,18 @@ class TritonPythonModel:
         if len(wanted) != frames:
             raise ValueError(f"{PLATE_IMAGES.name} has {len(wanted)} values for {frames} frames")
         return wanted if wanted.any() else None
+
+    @staticmethod
+    def _masks(request: object, frames: int) -> list[list[Polygon]] | None:
+        """The optional `plate_masks` input as polygons per frame; None when absent or all empty."""
+        tensor = pb_utils.get_input_tensor_by_name(request, PLATE_MASKS.name)
+        if tensor is None:
+            return None
+        values = tensor.as_numpy().reshape(-1)
+        if len(values) != frames:
+            raise ValueError(f"{PLATE_MASKS.name} has {len(values)} values for {frames} frames")
+        masks = [parse_masks(bytes(value)) for value in values]
+        return masks if any(masks) else None
 
     @staticmethod
     def _encode_pictures(pictures: list[np.ndarray | None]) -> list[bytes]:
