@@ -45,7 +45,7 @@ def test_polygons_parse_to_point_arrays(masks: ModuleType) -> None:
         (json.dumps([[[0, 0], [1.5, 0], [1, 1]]]).encode(), "polygon 0 has coordinates outside 0..1"),
         (json.dumps([[[0, 0], [1, 0], [1, -0.1]]]).encode(), "outside 0..1"),
         (json.dumps([[[0, 0]] * 257]).encode(), "3 to 256"),
-        (b"[" + b" " * 70000 + b"]", "more than 65536"),
+        (b"[" + b" " * 270000 + b"]", "more than 262144"),
     ],
 )
 def test_bad_masks_are_refused_with_the_reason(masks: ModuleType, data: bytes, words: str) -> None:
@@ -93,3 +93,27 @@ def test_the_rule_is_the_workers_zone_rule(masks: ModuleType) -> None:
         (polygon,) = polygons(masks, [shape])
         expected = [point_in_polygon(x, y, [tuple(p) for p in shape]) for x, y in points]
         assert masks.inside_polygon(xs, ys, polygon).tolist() == expected
+
+
+def test_the_largest_valid_camera_settings_fit_and_parse(masks: ModuleType) -> None:
+    """Whatever `cameras set` accepts, Triton must take: else every frame of the camera would fail."""
+    from stream_worker.cameras.settings import MAX_POINTS, MAX_POLYGONS, CameraSettings
+    from stream_worker.worker.camera_rules import CameraRules
+
+    def polygon(k: int) -> list[list[float]]:
+        # A convex MAX_POINTS-gon with full-precision coordinates (the longest JSON numbers).
+        centre_x, centre_y, radius = 0.1 + 0.025 * k, 0.5, 0.0123456789012345
+        return [
+            [
+                centre_x + radius * np.cos(2 * np.pi * i / MAX_POINTS),
+                centre_y + radius * np.sin(2 * np.pi * i / MAX_POINTS),
+            ]
+            for i in range(MAX_POINTS)
+        ]
+
+    settings = CameraSettings.model_validate({"masks": [polygon(k) for k in range(MAX_POLYGONS)]})
+    data = CameraRules({"cam": settings}.get).plate_masks("cam")
+    parsed = masks.parse_masks(data)
+    assert len(parsed) == MAX_POLYGONS and all(len(p) == MAX_POINTS for p in parsed)
+    assert len(data) <= masks.MAX_MASKS_BYTES / 2  # with room to spare
+    print(f"\nlargest valid masks: {len(data)} bytes of JSON")

@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 
-MAX_MASKS_BYTES = 65536  # per frame: far more than any camera's masks (a point is ~20 bytes)
+MAX_MASKS_BYTES = 262144  # per frame: the largest valid camera settings take ~90 KB (test_masks.py)
 MAX_POLYGONS = 64
 MAX_POINTS = 256
 
