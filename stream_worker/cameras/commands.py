@@ -32,10 +32,8 @@ DRAW_SUFFIXES = (".jpg", ".jpeg", ".png")  # `cameras draw`'s output formats, by
 
 def set_settings(connection: Connection, camera_id: str, path: Path, out: Echo, err: Echo) -> int:
     """Check the file whole, then store it as the camera's settings (replacing any it had)."""
-    try:
-        camera_id = validate_camera_id(camera_id)
-    except ValueError as error:
-        err(f"error: {error}")
+    camera_id = _valid_camera_id(camera_id, err)
+    if camera_id is None:
         return BAD_INPUT
     settings = _load_file(path, err)
     if settings is None:
@@ -98,10 +96,8 @@ def list_settings(connection: Connection, as_json: bool, out: Echo, err: Echo) -
 
 def remove(connection: Connection, camera_id: str, out: Echo, err: Echo) -> int:
     """Write the camera's tombstone (back to the defaults), unless it has no settings."""
-    try:
-        camera_id = validate_camera_id(camera_id)
-    except ValueError as error:
-        err(f"error: {error}")
+    camera_id = _valid_camera_id(camera_id, err)
+    if camera_id is None:
         return BAD_INPUT
     snapshot = _read(connection, err)
     if snapshot is None:
@@ -153,10 +149,8 @@ def draw(
         source = str(file)
     else:
         assert camera_id is not None
-        try:
-            camera_id = validate_camera_id(camera_id)
-        except ValueError as error:
-            err(f"error: {error}")
+        camera_id = _valid_camera_id(camera_id, err)
+        if camera_id is None:
             return BAD_INPUT
         snapshot = _read(connection, err)
         if snapshot is None:
@@ -215,6 +209,15 @@ def summary(settings: CameraSettings) -> str:
         f"plate pictures {'on' if settings.plate_images else 'off'}",
     ]
     return ", ".join(parts)
+
+
+def _valid_camera_id(camera_id: str, err: Echo) -> str | None:
+    """The camera id as stored, or None once the reason it is refused is reported."""
+    try:
+        return validate_camera_id(camera_id)
+    except ValueError as error:
+        err(f"error: {error}")
+        return None
 
 
 def _load_file(path: Path, err: Echo) -> CameraSettings | None:
