@@ -11,12 +11,21 @@ from bench.masks import inside, kept_region, mask_polygons, pass_region, pass_se
 from bench.passes import make_pass
 from bench.sightings import parser, plan
 from bench.sightings_score import Outputs, score
-from stream_worker.cameras.geometry import CameraGeometry
 from stream_worker.cameras.settings import CameraSettings
 from stream_worker.contracts import Direction
+from stream_worker.worker.camera_rules import CameraRules
+from tests.model_repository.conftest import load_model_file
 
 WIDTH, HEIGHT = 640, 480
 PLATE_BOX = (300.0, 200.0, 400.0, 230.0)
+MASKS = load_model_file("plate_recognition", "masks")  # what Triton applies
+
+
+def masked(settings: CameraSettings, boxes: list[tuple[float, float, float, float]]) -> list[bool]:
+    """Which boxes of a WIDTH x HEIGHT frame the camera's masks drop, as the worker sends them and
+    plate_recognition applies them."""
+    polygons = MASKS.parse_masks(CameraRules({"cam": settings}.get).plate_masks("cam"))
+    return MASKS.masked_plates(np.array(boxes, np.float32).reshape(-1, 4), polygons, WIDTH, HEIGHT).tolist()
 
 
 def test_the_kept_region_is_the_plates_track_grown_by_half_the_largest_plate_and_clipped():
@@ -31,11 +40,9 @@ def test_four_bands_mask_everything_outside_the_region_and_nothing_inside():
     polygons = mask_polygons(region, WIDTH, HEIGHT)
     assert len(polygons) == 4
     settings = CameraSettings.model_validate({"masks": [[list(p) for p in poly] for poly in polygons]})
-    geometry = CameraGeometry.from_settings(settings, WIDTH, HEIGHT)
-    for x in range(5, WIDTH, 10):
-        for y in range(5, HEIGHT, 10):
-            box = (x - 4.0, y - 2.0, x + 4.0, y + 2.0)
-            assert geometry.masked(box) is not inside(region, box), (x, y)
+    boxes = [(x - 4.0, y - 2.0, x + 4.0, y + 2.0) for x in range(5, WIDTH, 10) for y in range(5, HEIGHT, 10)]
+    for box, dropped in zip(boxes, masked(settings, boxes), strict=True):
+        assert dropped is not inside(region, box), box
 
 
 def test_bands_at_the_frame_edges_are_left_out():
@@ -60,9 +67,8 @@ def test_a_pass_keeps_every_frame_of_its_plate_and_masks_the_rest(scenes):
         assert region is not None and scene.size == (WIDTH, HEIGHT)
         settings = pass_settings(scene)
         assert 1 <= len(settings.masks) <= 4
-        geometry = CameraGeometry.from_settings(settings, WIDTH, HEIGHT)
-        assert not any(geometry.masked(box) for frame in scene.frames for box in frame.boxes)
-        assert geometry.masked((0.0, 0.0, 20.0, 10.0)) and geometry.masked((600.0, 460.0, 640.0, 470.0))
+        assert not any(masked(settings, [box for frame in scene.frames for box in frame.boxes]))
+        assert masked(settings, [(0.0, 0.0, 20.0, 10.0), (600.0, 460.0, 640.0, 470.0)]) == [True, True]
 
 
 def test_sightings_from_outside_the_kept_region_are_counted(scenes):
