@@ -417,9 +417,18 @@ def _watch_descendants(run: DemoRun) -> None:
             for pid, (ppid, info, _) in table.items():
                 if ppid in family and pid not in family:
                     family.add(pid)
-                    run.seen.setdefault(pid, info)
+                    _remember(run.seen, info)
                     grew = True
         time.sleep(0.1)
+
+
+def _remember(seen: dict[int, ProcessInfo], info: ProcessInfo) -> None:
+    """Keep the latest live look at each process: one caught between fork and exec still shows
+    its parent's command line and group, so a later look at the same process replaces it; one
+    caught exiting shows no command line, so that look is dropped."""
+    known = seen.get(info.pid)
+    if known is None or (known.start_time == info.start_time and info.cmdline):
+        seen[info.pid] = info
 
 
 def _leftovers(run: DemoRun) -> list[ProcessInfo]:
