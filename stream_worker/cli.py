@@ -543,7 +543,8 @@ def demo(
         None,
         "--plate-images",
         help="Folder for the plate pictures of the events and sightings "
-        "(default: a new folder per run under the system's temporary folder; the summary names it).",
+        "(default: a new folder per run under the system's temporary folder, the 5 newest kept; "
+        "the summary names it).",
         show_default=False,
     ),
 ) -> None:

@@ -41,13 +41,20 @@ from stream_worker import demo_cameras_settings, demo_topics
 from stream_worker.console import Console
 from stream_worker.demo_cameras import CORRUPT_FRAME, Cameras, camera_frames, camera_ids, resolve_inputs
 from stream_worker.demo_liveness import Liveness
-from stream_worker.demo_options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, DemoError, DemoOptions
+from stream_worker.demo_options import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    PICTURE_RUNS_KEPT,
+    DemoError,
+    DemoOptions,
+)
 from stream_worker.demo_report import Results, summary_lines, table_header
 from stream_worker.demo_servers import Servers
 from stream_worker.demo_services import ServiceChild
 from stream_worker.demo_settle import Consumer, Settler, alerts_consumer, sightings_consumer
 from stream_worker.demo_topics import DemoTopics
-from stream_worker.demo_viewer import Viewer, prepare_pictures_dir
+from stream_worker.demo_viewer import Viewer, prepare_pictures_dir, prune_picture_runs
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
@@ -100,6 +107,8 @@ class Demo:
         weights_dir = options.weights_dir or default_weights_dir()
         inputs = resolve_inputs(options.inputs, weights_dir)
         pictures_dir = prepare_pictures_dir(options.plate_images_dir(self.run_id))
+        if options.plate_images is None:
+            prune_picture_runs(pictures_dir.parent, keep=PICTURE_RUNS_KEPT)
         if options.triton_url is None:
             self._prepare_models(weights_dir)
         self._cleanup.callback(self.liveness.start_watchdog().release)  # before the first child

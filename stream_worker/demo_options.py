@@ -10,6 +10,7 @@ from pathlib import Path
 EXIT_OK = 0
 EXIT_FAILED = 1  # a server or the worker failed, or frames went unaccounted for
 EXIT_USAGE = 2  # nothing to publish, an unusable path, missing or corrupt weights
+PICTURE_RUNS_KEPT = 5  # the default pictures folder keeps the newest runs' folders, not every run's
 
 
 class DemoError(Exception):
@@ -55,8 +56,12 @@ class DemoOptions:
         return min(20.0, max(1.5, 3.5 / self.fps))
 
     def plate_images_dir(self, run_id: str) -> Path:
-        """The folder given, else a fresh one per run under the system's temporary folder: the
-        pictures outlive the demo (its scratch folder does not) and runs do not mix."""
+        """The folder given, else a fresh one per run under `default_pictures_root`: the pictures
+        outlive the demo (its scratch folder does not) and runs do not mix."""
         if self.plate_images is not None:
             return self.plate_images
-        return Path(tempfile.gettempdir()) / "stream-worker-demo-plates" / run_id
+        return default_pictures_root() / run_id
+
+
+def default_pictures_root() -> Path:
+    return Path(tempfile.gettempdir()) / "stream-worker-demo-plates"

@@ -4,6 +4,8 @@ the plate pictures of events and sightings as `stream-worker tail --plate-images
 
 from __future__ import annotations
 
+import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,27 @@ def prepare_pictures_dir(directory: Path) -> Path:
     except OSError as error:
         raise DemoError(f"cannot create --plate-images {directory}: {error}", EXIT_USAGE) from error
     return directory
+
+
+RUN_FOLDER = re.compile(r"[0-9a-f]{8}")  # a demo's run id: the only folders pruning may remove
+
+
+def prune_picture_runs(root: Path, keep: int) -> list[Path]:
+    """The default pictures folder gains one run's folder per demo: remove all but the `keep`
+    newest (by modification time), leaving anything not named like a run alone. Returns those
+    removed; one that vanishes or cannot be read meanwhile is skipped."""
+    runs = []
+    for path in root.iterdir() if root.is_dir() else ():
+        try:
+            if RUN_FOLDER.fullmatch(path.name) and path.is_dir():
+                runs.append((path.stat().st_mtime, path))
+        except OSError:
+            continue
+    runs.sort(reverse=True)
+    removed = [path for _, path in runs[keep:]]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
+    return removed
 
 
 class Viewer:

@@ -43,7 +43,7 @@ from stream_worker.demo_report import (
     summary_lines,
 )
 from stream_worker.demo_topics import SAMPLE_PLATE, DemoTopics
-from stream_worker.demo_viewer import Viewer
+from stream_worker.demo_viewer import Viewer, prune_picture_runs
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
 
 MAX_PICTURE_BYTES = 16 * 1024  # issue 21: a plate picture is a JPEG of at most 16 KB
@@ -222,6 +222,23 @@ def test_plate_pictures_default_to_a_fresh_folder_per_run(tmp_path: Path) -> Non
     default = DemoOptions().plate_images_dir("abc123")
     assert default.parts[-2:] == ("stream-worker-demo-plates", "abc123")
     assert DemoOptions(plate_images=tmp_path).plate_images_dir("abc123") == tmp_path
+
+
+def test_pruning_keeps_the_newest_run_folders_and_leaves_other_files_alone(tmp_path: Path) -> None:
+    runs = [tmp_path / f"{index:08x}" for index in range(7)]
+    for age, run in enumerate(reversed(runs)):  # runs[-1] is the newest
+        (run / "plate.jpg").parent.mkdir()
+        (run / "plate.jpg").write_bytes(b"jpeg")
+        os.utime(run, (1_000_000 - age, 1_000_000 - age))
+    keep_me = [tmp_path / "my-pictures", tmp_path / "notes.txt", tmp_path / "ABCDEF12"]
+    keep_me[0].mkdir()
+    keep_me[1].write_text("mine")
+    keep_me[2].mkdir()
+    removed = prune_picture_runs(tmp_path, keep=5)
+    assert sorted(removed) == runs[:2]
+    assert sorted(path for path in tmp_path.iterdir()) == sorted([*runs[2:], *keep_me])
+    assert prune_picture_runs(tmp_path, keep=5) == []
+    assert prune_picture_runs(tmp_path / "absent", keep=5) == []
 
 
 @dataclass(frozen=True)
