@@ -8,7 +8,9 @@ Guarantees and how they are kept:
 - A follow-up only where the reads raised none: a sighting (the sightings service's vote over a
   pass) whose voted text or a top candidate matches an entry the pass's reads did not alert for
   publishes one alert with origin `sighting` (sightings.py, which says what a restart or several
-  replicas can repeat); a sighting that only confirms an alerted pass publishes nothing.
+  replicas can repeat); a sighting that only confirms an alerted pass publishes nothing. A
+  sighting consumed before its reads waits for them (bounded in time and count: the sightings
+  topic is paused at `--max-waiting-sightings`).
 - At-least-once: a plates offset is committed only below the first read of every pass that is
   open, unacknowledged, or straddles the position (passes.py), a sightings offset only once the
   alerts of its sighting are acknowledged (sightings.py), and only once the broker accepted that
@@ -88,8 +90,14 @@ class AlertsService(LoopService):
         )
         self.recent = RecentPasses(settings.recent_passes, settings.recent_pass_age_s)
         self.sightings = SightingAlerts(
-            SightingRules(settings.input_topic, settings.sighting_candidates, settings.min_confidence),
+            SightingRules(
+                settings.input_topic,
+                settings.sighting_candidates,
+                settings.min_confidence,
+                settings.sighting_wait_s,
+            ),
             self.recent,
+            self.engine.reads_to_come,
         )
         self.sightings_consumer = AlertsSightingsConsumer(
             settings,
@@ -126,9 +134,11 @@ class AlertsService(LoopService):
         self.metrics.watchlist_size.set(len(self.watchlist.entries))
         for record in self.consumer.consume(CONSUME_CHUNK, POLL_S):
             self._accept(record)
-        # Sightings after the plates: a sighting's reads are usually consumed before it is.
+        # Sightings after the plates: a sighting's reads are usually consumed before it is; one
+        # whose reads are still to come waits for them (sightings.py).
         for record in self.sightings_consumer.consume(CONSUME_CHUNK, 0):
             self._accept_sighting(record)
+        self._decide_waiting_sightings()
         self._pump()
 
     def _load_watchlist(self) -> None:
@@ -200,7 +210,16 @@ class AlertsService(LoopService):
         outgoing = self.sightings.add(record.partition, record.offset, sighting, matcher, time.monotonic())
         self.metrics.sightings_confirmed.inc(self.sightings.confirmed - confirmed)
         for alert in outgoing:
-            self._publish(alert, sighting.closed_at if sighting else datetime.now(UTC))
+            self._publish(alert, alert.closed_at)
+
+    def _decide_waiting_sightings(self) -> None:
+        confirmed, waited_out = self.sightings.confirmed, self.sightings.waited_out
+        for alert in self.sightings.ready(self.watchlist.matcher, time.monotonic()):
+            self._publish(alert, alert.closed_at)
+        self.metrics.sightings_confirmed.inc(self.sightings.confirmed - confirmed)
+        self.metrics.sightings_waited_out.inc(self.sightings.waited_out - waited_out)
+        self.metrics.sightings_waiting.set(self.sightings.waiting)
+        self.sightings_consumer.throttle(self.sightings.waiting, self.settings.max_waiting_sightings)
 
     def _pump(self) -> None:
         self.engine.expire(time.monotonic())
@@ -316,6 +335,7 @@ class AlertsService(LoopService):
                 "open_passes": self.engine.open_passes(),
                 "held": self.engine.held(),
                 "sightings_held": self.sightings.held(),
+                "sightings_waiting": self.sightings.waiting,
                 "recent_passes": len(self.recent),
                 "unacked_alerts": len(self.publisher),
                 "assigned": self.engine.assigned(),

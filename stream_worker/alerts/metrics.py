@@ -34,6 +34,16 @@ class AlertsMetrics(ServiceMetrics):
             "Sighting matches of an entry that the pass's reads already alerted (nothing published).",
             registry=r,
         )
+        self.sightings_waiting = Gauge(
+            "stream_worker_alerts_sightings_waiting",
+            "Sightings consumed before their reads, waiting for the reads (a plates backlog).",
+            registry=r,
+        )
+        self.sightings_waited_out = Counter(
+            "stream_worker_alerts_sightings_waited_out",
+            "Sightings decided without their reads, having waited --sighting-wait-s for them.",
+            registry=r,
+        )
         self.alerts_out = Counter(
             "stream_worker_alerts_out",
             "Alerts acknowledged by the broker, by watch list, match kind and origin (read: a read of "

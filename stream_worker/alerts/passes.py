@@ -97,6 +97,16 @@ class AlertEngine:
     def assigned(self) -> list[int]:
         return sorted(self._commits)
 
+    def reads_to_come(self, partition: int, offset: int) -> bool:
+        """True when a read at `offset` of `partition` may still raise an alert here (what a
+        sighting of it waits for, sightings.py): this engine reads the partition and has not
+        consumed the offset yet, or it has no partitions yet (a start or a rebalance: any may
+        come to it)."""
+        if not self._commits:
+            return True
+        commits = self._commits.get(partition)
+        return commits is not None and (commits.next_offset is None or commits.next_offset <= offset)
+
     # --- records in, alerts out ------------------------------------------------------------
 
     def add(

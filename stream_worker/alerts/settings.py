@@ -59,6 +59,18 @@ class AlertsSettings(ServiceSettings):
         le=50,
         description="A sighting's best candidate texts matched against the watch list (its voted text too).",
     )
+    sighting_wait_s: float = Field(
+        30.0,
+        gt=0,
+        description="A sighting whose reads this service has yet to consume (a plates backlog) waits for "
+        "them at most this long (wall clock), so that it does not alert beside its own reads.",
+    )
+    max_waiting_sightings: int = Field(
+        1_000,
+        ge=1,
+        description="Sightings waiting for their reads at most: at this many, reading the sightings "
+        "topic pauses until half of them are decided.",
+    )
     default_max_distance: float = Field(
         1.0,
         ge=0,

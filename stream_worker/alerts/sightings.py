@@ -15,9 +15,16 @@ it apart from a read alert: it comes later (the sighting is published once its p
 says which candidate matched. Only sightings of the plates topic the reads come from are checked
 against the reads; a sighting of another plates topic alerts on its own.
 
-Commits: a sightings offset is committed only once the alerts raised for it are acknowledged by
-the broker (a hold, as on the plates side); a restart reads the uncommitted sightings again and
-repeats their alerts with their ids.
+A sighting consumed before this process consumed its pass's reads (a plates backlog, after a
+restart or an outage: the sightings topic is smaller and is read faster) waits for them: it is
+decided once the plates partition it came from has been consumed past its last read (`ready`),
+once this process no longer reads that partition, or after `max_wait_s`. Otherwise its reads could
+alert after it had alerted for them. A sighting of a partition this process does not read is
+decided at once; while it reads none (at the start, in a rebalance) every sighting waits.
+
+Commits: a sightings offset is committed only once its sighting is decided and the alerts raised
+for it are acknowledged by the broker (holds, as on the plates side); a restart reads the
+uncommitted sightings again and repeats their alerts with their ids.
 
 What the memory cannot know, and what follows (at-least-once; consumers tell these apart by
 `origin` and dedupe by `sighting_id`):
@@ -25,13 +32,13 @@ What the memory cannot know, and what follows (at-least-once; consumers tell the
   the committed plates position (not read again) and whose best read did not match alerts again,
   with origin `sighting`;
 - with several replicas, a sighting's plates partition may be read by another replica;
-- a sighting consumed before this process consumed its pass's reads (a plates backlog, after a
-  restart) is decided without them, and those reads may alert afterwards too;
+- a sighting that waited `max_wait_s` for its reads is decided without them (counted);
 - a read pass forgotten (older than the memory's age or count) before its sighting arrives.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -50,6 +57,7 @@ class SightingRules:
     plates_topic: str  # the topic the read passes come from
     top_candidates: int = 3
     min_confidence: float = 0.5  # the reads' own minimum (passes.PassRules)
+    max_wait_s: float = 30.0  # the longest a sighting waits for its reads (monotonic seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +68,21 @@ class SightingOutgoing:
     partition: int  # of the sightings topic
     offset: int
     commits: PartitionCommits  # the assignment it belongs to: a later one ignores its delivery
+    closed_at: datetime  # when the sightings service closed the sighting
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A sighting whose reads this process has yet to consume; its offset is held meanwhile."""
+
+    sighting: PlateSighting
+    partition: int  # of the sightings topic
+    offset: int
+    commits: PartitionCommits
+    since: float  # monotonic seconds
+
+
+ReadsToCome = Callable[[int, int], bool]  # (plates partition, offset): not consumed yet, will be
 
 
 def read_alerted(
@@ -89,13 +112,17 @@ class SightingAlerts:
         self,
         rules: SightingRules,
         recent: RecentPasses,
+        reads_to_come: ReadsToCome = lambda _partition, _offset: False,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.rules = rules
         self.recent = recent
+        self._reads_to_come = reads_to_come
         self._wall_clock = wall_clock
         self._commits: dict[int, PartitionCommits] = {}
+        self._waiting: deque[Waiting] = deque()
         self.confirmed = 0  # sighting matches already alerted by reads (nothing published)
+        self.waited_out = 0  # sightings decided without their reads, after max_wait_s
 
     # --- assignment ------------------------------------------------------------------------
 
@@ -103,10 +130,14 @@ class SightingAlerts:
         self._commits[partition] = PartitionCommits(None)
 
     def revoke(self, partition: int) -> int:
-        """Forget a partition; returns how many of its alerts were unacknowledged (read again by
-        its next owner)."""
+        """Forget a partition and its waiting sightings; returns how many of its alerts were
+        unacknowledged (its next owner reads those sightings again, as the waiting ones)."""
         commits = self._commits.pop(partition, None)
-        return commits.held if commits is not None else 0
+        if commits is None:
+            return 0
+        waiting = sum(1 for item in self._waiting if item.commits is commits)
+        self._waiting = deque(item for item in self._waiting if item.commits is not commits)
+        return commits.held - waiting
 
     def assigned(self) -> list[int]:
         return sorted(self._commits)
@@ -116,17 +147,59 @@ class SightingAlerts:
     def add(
         self, partition: int, offset: int, sighting: PlateSighting | None, matcher: Matcher, now: float
     ) -> list[SightingOutgoing]:
-        """One record of the sightings topic (None: not a PlateSighting); `now`: monotonic seconds."""
+        """One record of the sightings topic (None: not a PlateSighting); `now`: monotonic seconds.
+        A sighting whose reads are still to come waits (`ready` decides it later)."""
         commits = self._commits[partition]
         commits.consumed(offset)
         if sighting is None:
             return []
+        if self._awaits_reads(sighting):
+            commits.hold(offset)
+            self._waiting.append(Waiting(sighting, partition, offset, commits, now))
+            return []
+        return self._decide(sighting, partition, offset, commits, matcher, now)
+
+    def ready(self, matcher: Matcher, now: float) -> list[SightingOutgoing]:
+        """Decide the waiting sightings whose reads have been consumed (or whose wait is over)."""
+        outgoing: list[SightingOutgoing] = []
+        still: deque[Waiting] = deque()
+        for item in self._waiting:
+            if self._awaits_reads(item.sighting):
+                if now - item.since < self.rules.max_wait_s:
+                    still.append(item)
+                    continue
+                self.waited_out += 1
+            outgoing += self._decide(item.sighting, item.partition, item.offset, item.commits, matcher, now)
+            item.commits.release(item.offset)
+        self._waiting = still
+        return outgoing
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def _awaits_reads(self, sighting: PlateSighting) -> bool:
+        source = sighting.source
+        return source.topic == self.rules.plates_topic and self._reads_to_come(
+            source.partition, source.last_offset
+        )
+
+    def _decide(
+        self,
+        sighting: PlateSighting,
+        partition: int,
+        offset: int,
+        commits: PartitionCommits,
+        matcher: Matcher,
+        now: float,
+    ) -> list[SightingOutgoing]:
         outgoing = []
         for found in match_sighting(sighting, matcher, self.rules.top_candidates):
             if read_alerted(sighting, found.match.entry, matcher, self.rules, self.recent, now):
                 self.confirmed += 1
                 continue
-            outgoing.append(SightingOutgoing(self._alert(sighting, found), partition, offset, commits))
+            alert = self._alert(sighting, found)
+            outgoing.append(SightingOutgoing(alert, partition, offset, commits, sighting.closed_at))
             commits.hold(offset)
         return outgoing
 
@@ -159,4 +232,4 @@ class SightingAlerts:
 
     def held(self) -> int:
         """Sighting alerts holding back the commit position (not yet acknowledged)."""
-        return sum(commits.held for commits in self._commits.values())
+        return sum(commits.held for commits in self._commits.values()) - len(self._waiting)

@@ -32,6 +32,11 @@ class PartitionCommits:
             raise ValueError(f"offset {offset} consumed after {self._next - 1}")
         self._next = offset + 1
 
+    @property
+    def next_offset(self) -> int | None:
+        """The offset after the last one consumed (None: nothing consumed yet)."""
+        return self._next
+
     def is_replay(self, offset: int) -> bool:
         """True for an offset below the floor: already part of a published sighting."""
         return self.floor is not None and offset < self.floor

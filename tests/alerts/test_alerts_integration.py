@@ -243,6 +243,31 @@ def test_a_sighting_alerts_once_where_no_read_did_and_never_for_an_alerted_pass(
     assert (committed[0], committed[1]) == (1, 2)
 
 
+def test_a_sighting_read_before_its_reads_waits_for_them_and_their_alert_is_the_only_one(
+    kafka_bootstrap, topics, alerts_reader, start_alerts
+):
+    """A backlog after an outage: the sighting of a pass is there before its reads. Decided at once,
+    its unconfident best read and the empty memory would make it alert, and its reads after it."""
+    from tests.alerts.test_sightings import sighting
+
+    write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
+    early = sighting(("B840OK197", 0.8), topic=topics.plates, best_confidence=0.2, first=0, last=7)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0})
+    producer.produce(topics.sightings, value=early.to_json(), key=b"gate-1", partition=0)
+    assert producer.flush(30) == 0
+    service = start_alerts()
+    service.wait_ready(WAIT_S)
+    wait_metric(service, "stream_worker_alerts_sightings_waiting", 1)
+    produce(kafka_bootstrap, topics.plates, [(0, e) for e in one_pass("gate-1", "B840OK197", T0)])
+    wait_metric(service, "stream_worker_alerts_sightings_waiting", 0)
+    alerts_reader.poll(3.0)
+    [alert] = alerts(alerts_reader)
+    assert (alert.origin, alert.camera_id, alert.frame_id) == (AlertOrigin.READ, "gate-1", "gate-1/0")
+    assert service.metric("stream_worker_alerts_sightings_confirmed_total") == 1
+    assert service.metric("stream_worker_alerts_sightings_waited_out_total") == 0
+    assert service.stop() == 0
+
+
 # --- SIGKILL ----------------------------------------------------------------------------------------
 
 CAMERA_PARTITION = {"gate-1": 0, "gate-2": 0, "gate-3": 1}

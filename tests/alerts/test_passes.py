@@ -229,3 +229,17 @@ def test_alert_ids_differ_by_every_part(field):
         )
 
     assert make(base) == make(dict(base)) != make(changed)
+
+
+def test_reads_to_come_are_the_offsets_of_an_owned_partition_not_consumed_yet():
+    driver = Driver(partitions=(0,))
+    assert driver.engine.reads_to_come(0, 0)  # nothing consumed yet
+    assert not driver.engine.reads_to_come(1, 0)  # not read by this engine
+    for _ in range(5):
+        driver.feed("gate-1", T0, "X999YX99")
+    assert not driver.engine.reads_to_come(0, 4) and driver.engine.reads_to_come(0, 5)
+    driver.engine.assign(1)
+    driver.engine.revoke(0)
+    assert not driver.engine.reads_to_come(0, 5)
+    driver.engine.revoke(1)  # no partitions (a start, a rebalance): any read may still come here
+    assert driver.engine.reads_to_come(0, 5) and driver.engine.reads_to_come(7, 0)

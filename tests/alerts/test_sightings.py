@@ -249,10 +249,19 @@ def test_a_sighting_alert_id_is_stable_and_depends_on_each_part():
 class Sightings:
     """The sightings engine of one sightings partition, with the read engine beside it."""
 
-    def __init__(self, plates_topic: str = "plates", top: int = 3, recent: RecentPasses | None = None):
+    def __init__(
+        self,
+        plates_topic: str = "plates",
+        top: int = 3,
+        recent: RecentPasses | None = None,
+        reads: Driver | None = None,
+    ):
         self.recent = RecentPasses(100, 900) if recent is None else recent
         self.engine = SightingAlerts(
-            SightingRules(plates_topic, top, 0.5), self.recent, wall_clock=lambda: NOW
+            SightingRules(plates_topic, top, 0.5, max_wait_s=30.0),
+            self.recent,
+            reads.engine.reads_to_come if reads is not None else lambda _p, _o: False,
+            wall_clock=lambda: NOW,
         )
         self.engine.assign(0)
         self.offset = 0
@@ -367,6 +376,73 @@ def test_a_forgotten_read_pass_no_longer_confirms():
     s = sighting(("B840OK197", 0.8), best_confidence=0.2)
     assert side.add(s, now=60.0) == []
     assert len(side.add(s, now=61.0)) == 1  # a replayed sighting: the same alert id each time
+
+
+def _feed_reads(reads: Driver, side: Sightings, count: int, text: str = "B840OK197") -> None:
+    """`count` reads of one pass on plates partition 0, remembered as the app does."""
+    for _ in range(count):
+        for outgoing in reads.feed("gate-1", T0 + 0.2 * reads.offsets[0], text):
+            side.recent.remember(outgoing.origin.key, outgoing.origin, 0.0)
+
+
+def test_a_sighting_before_its_reads_waits_for_them_and_then_only_confirms_their_alert():
+    """A plates backlog: the sighting of offsets 0-7 comes before those reads are consumed. It
+    waits, holding its offset, and once its last read is consumed the reads' alert confirms it."""
+    reads = Driver()
+    side = Sightings(reads=reads)
+    s = sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=7)
+    assert side.add(s, now=1.0) == []
+    assert (side.engine.waiting, side.engine.held()) == (1, 0)
+    assert side.engine.committable() == {0: 0}  # the waiting sighting holds offset 0
+    _feed_reads(reads, side, 7)  # offsets 0-6: the last read is still to come
+    assert side.engine.ready(MATCHER, now=2.0) == [] and side.engine.waiting == 1
+    _feed_reads(reads, side, 1)
+    assert side.engine.ready(MATCHER, now=3.0) == []
+    assert (side.engine.waiting, side.engine.confirmed, side.engine.waited_out) == (0, 1, 0)
+    assert side.engine.committable() == {0: 1}
+
+
+def test_a_waiting_sighting_whose_reads_did_not_alert_alerts_once_they_are_consumed():
+    reads = Driver()
+    side = Sightings(reads=reads)
+    assert side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=3)) == []
+    _feed_reads(reads, side, 4, text="B840HH197")  # misread: no read matched
+    [out] = side.engine.ready(MATCHER, now=1.0)
+    assert out.alert.origin is AlertOrigin.SIGHTING and out.closed_at == SEEN + timedelta(seconds=5)
+    assert side.engine.committable() == {0: 0} and side.engine.held() == 1
+    side.engine.delivered(out)
+    assert side.engine.committable() == {0: 1}
+
+
+def test_a_sighting_waits_at_most_max_wait_s_then_is_decided_without_its_reads():
+    reads = Driver()
+    side = Sightings(reads=reads)
+    assert side.add(sighting(("B840OK197", 0.8), best_confidence=0.2), now=10.0) == []
+    assert side.engine.ready(MATCHER, now=39.9) == []
+    [out] = side.engine.ready(MATCHER, now=40.0)
+    assert out.alert.origin is AlertOrigin.SIGHTING
+    assert (side.engine.waiting, side.engine.waited_out) == (0, 1)
+
+
+def test_sightings_wait_only_for_reads_this_process_still_has_to_consume():
+    reads = Driver(partitions=(0,))
+    _feed_reads(reads, Sightings(), 8)
+    side = Sightings(reads=reads)
+    # Reads already consumed, another plates partition, another plates topic: decided at once.
+    assert side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=7)) != []
+    assert side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, partition=1)) != []
+    assert side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, topic="plates-eu", last=99)) != []
+    assert side.engine.waiting == 0
+    assert side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, first=8, last=8)) == []
+    assert side.engine.waiting == 1
+
+
+def test_a_revoked_partition_drops_its_waiting_sightings_for_its_next_owner():
+    reads = Driver()
+    side = Sightings(reads=reads)
+    side.add(sighting(("B840OK197", 0.8), best_confidence=0.2))
+    assert side.engine.revoke(0) == 0  # no alert was unacknowledged
+    assert side.engine.waiting == 0 and side.engine.ready(MATCHER, now=100.0) == []
 
 
 def test_the_candidate_count_is_the_setting():
