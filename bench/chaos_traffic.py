@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -121,74 +120,34 @@ def parse_output(topic: str, plates_topic: str, value: bytes | None, headers: li
     )
 
 
-class Collector(threading.Thread):
+class Collector:
     """The independent consumer: reads the output and dead-letter topics from the beginning, with
     no group offsets, and keeps what the checker needs of each record."""
 
     def __init__(self, bootstrap: str, plates_topic: str, dlq_topic: str) -> None:
-        super().__init__(name="chaos-collector", daemon=True)
+        from bench.side_reader import SideReader
+
         self.outputs: list[Output] = []
         self.sources: set[tuple[int, int]] = set()
         self.triton_answers: list[float] = []  # arrivals of events and of Triton's dead letters
         self.event_arrivals: list[float] = []
-        self.error: BaseException | None = None
-        self._servers, self._plates, self._dlq = bootstrap, plates_topic, dlq_topic
-        self._stopping = threading.Event()
-        self._assigned = threading.Event()
+        self._plates = plates_topic
+        self._reader = SideReader(bootstrap, [plates_topic, dlq_topic], self._keep, name="chaos-collector")
 
     def begin(self) -> Collector:
-        self.start()
-        if not self._assigned.wait(60) or self.error:
-            raise RuntimeError(f"cannot read the output topics: {self.error}")
+        self._reader.start()
         return self
 
-    def run(self) -> None:
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-        try:
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": self._servers,
-                    "group.id": f"chaos-reader-{uuid.uuid4().hex}",
-                    "enable.auto.commit": False,
-                    "fetch.wait.max.ms": 100,
-                }
-            )
-            topics = consumer.list_topics(timeout=30).topics
-            consumer.assign(
-                [
-                    TopicPartition(topic, partition, OFFSET_BEGINNING)
-                    for topic in (self._plates, self._dlq)
-                    for partition in topics[topic].partitions
-                ]
-            )
-        except Exception as error:
-            self.error = error
-            self._assigned.set()
-            return
-        self._assigned.set()
-        try:
-            while not self._stopping.is_set():
-                first = consumer.poll(0.2)
-                if first is None:
-                    continue
-                arrived = time.time()
-                for message in [first, *consumer.consume(500, 0)]:
-                    if message.error() is not None:
-                        continue
-                    output = parse_output(
-                        message.topic(), self._plates, message.value(), message.headers() or [], arrived
-                    )
-                    self.outputs.append(output)
-                    if output.source is not None:
-                        self.sources.add(output.source)
-                    if not output.dead_letter or output.stage != "validate":
-                        self.triton_answers.append(arrived)
-                    if not output.dead_letter:
-                        self.event_arrivals.append(arrived)
-        finally:
-            consumer.close()
+    def _keep(self, message: Any, arrived: float) -> None:
+        headers = message.headers() or []
+        output = parse_output(message.topic(), self._plates, message.value(), headers, arrived)
+        self.outputs.append(output)
+        if output.source is not None:
+            self.sources.add(output.source)
+        if not output.dead_letter or output.stage != "validate":
+            self.triton_answers.append(arrived)
+        if not output.dead_letter:
+            self.event_arrivals.append(arrived)
 
     def stop(self) -> None:
-        self._stopping.set()
-        self.join(30)
+        self._reader.stop()

@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import Message
 
 from bench.cpu import meter
 from bench.frames import BenchFrame
 from bench.pipeline import BenchError, cpu_figures
 from bench.report import latency_ms, rate
+from bench.side_reader import SideReader
 from stream_worker.launchers.broker import create_topics, free_port
 from stream_worker.launchers.service import ServiceChild, ServiceStartError
 from stream_worker.tools.produce import produce_frames
@@ -50,7 +51,6 @@ STALL_TIMEOUT_S = 180.0  # no new output for this long while frames are missing:
 # never delivered to it by the broker (see OutputCollector.wait_for).
 UNDELIVERED_SETTLE_S = 15.0
 LAG_SAMPLE_S = 0.5
-FETCH_WAIT_MS = 100
 MIB = 1024 * 1024
 
 
@@ -183,58 +183,14 @@ class OutputCollector:
 
     def __init__(self, bootstrap_servers: str, topics: Sequence[str]) -> None:
         self.received: list[Received] = []
-        self._bootstrap = bootstrap_servers
-        self._topics = list(topics)
-        self._stop = threading.Event()
-        self._assigned = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="bench-output", daemon=True)
+        self._reader = SideReader(bootstrap_servers, topics, self._keep, name="bench-output")
 
     def start(self) -> OutputCollector:
-        self._thread.start()
-        if not self._assigned.wait(60) or self._error:
-            raise BenchError(f"cannot read the output topics {self._topics}: {self._error}")
+        self._reader.start()
         return self
 
-    def _run(self) -> None:
-        try:
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": self._bootstrap,
-                    "group.id": f"bench-reader-{uuid.uuid4().hex}",
-                    "enable.auto.commit": False,
-                    # Tansu answers an empty fetch only when this expires (new data does not
-                    # wake it): 100 ms gives ~15 ms of latency resolution for ~2% of a core;
-                    # 10 ms would cost the broker ~9% of a core, stolen from the system measured.
-                    "fetch.wait.max.ms": FETCH_WAIT_MS,
-                }
-            )
-            metadata = consumer.list_topics(timeout=30).topics
-            consumer.assign(
-                [
-                    TopicPartition(topic, partition, OFFSET_BEGINNING)
-                    for topic in self._topics
-                    for partition in metadata[topic].partitions
-                ]
-            )
-        except Exception as error:
-            self._error = error
-            self._assigned.set()
-            return
-        self._assigned.set()
-        try:
-            while not self._stop.is_set():
-                # poll() returns as soon as one record is there (consume() would wait for all
-                # 500 or its timeout); then whatever else has arrived, without waiting.
-                first = consumer.poll(0.2)
-                if first is None:
-                    continue
-                arrived = time.time()
-                for message in [first, *consumer.consume(500, 0)]:
-                    if message.error() is None:
-                        self.received.append(Received(arrived, message.topic(), message.value() or b""))
-        finally:
-            consumer.close()
+    def _keep(self, message: Message, arrived: float) -> None:
+        self.received.append(Received(arrived, message.topic(), message.value() or b""))
 
     def count(self) -> int:
         return len(self.received)
@@ -268,8 +224,7 @@ class OutputCollector:
         return 0
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
+        self._reader.stop()
 
 
 @dataclass
