@@ -17,19 +17,33 @@ LEFT_HALF = [[0.0, 0.0], [0.5, 0.0], [0.5, 1.0], [0.0, 1.0]]
 RIGHT_HALF = [[0.5, 0.0], [1.0, 0.0], [1.0, 1.0], [0.5, 1.0]]
 
 
-def polygons(masks: ModuleType, value: object) -> list[np.ndarray]:
+def polygons(masks: ModuleType, value: object) -> tuple[np.ndarray, ...]:
     return masks.parse_masks(json.dumps(value).encode())
 
 
 def test_no_masks_is_empty(masks: ModuleType) -> None:
-    assert masks.parse_masks(b"") == []
-    assert polygons(masks, []) == []
+    assert masks.parse_masks(b"") == ()
+    assert polygons(masks, []) == ()
 
 
 def test_polygons_parse_to_point_arrays(masks: ModuleType) -> None:
     parsed = polygons(masks, [LEFT_HALF, [[0.1, 0.1], [0.2, 0.1], [0.15, 0.3]]])
     assert [p.shape for p in parsed] == [(4, 2), (3, 2)]
     np.testing.assert_array_equal(parsed[0], np.array(LEFT_HALF))
+
+
+def test_a_cameras_masks_are_parsed_once_and_shared_read_only(masks: ModuleType) -> None:
+    """Each frame of a camera brings the same bytes (a new object each time): one parse, kept for
+    at most PARSED_MASKS_KEPT cameras; a refusal is not kept."""
+    value = [LEFT_HALF, [[0.1, 0.1], [0.2, 0.1], [0.15, 0.3]]]
+    first, again = polygons(masks, value), polygons(masks, value)
+    assert again is first
+    with pytest.raises(ValueError, match="read-only"):
+        first[0][0, 0] = 0.9
+    assert masks.parse_masks.cache_info().maxsize == masks.PARSED_MASKS_KEPT
+    for _ in range(2):
+        with pytest.raises(ValueError, match="not JSON"):
+            masks.parse_masks(b"{not json")
 
 
 @pytest.mark.parametrize(

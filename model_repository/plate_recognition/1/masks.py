@@ -10,21 +10,29 @@ shared by two polygons falls in exactly one. Pure numpy, no Triton import (unit-
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Sequence
 
 import numpy as np
 
 MAX_MASKS_BYTES = 262144  # per frame: the largest valid camera settings take ~90 KB (test_masks.py)
 MAX_POLYGONS = 64
 MAX_POINTS = 256
+# A camera's masks come with each of its frames, byte for byte the same: parsed once per camera
+# (the largest settings take ~2 ms to parse). Bounded: at most this many cameras' masks, each at
+# most MAX_MASKS_BYTES of key and its polygons' points.
+PARSED_MASKS_KEPT = 32
 
 Polygon = np.ndarray  # float64 (n, 2), normalised
 
 
-def parse_masks(data: bytes) -> list[Polygon]:
-    """One frame's `plate_masks` element as polygons; ValueError names what is wrong."""
+@functools.lru_cache(maxsize=PARSED_MASKS_KEPT)
+def parse_masks(data: bytes) -> tuple[Polygon, ...]:
+    """One frame's `plate_masks` element as polygons (read-only: shared by the frames of a camera);
+    ValueError names what is wrong (a refusal is not kept)."""
     if not data:
-        return []
+        return ()
     if len(data) > MAX_MASKS_BYTES:
         raise ValueError(f"plate_masks: {len(data)} bytes for one frame, more than {MAX_MASKS_BYTES}")
     try:
@@ -43,8 +51,9 @@ def parse_masks(data: bytes) -> list[Polygon]:
             raise ValueError(f"plate_masks: polygon {index} is not a list of 3 to {MAX_POINTS} [x, y] points")
         if not np.all((points >= 0) & (points <= 1)):
             raise ValueError(f"plate_masks: polygon {index} has coordinates outside 0..1")
+        points.setflags(write=False)
         polygons.append(points)
-    return polygons
+    return tuple(polygons)
 
 
 def inside_polygon(xs: np.ndarray, ys: np.ndarray, polygon: Polygon) -> np.ndarray:
@@ -61,7 +70,7 @@ def inside_polygon(xs: np.ndarray, ys: np.ndarray, polygon: Polygon) -> np.ndarr
     return inside
 
 
-def masked_plates(boxes: np.ndarray, polygons: list[Polygon], width: int, height: int) -> np.ndarray:
+def masked_plates(boxes: np.ndarray, polygons: Sequence[Polygon], width: int, height: int) -> np.ndarray:
     """Per box ([x1, y1, x2, y2] in the pixels of a width x height frame), whether its centre lies
     inside any of the normalised `polygons`."""
     boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)

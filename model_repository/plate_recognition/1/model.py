@@ -207,7 +207,7 @@ class TritonPythonModel:
         indices: list[int],
         statuses: list[str],
         wanted: np.ndarray | None,
-        masks: list[list[Polygon]] | None,
+        masks: list[tuple[Polygon, ...]] | None,
         masked: np.ndarray,
     ) -> list[tuple[int, Detections, list[np.ndarray], list[np.ndarray | None]]]:
         """Decode these frames, detect their plates and cut the plates out: per decoded frame, its
@@ -259,7 +259,7 @@ class TritonPythonModel:
         return wanted if wanted.any() else None
 
     @staticmethod
-    def _masks(request: object, frames: int) -> list[list[Polygon]] | None:
+    def _masks(request: object, frames: int) -> list[tuple[Polygon, ...]] | None:
         """The optional `plate_masks` input as polygons per frame; None when absent or all empty."""
         tensor = pb_utils.get_input_tensor_by_name(request, PLATE_MASKS.name)
         if tensor is None:
