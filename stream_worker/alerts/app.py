@@ -275,12 +275,27 @@ class AlertsService(LoopService):
     # --- rebalance -------------------------------------------------------------------------
 
     def _on_assign(self, partitions: list[int]) -> None:
+        committed = self._committed_plates(partitions)
         for partition in partitions:
-            self.engine.assign(partition)
+            self.engine.assign(partition, committed.get(partition))
         log.info(
             "partitions assigned",
             extra={"partitions": [f"{self.settings.input_topic}:{p}" for p in partitions]},
         )
+
+    def _committed_plates(self, partitions: list[int]) -> dict[int, int]:
+        """The plates group's committed positions: a sighting whose reads lie below one is decided
+        at once after a restart instead of waiting for reads that will not come again."""
+        topic = self.settings.input_topic
+        try:
+            found = self.consumer.committed([(topic, p) for p in partitions])
+        except KafkaException as error:
+            log.warning(
+                "cannot read the committed plates positions; sightings wait for their reads",
+                extra={"error": str(error)},
+            )
+            return {}
+        return {partition: offset for (_, partition), offset in found.items()}
 
     def _on_revoke(self, partitions: list[int]) -> None:
         if self.fatal is None:

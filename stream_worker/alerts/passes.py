@@ -80,9 +80,10 @@ class AlertEngine:
 
     # --- assignment ------------------------------------------------------------------------
 
-    def assign(self, partition: int) -> None:
+    def assign(self, partition: int, committed: int | None = None) -> None:
+        """`committed`: the group's committed position, when known: the reads below it are done."""
         self.revoke(partition)
-        self._commits[partition] = PartitionCommits(None)
+        self._commits[partition] = PartitionCommits(committed)
         self._unsettled[partition] = []
 
     def revoke(self, partition: int) -> int:
@@ -99,13 +100,17 @@ class AlertEngine:
 
     def reads_to_come(self, partition: int, offset: int) -> bool:
         """True when a read at `offset` of `partition` may still raise an alert here (what a
-        sighting of it waits for, sightings.py): this engine reads the partition and has not
-        consumed the offset yet, or it has no partitions yet (a start or a rebalance: any may
-        come to it)."""
+        sighting of it waits for, sightings.py): this engine reads the partition and has neither
+        consumed the offset nor found it below the committed position at assignment (unknown
+        positions count as to come), or it has no partitions yet (a start or a rebalance: any
+        may come to it)."""
         if not self._commits:
             return True
         commits = self._commits.get(partition)
-        return commits is not None and (commits.next_offset is None or commits.next_offset <= offset)
+        if commits is None:
+            return False
+        done_below = commits.next_offset if commits.next_offset is not None else commits.floor
+        return done_below is None or done_below <= offset
 
     # --- records in, alerts out ------------------------------------------------------------
 

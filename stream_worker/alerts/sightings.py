@@ -17,8 +17,10 @@ against the reads; a sighting of another plates topic alerts on its own.
 
 A sighting consumed before this process consumed its pass's reads (a plates backlog, after a
 restart or an outage: the sightings topic is smaller and is read faster) waits for them: it is
-decided once the plates partition it came from has been consumed past its last read (`ready`),
-once this process no longer reads that partition, or after `max_wait_s`. Otherwise its reads could
+decided once the plates partition it came from has been consumed past its last read, or its last
+read lies below the plates group's committed position found at assignment (a restart: those reads
+are not read again), once this process no longer reads that partition, or after `max_wait_s`
+(`ready`). Otherwise its reads could
 alert after it had alerted for them. A sighting of a partition this process does not read is
 decided at once; while it reads none (at the start, in a rebalance) every sighting waits.
 

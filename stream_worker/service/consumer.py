@@ -33,6 +33,8 @@ from stream_worker.service.metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 
+COMMITTED_TIMEOUT_S = 10.0
+
 R = TypeVar("R")
 PartitionsCallback = Callable[[list[Partition]], None]
 ClientFactory = Callable[[dict[str, Any]], Any]  # confluent_kafka.Consumer, or a test's fake
@@ -125,6 +127,14 @@ class GroupConsumer(ABC, Generic[R]):
 
     def assigned(self) -> list[Partition]:
         return sorted(self._owned)
+
+    def committed(
+        self, partitions: list[Partition], timeout_s: float = COMMITTED_TIMEOUT_S
+    ) -> dict[Partition, int]:
+        """The group's committed positions of `partitions`, those with none left out (a broker
+        request; it may be made in a rebalance callback). Raises `KafkaException` on failure."""
+        parts = self._client.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout_s)
+        return {(part.topic, part.partition): part.offset for part in parts if part.offset >= 0}
 
     def epoch(self, partition: Partition) -> int:
         """The current assignment's epoch of an owned partition."""

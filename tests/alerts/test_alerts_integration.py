@@ -268,6 +268,43 @@ def test_a_sighting_read_before_its_reads_waits_for_them_and_their_alert_is_the_
     assert service.stop() == 0
 
 
+def test_after_a_restart_a_sighting_of_reads_already_committed_is_decided_at_once(
+    kafka_bootstrap, topics, alerts_reader, start_alerts, unique_name
+):
+    """The reads of gate-2's pass (never matching) were consumed and committed before a restart;
+    its sighting comes after it. The committed position says those reads will not come again, so
+    the sighting alerts at once instead of waiting --sighting-wait-s (30 s) for them."""
+    from tests.alerts.test_sightings import sighting
+
+    write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
+    first = start_alerts()
+    first.wait_ready(WAIT_S)
+    produce(kafka_bootstrap, topics.plates, [(1, e) for e in one_pass("gate-2", "B840HH197", T0)])
+    deadline = time.monotonic() + 30
+    group = f"{unique_name}-group"
+    while committed_offsets(kafka_bootstrap, group, topics.plates, PARTITIONS)[1] != 8:
+        assert time.monotonic() < deadline, first.log_tail()
+        time.sleep(0.2)
+    assert first.stop() == 0
+
+    fresh = sighting(
+        ("B840HH197", 0.6), ("B840OK197", 0.3), camera="gate-2", partition=1, topic=topics.plates, last=7
+    )
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0})
+    producer.produce(topics.sightings, value=fresh.to_json(), key=b"gate-2", partition=1)
+    assert producer.flush(30) == 0
+    second = start_alerts()
+    second.wait_ready(WAIT_S)
+    deadline = time.monotonic() + 10
+    while not alerts_reader.records:
+        assert time.monotonic() < deadline, f"no alert within 10 s:\n{second.log_tail()}"
+        alerts_reader.poll(0.1)
+    [alert] = alerts(alerts_reader)
+    assert (alert.origin, alert.sighting_id) == (AlertOrigin.SIGHTING, fresh.sighting_id)
+    assert second.metric("stream_worker_alerts_sightings_waited_out_total") == 0
+    assert second.stop() == 0
+
+
 # --- SIGKILL ----------------------------------------------------------------------------------------
 
 CAMERA_PARTITION = {"gate-1": 0, "gate-2": 0, "gate-3": 1}

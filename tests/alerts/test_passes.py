@@ -243,3 +243,17 @@ def test_reads_to_come_are_the_offsets_of_an_owned_partition_not_consumed_yet():
     assert not driver.engine.reads_to_come(0, 5)
     driver.engine.revoke(1)  # no partitions (a start, a rebalance): any read may still come here
     assert driver.engine.reads_to_come(0, 5) and driver.engine.reads_to_come(7, 0)
+
+
+def test_reads_below_the_committed_position_found_at_assignment_are_not_to_come():
+    """After a restart, before anything is consumed: a sighting of reads below the group's
+    committed position is decided at once, one of reads at or above it waits."""
+    driver = Driver(partitions=())
+    driver.engine.assign(0, committed=5)
+    driver.engine.assign(1)  # no committed position: everything may come
+    assert not driver.engine.reads_to_come(0, 4) and driver.engine.reads_to_come(0, 5)
+    assert driver.engine.reads_to_come(1, 0)
+    driver.offsets[0] = 5
+    driver.feed("gate-1", T0, "X999YX99")
+    assert not driver.engine.reads_to_come(0, 5) and driver.engine.reads_to_come(0, 6)
+    assert driver.engine.committable() == {0: 6}  # past the read consumed, beyond the committed 5

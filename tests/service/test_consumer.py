@@ -262,6 +262,11 @@ def test_commit_is_synchronous_and_returns_each_partition_s_answer(
         consumer.commit({P0: 6})
 
 
+def test_committed_positions_leave_out_partitions_without_one(consumer: Offsets, fake: FakeConsumer) -> None:
+    fake.committed_offsets = {0: 12, 2: 0}
+    assert consumer.committed([P0, P1, P2]) == {P0: 12, P2: 0}
+
+
 def test_a_commit_answered_with_nothing_is_an_empty_answer(consumer: Offsets, fake: FakeConsumer) -> None:
     fake.commit = lambda offsets, asynchronous: None  # type: ignore[method-assign]
     assert consumer.commit({P0: 5}) == []
