@@ -7,8 +7,9 @@ Guarantees and how they are kept:
 - One alert per (camera, entry, pass), raised on the pass's first matching read (passes.py).
 - A follow-up only where the reads raised none: a sighting (the sightings service's vote over a
   pass) whose voted text or a top candidate matches an entry the pass's reads did not alert for
-  publishes one alert with origin `sighting` (sightings.py, which says what a restart or several
-  replicas can repeat); a sighting that only confirms an alerted pass publishes nothing. A
+  publishes one alert with origin `sighting` (sightings.py, which says what can still repeat); a
+  sighting that only confirms an alerted pass publishes nothing, also after a restart or when
+  another replica alerted it (the alerts topic is read back and followed: history.py). A
   sighting consumed before its reads waits for them (bounded in time and count: the sightings
   topic is paused at `--max-waiting-sightings`).
 - At-least-once: a plates offset is committed only below the first read of every pass that is
@@ -35,6 +36,7 @@ from pydantic import ValidationError
 
 from stream_worker.alerts.consumer import AlertsPlatesConsumer, AlertsSightingsConsumer
 from stream_worker.alerts.following import WatchlistFollower
+from stream_worker.alerts.history import AlertHistory, HistoryRules
 from stream_worker.alerts.metrics import AlertsMetrics
 from stream_worker.alerts.passes import AlertEngine, Outgoing, PassRules
 from stream_worker.alerts.recent import RecentPasses
@@ -89,6 +91,13 @@ class AlertsService(LoopService):
             self.consumer, self.engine, self.metrics, partition_of=lambda p: (topic, p)
         )
         self.recent = RecentPasses(settings.recent_passes, settings.recent_pass_age_s)
+        self.history = AlertHistory(
+            settings.bootstrap_servers,
+            settings.output_topic,
+            HistoryRules(settings.input_topic, settings.recent_pass_age_s),
+            settings.history_alerts,
+            settings.kafka_config,
+        )
         self.sightings = SightingAlerts(
             SightingRules(
                 settings.input_topic,
@@ -128,8 +137,12 @@ class AlertsService(LoopService):
         if not self.watchlist.loaded:
             self._load_watchlist()
             return
+        if not self.history.loaded:
+            self._load_history()
+            return
         applied = self.watchlist.changes
         self.watchlist.poll()
+        self.metrics.history_remembered.inc(self.history.poll(self.recent))
         self.metrics.watchlist_changes.inc(self.watchlist.changes - applied)
         self.metrics.watchlist_size.set(len(self.watchlist.entries))
         for record in self.consumer.consume(CONSUME_CHUNK, POLL_S):
@@ -150,6 +163,12 @@ class AlertsService(LoopService):
         self.metrics.watchlist_size.set(len(self.watchlist.entries))
         self.loop_clock.tick()
 
+    def _load_history(self) -> None:
+        """Before the first record: what earlier runs and other replicas alerted (history.py)."""
+        self.history.load(self.recent)
+        self.metrics.history_remembered.inc(self.history.remembered)
+        self.loop_clock.tick()
+
     def _shutdown(self) -> int:
         self.deadlines.begin_shutdown()
         undelivered = self.publisher.flush(self.deadlines.drain_left())
@@ -160,6 +179,7 @@ class AlertsService(LoopService):
         self._leave_group()
         self._leave_sightings_group()
         self.watchlist.close()
+        self.history.close()
         self.http.stop()
         log.info(
             "stopped",
@@ -361,6 +381,8 @@ class AlertsService(LoopService):
     def _readiness(self) -> tuple[bool, str]:
         if not self.watchlist.loaded:
             return False, "watch list not loaded yet"
+        if not self.history.loaded:
+            return False, "alerts history not read yet"
         assigned = self.engine.assigned()
         if not assigned:
             return False, "no partitions assigned"

@@ -44,6 +44,12 @@ class AlertsMetrics(ServiceMetrics):
             "Sightings decided without their reads, having waited --sighting-wait-s for them.",
             registry=r,
         )
+        self.history_remembered = Counter(
+            "stream_worker_alerts_history_remembered",
+            "Read alerts read back from the alerts topic (an earlier run's, another replica's) into the "
+            "memory of alerted passes.",
+            registry=r,
+        )
         self.alerts_out = Counter(
             "stream_worker_alerts_out",
             "Alerts acknowledged by the broker, by watch list, match kind and origin (read: a read of "

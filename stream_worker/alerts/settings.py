@@ -109,6 +109,14 @@ class AlertsSettings(ServiceSettings):
         "sighting can take to come (a pass's length, the sightings service's silence, lag).",
     )
 
+    history_alerts: int = Field(
+        2_000,
+        ge=0,
+        description="Alerts read back per partition of the alerts topic at the start, then followed: "
+        "read alerts of this service's earlier run or of another replica, so that their passes' "
+        "sightings publish nothing (0: none).",
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> AlertsSettings:
         topics = {self.input_topic, self.output_topic, self.watchlist_topic, self.sightings_topic}

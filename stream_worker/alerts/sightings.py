@@ -28,12 +28,17 @@ Commits: a sightings offset is committed only once its sighting is decided and t
 for it are acknowledged by the broker (holds, as on the plates side); a restart reads the
 uncommitted sightings again and repeats their alerts with their ids.
 
+The memory also holds the read alerts read back from the alerts topic (history.py): those of an
+earlier run (after a restart) and of other replicas (which may read the sighting's plates
+partition), each as its pass's first matching read.
+
 What the memory cannot know, and what follows (at-least-once; consumers tell these apart by
 `origin` and dedupe by `sighting_id`):
-- after a restart the memory is empty: a sighting read again whose pass's read alert came before
-  the committed plates position (not read again) and whose best read did not match alerts again,
-  with origin `sighting`;
-- with several replicas, a sighting's plates partition may be read by another replica;
+- a read alert not yet read back when the sighting is decided (another replica behind on its
+  plates, or the alerts topic read slowly), or beyond the history read at the start
+  (`history_alerts` per partition);
+- a sighting whose reads do not include its pass's first matching read (the sightings service
+  grouped the reads otherwise) overlaps only a live pass of this process;
 - a sighting that waited `max_wait_s` for its reads is decided without them (counted);
 - a read pass forgotten (older than the memory's age or count) before its sighting arrives.
 """

@@ -305,6 +305,56 @@ def test_after_a_restart_a_sighting_of_reads_already_committed_is_decided_at_onc
     assert second.stop() == 0
 
 
+def test_read_alerts_of_an_earlier_run_and_of_another_replica_confirm_their_sightings(
+    kafka_bootstrap, topics, alerts_reader, start_alerts, unique_name
+):
+    """The memory of alerted passes starts empty after a restart and knows nothing of another
+    replica's passes; the alerts read back from the alerts topic fill it (history.py). Each
+    sighting here has an unconfident best read, so only the memory can say its pass alerted."""
+    from tests.alerts.test_passes import Driver
+    from tests.alerts.test_sightings import sighting
+
+    write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
+    first = start_alerts()
+    first.wait_ready(WAIT_S)
+    produce(kafka_bootstrap, topics.plates, [(0, e) for e in one_pass("gate-1", "B840OK197", T0)])
+    deadline = time.monotonic() + 30
+    group = f"{unique_name}-group"
+    while committed_offsets(kafka_bootstrap, group, topics.plates, PARTITIONS)[0] != 8:
+        assert time.monotonic() < deadline, first.log_tail()  # the pass ended and is committed
+        time.sleep(0.2)
+    assert first.stop() == 0
+    alerts_reader.poll(1.0)
+    assert len(alerts_reader.records) == 1
+
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0})
+    earlier = sighting(("B840OK197", 0.8), topic=topics.plates, best_confidence=0.2, first=0, last=7)
+    producer.produce(topics.sightings, value=earlier.to_json(), key=b"gate-1", partition=0)
+    assert producer.flush(30) == 0
+    second = start_alerts("--sighting-wait-s", "1")
+    second.wait_ready(WAIT_S)
+    wait_metric(second, "stream_worker_alerts_sightings_confirmed_total", 1)
+    assert second.metric("stream_worker_alerts_history_remembered_total") == 1
+
+    # Another replica's read alert for plates partition 2, then its pass's sighting. This service
+    # reads partition 2 as well but none of its reads (there are none): the sighting waits 1 s.
+    [theirs] = Driver(partitions=(2,)).feed("gate-3", T0, "B840OK197", partition=2)
+    source = theirs.alert.source.model_copy(update={"topic": topics.plates})
+    other = theirs.alert.model_copy(update={"source": source, "alerted_at": datetime.now(UTC)})
+    producer.produce(topics.alerts, value=other.to_json(), key=b"gate-3", partition=1)
+    assert producer.flush(30) == 0
+    wait_metric(second, "stream_worker_alerts_history_remembered_total", 2)
+    later = sighting(
+        ("B840OK197", 0.8), camera="gate-3", partition=2, topic=topics.plates, best_confidence=0.2, last=7
+    )
+    producer.produce(topics.sightings, value=later.to_json(), key=b"gate-3", partition=2)
+    assert producer.flush(30) == 0
+    wait_metric(second, "stream_worker_alerts_sightings_confirmed_total", 2)
+    alerts_reader.poll(2.0)
+    assert [alert.origin for alert in alerts(alerts_reader)] == [AlertOrigin.READ, AlertOrigin.READ]
+    assert second.stop() == 0
+
+
 # --- SIGKILL ----------------------------------------------------------------------------------------
 
 CAMERA_PARTITION = {"gate-1": 0, "gate-2": 0, "gate-3": 1}
