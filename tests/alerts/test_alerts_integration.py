@@ -268,6 +268,20 @@ def test_a_sighting_read_before_its_reads_waits_for_them_and_their_alert_is_the_
     assert service.stop() == 0
 
 
+def read_a_pass_then_stop(
+    bootstrap: str, topics: Topics, start_alerts, group: str, partition: int, camera: str, text: str
+) -> None:
+    """A service reads one pass of 8 reads on `partition`, commits past it (once it ended) and stops."""
+    service = start_alerts()
+    service.wait_ready(WAIT_S)
+    produce(bootstrap, topics.plates, [(partition, e) for e in one_pass(camera, text, T0)])
+    deadline = time.monotonic() + 30
+    while committed_offsets(bootstrap, group, topics.plates, PARTITIONS)[partition] != 8:
+        assert time.monotonic() < deadline, service.log_tail()
+        time.sleep(0.2)
+    assert service.stop() == 0
+
+
 def test_after_a_restart_a_sighting_of_reads_already_committed_is_decided_at_once(
     kafka_bootstrap, topics, alerts_reader, start_alerts, unique_name
 ):
@@ -277,15 +291,9 @@ def test_after_a_restart_a_sighting_of_reads_already_committed_is_decided_at_onc
     from tests.alerts.test_sightings import sighting
 
     write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
-    first = start_alerts()
-    first.wait_ready(WAIT_S)
-    produce(kafka_bootstrap, topics.plates, [(1, e) for e in one_pass("gate-2", "B840HH197", T0)])
-    deadline = time.monotonic() + 30
-    group = f"{unique_name}-group"
-    while committed_offsets(kafka_bootstrap, group, topics.plates, PARTITIONS)[1] != 8:
-        assert time.monotonic() < deadline, first.log_tail()
-        time.sleep(0.2)
-    assert first.stop() == 0
+    read_a_pass_then_stop(
+        kafka_bootstrap, topics, start_alerts, f"{unique_name}-group", 1, "gate-2", "B840HH197"
+    )
 
     fresh = sighting(
         ("B840HH197", 0.6), ("B840OK197", 0.3), camera="gate-2", partition=1, topic=topics.plates, last=7
@@ -315,15 +323,9 @@ def test_read_alerts_of_an_earlier_run_and_of_another_replica_confirm_their_sigh
     from tests.alerts.test_sightings import sighting
 
     write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
-    first = start_alerts()
-    first.wait_ready(WAIT_S)
-    produce(kafka_bootstrap, topics.plates, [(0, e) for e in one_pass("gate-1", "B840OK197", T0)])
-    deadline = time.monotonic() + 30
-    group = f"{unique_name}-group"
-    while committed_offsets(kafka_bootstrap, group, topics.plates, PARTITIONS)[0] != 8:
-        assert time.monotonic() < deadline, first.log_tail()  # the pass ended and is committed
-        time.sleep(0.2)
-    assert first.stop() == 0
+    read_a_pass_then_stop(
+        kafka_bootstrap, topics, start_alerts, f"{unique_name}-group", 0, "gate-1", "B840OK197"
+    )
     alerts_reader.poll(1.0)
     assert len(alerts_reader.records) == 1
 
