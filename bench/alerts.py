@@ -13,10 +13,10 @@ from typing import Any
 
 from bench.report import format_table, latency_ms
 from bench.sightings_score import Outputs, PlannedPass, frames_of, plate_of, rate
-from stream_worker.alerts.matching import Matcher
 from stream_worker.alerts.passes import AlertEngine, PassRules
-from stream_worker.alerts.watchlist import WatchEntry, normalise_plate
 from stream_worker.contracts import PlateEvent
+from stream_worker.contracts.watchlist import WatchEntry, normalise_plate
+from stream_worker.plates.matching import Matcher
 
 WATCHLIST_NAME = "bench"
 TOLERANCES = (0.0, 0.5, 1.0, 1.5, 2.0)  # the offline table's default_max_distance values

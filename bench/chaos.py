@@ -14,7 +14,8 @@ tests/bench/test_chaos.py runs a tiny one. Exit code 0 only when every invariant
 
 This module is the command (its flags, the report's header); the parts: chaos_plan.py (the frames
 and what each must produce), chaos_traffic.py (publisher and consumer), chaos_faults.py (the
-SIGKILLs, restarts and memory peaks), chaos_run.py (the run), chaos_report.py (results, tables).
+SIGKILLs, restarts and memory peaks), chaos_run.py (the run), chaos_logs.py (what the logs tell),
+chaos_report.py (results, tables).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from bench import environment
 from bench.chaos_plan import plan_frames, valid_frames
-from bench.chaos_report import render
+from bench.chaos_report import render, results
 from bench.chaos_run import ChaosRun
 from bench.frames import samples_dir
 from bench.hostile import KINDS_BY_NAME, pick_kinds
@@ -119,10 +120,11 @@ def main(argv: Sequence[str]) -> int:
 
     run = ChaosRun(args, plan)
     try:
-        results = run.run()
+        run.run()
     except TritonLaunchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    findings = results(run, run.frames_topic)
     report = {
         "scenario": "chaos",
         "command": "stream-worker bench chaos " + " ".join(argv),
@@ -141,7 +143,7 @@ def main(argv: Sequence[str]) -> int:
                 kind.name: str(kind.expected) for kind in (KINDS_BY_NAME[n] for n in (names or KINDS_BY_NAME))
             },
         },
-        **results,
+        **findings,
     }
     print(render(report))
     if args.report:

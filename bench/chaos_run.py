@@ -22,8 +22,8 @@ from typing import Any
 
 from bench import environment
 from bench.chaos_faults import Faults, Sampler, Schedule
+from bench.chaos_logs import triton_log_findings, worker_log_findings
 from bench.chaos_plan import Planned
-from bench.chaos_report import results, triton_log_findings, worker_log_findings
 from bench.chaos_traffic import Collector, Publisher
 
 PROGRESS_EVERY_S = 15.0
@@ -46,11 +46,12 @@ class ChaosRun(Faults):
         self.log_dir = Path(tempfile.mkdtemp(prefix="stream-worker-chaos-"))
         self.started = time.monotonic()
         self.watch: Callable[[int], None] = lambda pgid: None  # the watchdog's, once it runs
+        self.frames_topic = ""  # the run's frames topic, once it exists
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self.started, 1)
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> None:
         from bench.stream import Topics, WorkerProcess
         from stream_worker.children import Watchdog
         from stream_worker.launchers.broker import LocalBroker, create_topics
@@ -126,7 +127,7 @@ class ChaosRun(Faults):
                     with contextlib.suppress(OSError):
                         shutil.copy2(log, args.logs / log.name)
             self.worker_log_findings = worker_log_findings(w.log_path for w in self.workers)
-            return results(self, topics.frames)
+            self.frames_topic = topics.frames
 
     # --- driving the faults ---------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bench.passes import Box, ScenePass
-from stream_worker.cameras.settings import CameraSettings
+from stream_worker.contracts.cameras import CameraSettings
 
 MARGIN = 0.5  # of the largest plate's width and height, on each side of the plates' track
 

@@ -45,15 +45,16 @@ import numpy as np
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+from bench import alerts as alert_scoring
 from bench import environment
 from bench.masks import pass_settings
 from bench.passes import KINDS, Difficulty, ScenePass, make_pass
 from bench.report import write_json
 from bench.sightings_score import Outputs, PlannedPass, render, score
 from stream_worker.alerts.store import WatchlistStoreError, write_changes
-from stream_worker.alerts.watchlist import WatchEntry
 from stream_worker.cameras.records import encode_settings
-from stream_worker.cameras.settings import CameraSettings
+from stream_worker.contracts.cameras import CameraSettings
+from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.evaluation.labels import load_labels
 from stream_worker.launchers.broker import create_topics, free_port
 from stream_worker.launchers.service import ServiceChild, ServiceStartError
@@ -382,8 +383,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    from bench import alerts as alert_scoring  # it builds on this module's passes and outputs
-
     args = parser().parse_args(list(argv))
     if args.frames_per_pass < 2 or args.cameras < 1 or args.fps <= 0:
         print("error: --frames-per-pass >= 2, --cameras >= 1 and --fps > 0 are needed", file=sys.stderr)
@@ -440,6 +439,8 @@ def main(argv: Sequence[str]) -> int:
             "tolerances": alert_scoring.tolerance_table(planned, outputs, entries),
         }
     print(render(report))
+    if "alerts" in report:
+        print("\n" + "\n".join(alert_scoring.render_alerts(report["alerts"])))
     if args.report:
         write_json(args.report, report)
         print(f"report written to {args.report}")

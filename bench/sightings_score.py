@@ -185,8 +185,6 @@ def rate(part: int, whole: int) -> float | None:
 
 
 def render(report: dict[str, Any]) -> str:
-    from bench import alerts as alert_scoring  # imports this module
-
     frames, sightings = report["frames"], report["sightings"]
     side_by_side = [{"unit": "frame", **frames}, {"unit": "sighting", **sightings}]
     wrong = [row for row in report["plates"] if not row["exact"]]
@@ -222,6 +220,4 @@ def render(report: dict[str, Any]) -> str:
     if wrong:
         columns = ["photo", "kind", "expected", "voted", "frames_exact", "frames", "sightings", "reads"]
         lines += ["", "plates whose sighting is not exact:", format_table(wrong, columns)]
-    if "alerts" in report:
-        lines += ["", *alert_scoring.render_alerts(report["alerts"])]
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from confluent_kafka import KafkaException
 
 from stream_worker.cameras.records import encode_settings
-from stream_worker.cameras.settings import CameraSettings, Zone
+from stream_worker.contracts.cameras import CameraSettings, Zone
 from stream_worker.demo_options import DemoError
 from stream_worker.service.compacted import CompactedTopicError, write_compacted
 

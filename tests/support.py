@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 # The acceptance allows the plate text to be one edit off; the product's own distance measures it.
-from stream_worker.evaluation.scoring import edit_distance
+from stream_worker.plates.distance import edit_distance
 
 __all__ = ["EXPECTED_PLATE", "edit_distance", "process_tree", "resident_bytes"]
 

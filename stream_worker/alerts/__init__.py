@@ -1,4 +1,3 @@
-"""Watch lists and alerts (issue 20): the `watchlist` compacted topic, its store and the plate matcher.
-
-Kept free of heavy imports: `stream_worker.contracts` imports `watchlist` to register its schema.
-"""
+"""The alerts service (issue 20): reads plate events and sightings, publishes a PlateAlert when a
+watch-listed plate passes. The watch list's contract is `stream_worker.contracts.watchlist`; the
+matcher, shared with other services, is `stream_worker.plates.matching`."""

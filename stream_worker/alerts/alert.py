@@ -6,8 +6,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from stream_worker.alerts.matching import Match
 from stream_worker.contracts import AlertOrigin, PlateAlert, PlateEvent, PlateReading, PlateSighting, Source
+from stream_worker.plates.matching import Match
 
 # Its own namespace: an alert id never equals an event or a sighting id built from the same position.
 ALERT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "stream-worker/plate-alert")

@@ -49,8 +49,8 @@ from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.plate_records import PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
-from stream_worker.sightings.consumer import PlateRecord
 
 log = logging.getLogger("stream_worker.alerts")
 

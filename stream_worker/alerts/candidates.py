@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stream_worker.alerts.matching import Match, Matcher
 from stream_worker.contracts import PlateSighting
+from stream_worker.plates.matching import Match, Matcher
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from stream_worker.alerts.store import (
     read_watchlist,
     write_changes,
 )
-from stream_worker.alerts.watchlist import WatchEntry, new_entry, validate_plate
+from stream_worker.contracts.watchlist import WatchEntry, new_entry, validate_plate
 from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
 
 

@@ -13,7 +13,7 @@ from stream_worker.alerts.settings import AlertsSettings
 from stream_worker.service import kafka
 from stream_worker.service.consumer import ClientFactory, GroupConsumer
 from stream_worker.service.metrics import ServiceMetrics
-from stream_worker.sightings.consumer import DEFAULT_PREFETCH_KBYTES, PlateRecord
+from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES, PlateRecord
 
 PartitionsCallback = Callable[[list[int]], None]
 

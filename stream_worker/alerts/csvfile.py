@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
-from stream_worker.alerts.watchlist import WatchEntry, new_entry
+from stream_worker.contracts.watchlist import WatchEntry, new_entry
 
 COLUMNS = ("plate", "list", "label", "max_distance", "expires_at")
 REQUIRED_COLUMNS = ("plate", "list")

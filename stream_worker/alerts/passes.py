@@ -11,7 +11,7 @@ Consumers get exactly one alert per pass and no follow-ups (no better read, no e
 Ids and commits: an alert's id is made from the position of its pass's first matching read
 (alert.py), so a pass must be read again from that read after a crash. The commit position of a
 partition therefore never passes the first read of a pass that is open or whose alert the broker
-has not acknowledged (a hold, sightings/commits.py). Nor may it split a finished pass: a commit
+has not acknowledged (a hold, service/partition_commits.py). Nor may it split a finished pass: a commit
 inside a finished pass would make a restart read its tail as a new pass, with a new id. A finished
 pass keeps its hold until the position it would leave is past its last read (`_settle`). A restart
 reads from the commit and repeats the alerts of passes read again, with their ids.
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from stream_worker.alerts.alert import build_alert
-from stream_worker.alerts.matching import Matcher
 from stream_worker.contracts import PlateAlert, PlateEvent, Source
-from stream_worker.sightings.commits import PartitionCommits
+from stream_worker.plates.matching import Matcher
+from stream_worker.service.partition_commits import PartitionCommits
 
 PassKey = tuple[int, str, str]  # (plates partition, camera id, entry plate)
 

@@ -52,11 +52,11 @@ from datetime import UTC, datetime
 
 from stream_worker.alerts.alert import build_sighting_alert
 from stream_worker.alerts.candidates import SightingMatch, match_sighting
-from stream_worker.alerts.matching import Matcher
 from stream_worker.alerts.recent import RecentPasses
-from stream_worker.alerts.watchlist import WatchEntry
 from stream_worker.contracts import PlateAlert, PlateSighting
-from stream_worker.sightings.commits import PartitionCommits
+from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.plates.matching import Matcher
+from stream_worker.service.partition_commits import PartitionCommits
 
 
 @dataclass(frozen=True, slots=True)

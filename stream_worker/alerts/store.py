@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from stream_worker.alerts.watchlist import WatchEntry, decode_record, encode_entry, encode_removal
+from stream_worker.contracts.watchlist import WatchEntry, decode_record, encode_entry, encode_removal
 from stream_worker.service.compacted import (
     DEFAULT_PARTITIONS,
     DEFAULT_TIMEOUT_S,

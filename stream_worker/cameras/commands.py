@@ -16,7 +16,6 @@ from confluent_kafka import KafkaException
 from stream_worker.cameras.drawing import draw_settings
 from stream_worker.cameras.files import load_settings_file
 from stream_worker.cameras.records import validate_camera_id
-from stream_worker.cameras.settings import CameraSettings, CameraSettingsError
 from stream_worker.cameras.store import (
     CamerasSnapshot,
     CamerasStoreError,
@@ -24,6 +23,7 @@ from stream_worker.cameras.store import (
     remove_settings,
     write_settings,
 )
+from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError
 from stream_worker.media import MediaSupportMissing, opencv
 from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
 

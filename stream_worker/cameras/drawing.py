@@ -15,7 +15,7 @@ from types import ModuleType
 
 import numpy as np
 
-from stream_worker.cameras.settings import CameraSettings
+from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.media import opencv
 
 MASK_COLOUR = (0, 0, 160)  # BGR dark red: "not here", distinct from recognize's green plate boxes

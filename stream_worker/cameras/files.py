@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import yaml
 
-from stream_worker.cameras.settings import CameraSettings, CameraSettingsError, parse_settings
+from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
 
 JSON_SUFFIXES = (".json",)
 YAML_SUFFIXES = (".yaml", ".yml")

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from stream_worker.cameras.records import decode_record
-from stream_worker.cameras.settings import CameraSettings
 from stream_worker.cameras.store import DEFAULT_TIMEOUT_S, DEFAULT_TOPIC
+from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.service.compacted import CompactedFollower, FollowerThread
 
 

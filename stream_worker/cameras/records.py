@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from stream_worker.cameras.settings import CameraSettings, CameraSettingsError, parse_settings
+from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
 
 MAX_CAMERA_ID_LENGTH = 255
 

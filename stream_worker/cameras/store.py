@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stream_worker.cameras.records import decode_record, encode_removal, encode_settings
-from stream_worker.cameras.settings import CameraSettings
+from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.service.compacted import (
     DEFAULT_TIMEOUT_S,
     CompactedSnapshot,

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from stream_worker.evaluation.labels import Box, ImageLabel
+from stream_worker.plates.distance import edit_distance
 from stream_worker.recognition import FRAME_OK
 
 IOU_THRESHOLD = 0.5
@@ -74,17 +75,6 @@ class Totals(BaseModel):
     char_error_rate: float | None
     other_boxes: int
     images_matched_by_text: int
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance: insertions, deletions and substitutions of one character each."""
-    previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, 1):
-        current = [i]
-        for j, char_b in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
-        previous = current
-    return previous[-1]
 
 
 def iou(a: Box, b: Box) -> float:

@@ -31,8 +31,9 @@ from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.plate_records import PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
-from stream_worker.sightings.consumer import Assigned, PlateRecord, PlatesConsumer
+from stream_worker.sightings.consumer import Assigned, PlatesConsumer
 from stream_worker.sightings.engine import Outgoing, SightingsEngine
 from stream_worker.sightings.metrics import SightingsMetrics
 from stream_worker.sightings.reads import InvalidEvent, parse_event

@@ -24,20 +24,12 @@ from stream_worker.service import kafka
 from stream_worker.service.consumer import ClientFactory, GroupConsumer
 from stream_worker.service.kafka import Partition
 from stream_worker.service.metrics import ServiceMetrics
+from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES, PlateRecord
 from stream_worker.sightings.settings import SightingsSettings
 
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 10.0
-# A pass's records are small JSON: the default prefetch (64 MiB per partition) is far too much.
-DEFAULT_PREFETCH_KBYTES = 4 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class PlateRecord:
-    partition: int
-    offset: int
-    value: bytes | None
 
 
 @dataclass(frozen=True, slots=True)

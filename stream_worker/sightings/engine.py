@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from stream_worker.contracts import PlateSighting
-from stream_worker.sightings.commits import PartitionCommits
+from stream_worker.service.partition_commits import PartitionCommits
 from stream_worker.sightings.grouping import Closed, Group, Grouper, GroupingRules
 from stream_worker.sightings.reads import Observation, Position
 from stream_worker.sightings.sighting import VotingRules, build_sighting

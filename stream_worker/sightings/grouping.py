@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from stream_worker.contracts import ClosedBy
-from stream_worker.evaluation.scoring import edit_distance
+from stream_worker.plates.distance import edit_distance
 from stream_worker.sightings.reads import Observation, Read
 
 CameraKey = tuple[int, str]  # (partition of the plates topic, camera id)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stream_worker.contracts import PLATE_FORMAT
-from stream_worker.evaluation.scoring import edit_distance
+from stream_worker.plates.distance import edit_distance
 
 _FORMAT = re.compile(PLATE_FORMAT)
 _NOTHING = ""

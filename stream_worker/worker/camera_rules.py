@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import orjson
 
 from stream_worker.cameras.geometry import CameraGeometry
-from stream_worker.cameras.settings import CameraSettings
+from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.recognition import FrameResult, Plate
 
 DEFAULT_SETTINGS = CameraSettings()

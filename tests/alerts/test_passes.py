@@ -9,10 +9,11 @@ import pytest
 from plate_events import T0, plate, plate_event
 
 from stream_worker.alerts.alert import alert_id
-from stream_worker.alerts.matching import Matcher, MatchKind
 from stream_worker.alerts.passes import AlertEngine, PassRules
-from stream_worker.alerts.watchlist import WatchEntry
 from stream_worker.contracts import PlateAlert, Source
+from stream_worker.contracts.alerts import MatchKind
+from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.plates.matching import Matcher
 
 ADDED = datetime(2025, 1, 1, tzinfo=UTC)
 NOW = datetime(2025, 2, 1, tzinfo=UTC)

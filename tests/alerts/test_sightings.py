@@ -12,10 +12,8 @@ from plate_events import T0
 
 from stream_worker.alerts.alert import alert_id, sighting_alert_id
 from stream_worker.alerts.candidates import RankedText, match_sighting, ranked_texts
-from stream_worker.alerts.matching import Matcher, MatchKind
 from stream_worker.alerts.recent import RecentPasses
 from stream_worker.alerts.sightings import SightingAlerts, SightingRules
-from stream_worker.alerts.watchlist import WatchEntry
 from stream_worker.contracts import (
     AlertOrigin,
     BestRead,
@@ -27,6 +25,9 @@ from stream_worker.contracts import (
     SightingSource,
     Source,
 )
+from stream_worker.contracts.alerts import MatchKind
+from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.plates.matching import Matcher
 from tests.alerts.test_passes import Driver
 
 ADDED = datetime(2025, 1, 1, tzinfo=UTC)

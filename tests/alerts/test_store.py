@@ -16,7 +16,7 @@ from stream_worker.alerts.store import (
     read_watchlist,
     write_changes,
 )
-from stream_worker.alerts.watchlist import WatchEntry
+from stream_worker.contracts.watchlist import WatchEntry
 
 ADDED = datetime(2026, 3, 1, tzinfo=UTC)
 CLOSED = "127.0.0.1:9"  # nothing listens there

@@ -13,8 +13,8 @@ from bench.alerts import replay_alerts, score_alerts, tolerance_table, watch_ent
 from bench.passes import make_pass
 from bench.sightings import plan
 from bench.sightings_score import Outputs
-from stream_worker.alerts.watchlist import WatchEntry
 from stream_worker.contracts import Direction
+from stream_worker.contracts.watchlist import WatchEntry
 
 PLATE_BOX = (60.0, 40.0, 100.0, 52.0)
 ELSEWHERE = (0.0, 0.0, 10.0, 5.0)

@@ -11,8 +11,8 @@ from bench.masks import inside, kept_region, mask_polygons, pass_region, pass_se
 from bench.passes import make_pass
 from bench.sightings import parser, plan
 from bench.sightings_score import Outputs, score
-from stream_worker.cameras.settings import CameraSettings
 from stream_worker.contracts import Direction
+from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.worker.camera_rules import CameraRules
 from tests.model_repository.conftest import load_model_file
 

@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from stream_worker.cameras.commands import summary
-from stream_worker.cameras.settings import CameraSettings, parse_settings
 from stream_worker.cameras.store import read_cameras
 from stream_worker.cli import app
+from stream_worker.contracts.cameras import CameraSettings, parse_settings
 
 runner = CliRunner()
 CLOSED = "127.0.0.1:9"  # nothing listens there

@@ -16,7 +16,7 @@ from stream_worker.cameras.drawing import (
     to_bgr,
     zone_colour,
 )
-from stream_worker.cameras.settings import CameraSettings, parse_settings
+from stream_worker.contracts.cameras import CameraSettings, parse_settings
 
 GREY = 128
 SQUARE = [[0.25, 0.25], [0.75, 0.25], [0.75, 0.75], [0.25, 0.75]]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from stream_worker.cameras.files import load_settings_file, parse_text
-from stream_worker.cameras.settings import CameraSettingsError, parse_settings
+from stream_worker.contracts.cameras import CameraSettingsError, parse_settings
 
 YAML = """\
 display_name: Gate 1

@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Producer
 
 from stream_worker.cameras.following import CameraSettingsFollower
-from stream_worker.cameras.settings import parse_settings
 from stream_worker.cameras.store import remove_settings, write_settings
+from stream_worker.contracts.cameras import parse_settings
 
 pytestmark = pytest.mark.integration
 WAIT_S = 15.0

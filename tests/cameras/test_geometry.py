@@ -8,17 +8,15 @@ import random
 
 import pytest
 
-from stream_worker.cameras.geometry import (
-    CameraGeometry,
-    box_centre,
+from stream_worker.cameras.geometry import CameraGeometry, box_centre, point_in_polygon
+from stream_worker.contracts.cameras import CameraSettings, Zone
+from stream_worker.contracts.polygons import (
     orientation,
-    point_in_polygon,
     polygon_problem,
     segments_intersect,
     self_intersection,
     signed_area,
 )
-from stream_worker.cameras.settings import CameraSettings, Zone
 
 SQUARE = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)]
 # An L: the square minus its top-right quarter (concave at (0.5, 0.5)).

@@ -12,7 +12,7 @@ from stream_worker.cameras.records import (
     encode_settings,
     validate_camera_id,
 )
-from stream_worker.cameras.settings import CameraSettings, parse_settings
+from stream_worker.contracts.cameras import CameraSettings, parse_settings
 
 SETTINGS = parse_settings({"masks": [[[0, 0], [0.5, 0], [0.5, 0.5]]], "plate_images": True})
 

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from stream_worker.cli import app
 from stream_worker.evaluation.runner import EXIT_BELOW_THRESHOLD, EXIT_FAILED, EXIT_OK
-from stream_worker.evaluation.scoring import edit_distance
 from stream_worker.launchers.triton import free_port
+from stream_worker.plates.distance import edit_distance
 from tests.conftest import samples_dir
 
 CAR_PLATE_BOX = [94, 331, 132, 342]  # the van's plate in samples/car.jpg (780x439)

@@ -8,7 +8,6 @@ from stream_worker.evaluation.labels import ImageLabel
 from stream_worker.evaluation.scoring import (
     ImageScore,
     Prediction,
-    edit_distance,
     iou,
     match_boxes,
     match_texts,
@@ -32,25 +31,7 @@ def read(text: str, box: tuple[float, float, float, float] = PLATE) -> Predictio
     return Prediction(text=text, box=box)
 
 
-# --- edit distance and IoU ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("a", "b", "distance"),
-    [
-        ("", "", 0),
-        ("A123BC77", "A123BC77", 0),
-        ("A123BC77", "A123BC7", 1),  # deletion
-        ("A123BC7", "A123BC77", 1),  # insertion
-        ("B840OK197", "B840CK197", 1),  # substitution
-        ("", "A123BC77", 8),
-        ("A123BC77", "", 8),
-        ("AB", "BA", 2),
-        ("kitten", "sitting", 3),
-    ],
-)
-def test_edit_distance(a: str, b: str, distance: int) -> None:
-    assert edit_distance(a, b) == distance
+# --- IoU ---------------------------------------------------------------------
 
 
 def test_iou_of_identical_disjoint_and_half_boxes() -> None:

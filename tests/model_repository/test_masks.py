@@ -111,7 +111,7 @@ def test_the_rule_is_the_workers_zone_rule(masks: ModuleType) -> None:
 
 def test_the_largest_valid_camera_settings_fit_and_parse(masks: ModuleType) -> None:
     """Whatever `cameras set` accepts, Triton must take: else every frame of the camera would fail."""
-    from stream_worker.cameras.settings import MAX_POINTS, MAX_POLYGONS, CameraSettings
+    from stream_worker.contracts.cameras import MAX_POINTS, MAX_POLYGONS, CameraSettings
     from stream_worker.worker.camera_rules import CameraRules
 
     def polygon(k: int) -> list[list[float]]:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stream_worker.evaluation.scoring import edit_distance
+from stream_worker.plates.distance import edit_distance
 from stream_worker.sightings.voting import TextRead, align, vote
 
 PLATE = "B840CK197"

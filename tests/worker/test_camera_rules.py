@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import orjson
 
-from stream_worker.cameras.settings import CameraSettings
+from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.recognition import FrameResult, Plate
 from stream_worker.worker.camera_rules import CameraRules
 

@@ -10,9 +10,9 @@ import time
 import pytest
 from support import edit_distance
 
-from stream_worker.cameras.settings import parse_settings
 from stream_worker.cameras.store import remove_settings, write_settings
 from stream_worker.config import load_settings
+from stream_worker.contracts.cameras import parse_settings
 from stream_worker.worker.app import Worker
 from tests.worker.streams import EXPECTED_PLATE, Outputs, Sent, Topics, produce
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from support import edit_distance
 
-from stream_worker.cameras.settings import CameraSettings
 from stream_worker.config import load_settings
 from stream_worker.contracts import PLATE_IMAGE_MAX_BYTES, PlateEvent
+from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.worker.app import Worker
 from stream_worker.worker.camera_rules import CameraRules
 from tests.worker.streams import EXPECTED_PLATE, Outputs, Topics, frames_for, produce

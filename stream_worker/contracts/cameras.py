@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from stream_worker.cameras.geometry import polygon_problem
+from stream_worker.contracts.polygons import polygon_problem
 
 MAX_POINTS = 64  # per polygon: a plate is tested against every edge of every mask and zone
 MAX_POLYGONS = 32  # masks, and zones, per camera

@@ -29,9 +29,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 
-from stream_worker.alerts.watchlist import WatchEntry, normalise_plate
+from stream_worker.contracts.alerts import MatchKind
+from stream_worker.contracts.watchlist import WatchEntry, normalise_plate
 
 CHEAP_COST = 0.5
 EDIT_COST = 1.0
@@ -75,11 +75,6 @@ def plate_distance(a: str, b: str, limit: float = math.inf) -> float:
         previous = current
     distance = previous[-1]
     return distance if distance <= limit + _EPSILON else math.inf
-
-
-class MatchKind(StrEnum):
-    EXACT = "exact"
-    FUZZY = "fuzzy"
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stream_worker.sightings.commits import PartitionCommits
+from stream_worker.service.partition_commits import PartitionCommits
 
 
 def test_nothing_consumed_nothing_to_commit():

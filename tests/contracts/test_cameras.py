@@ -6,14 +6,14 @@ import jsonschema
 import orjson
 import pytest
 
-from stream_worker.cameras.settings import (
+from stream_worker.contracts import SCHEMA_MODELS, SCHEMAS_DIR
+from stream_worker.contracts.cameras import (
     MAX_POINTS,
     MAX_POLYGONS,
     CameraSettings,
     CameraSettingsError,
     parse_settings,
 )
-from stream_worker.contracts import SCHEMA_MODELS, SCHEMAS_DIR
 
 SQUARE = [[0.1, 0.1], [0.4, 0.1], [0.4, 0.4], [0.1, 0.4]]
 FULL = {

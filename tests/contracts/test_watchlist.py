@@ -11,7 +11,8 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from stream_worker.alerts.watchlist import (
+from stream_worker.contracts import SCHEMA_MODELS, SCHEMAS_DIR
+from stream_worker.contracts.watchlist import (
     PLATE_ALPHABET,
     WatchEntry,
     WatchRecordError,
@@ -23,7 +24,6 @@ from stream_worker.alerts.watchlist import (
     normalise_plate,
     validate_plate,
 )
-from stream_worker.contracts import SCHEMA_MODELS, SCHEMAS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ADDED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

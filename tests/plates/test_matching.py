@@ -9,17 +9,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from stream_worker.alerts.matching import (
+from stream_worker.contracts.alerts import MatchKind
+from stream_worker.contracts.watchlist import PLATE_ALPHABET, WatchEntry
+from stream_worker.plates.matching import (
     CHEAP_COST,
     CONFUSIONS,
     Match,
     Matcher,
-    MatchKind,
     match,
     plate_distance,
     substitution_cost,
 )
-from stream_worker.alerts.watchlist import PLATE_ALPHABET, WatchEntry
 
 ADDED = datetime(2026, 3, 1, tzinfo=UTC)
 LETTERS = "ABEKMHOPCTYX"

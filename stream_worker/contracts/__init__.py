@@ -1,0 +1,111 @@
+"""The message and settings contracts, the bottom layer: every service and consumer reads them, and
+they import no other package of stream_worker.
+
+- `frames`: the headers a camera may set on a frame, and a dead letter's;
+- `events`: the worker's `PlateEvent`;
+- `sightings`: the sightings service's `PlateSighting`;
+- `alerts`: the alerts service's `PlateAlert`;
+- `watchlist`: the compacted `watchlist` topic's `WatchEntry`, with its plate normalisation;
+- `cameras`: the compacted `cameras` topic's `CameraSettings` (`polygons`: what it refuses);
+- `schemas`: `schemas/*.schema.json`, generated from these pydantic models (`python -m
+  stream_worker.contracts` or `stream-worker schemas export`) so that consumers in other languages
+  can validate messages; a test fails when the checked-in files are stale.
+
+The message contracts are re-exported here: `from stream_worker.contracts import PlateEvent`.
+"""
+
+from __future__ import annotations
+
+from stream_worker.contracts.alerts import (
+    AlertOrigin,
+    MatchKind,
+    PlateAlert,
+)
+from stream_worker.contracts.cameras import (
+    CameraSettings,
+)
+from stream_worker.contracts.events import (
+    BASE64,
+    PLATE_FORMAT,
+    PLATE_IMAGE_MAX_BASE64,
+    PLATE_IMAGE_MAX_BYTES,
+    REVISION_3_PLATE_FIELDS,
+    SCHEMA_REVISION,
+    SCHEMA_VERSION,
+    Box,
+    ImageSize,
+    ModelInfo,
+    OmitsAbsent,
+    PlateEvent,
+    PlateLayout,
+    PlateReading,
+    Point,
+    Source,
+    event_revision,
+)
+from stream_worker.contracts.frames import (
+    DeadLetterHeader,
+    DeadLetterHeaders,
+    ErrorReason,
+    ErrorStage,
+    FrameHeader,
+    FrameHeaders,
+)
+from stream_worker.contracts.schemas import (
+    SCHEMA_MODELS,
+    SCHEMAS_DIR,
+    export_schemas,
+    render_schemas,
+)
+from stream_worker.contracts.sightings import (
+    BestRead,
+    ClosedBy,
+    Direction,
+    PlateSighting,
+    SightingCandidate,
+    SightingSource,
+)
+from stream_worker.contracts.watchlist import (
+    WatchEntry,
+)
+
+__all__ = [
+    "BASE64",
+    "PLATE_FORMAT",
+    "PLATE_IMAGE_MAX_BASE64",
+    "PLATE_IMAGE_MAX_BYTES",
+    "REVISION_3_PLATE_FIELDS",
+    "SCHEMAS_DIR",
+    "SCHEMA_MODELS",
+    "SCHEMA_REVISION",
+    "SCHEMA_VERSION",
+    "AlertOrigin",
+    "BestRead",
+    "Box",
+    "CameraSettings",
+    "ClosedBy",
+    "DeadLetterHeader",
+    "DeadLetterHeaders",
+    "Direction",
+    "ErrorReason",
+    "ErrorStage",
+    "FrameHeader",
+    "FrameHeaders",
+    "ImageSize",
+    "MatchKind",
+    "ModelInfo",
+    "OmitsAbsent",
+    "PlateAlert",
+    "PlateEvent",
+    "PlateLayout",
+    "PlateReading",
+    "PlateSighting",
+    "Point",
+    "SightingCandidate",
+    "SightingSource",
+    "Source",
+    "WatchEntry",
+    "event_revision",
+    "export_schemas",
+    "render_schemas",
+]

@@ -1,0 +1,81 @@
+"""The alerts service's output: one `PlateAlert` per camera, watch-list entry and vehicle pass."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from stream_worker.contracts.events import SCHEMA_VERSION, Box, Source
+
+
+# How a read matched a watch-list entry (no docstring: it would change plate_alert.schema.json).
+class MatchKind(StrEnum):
+    EXACT = "exact"
+    FUZZY = "fuzzy"
+
+
+class AlertOrigin(StrEnum):
+    """What raised an alert."""
+
+    READ = "read"  # a read (PlateEvent) of the pass matched: the pass's first matching read
+    SIGHTING = "sighting"  # no read did, the voted sighting's text or a top candidate did, later
+
+
+class PlateAlert(BaseModel):
+    """One per (camera, watch-list entry, vehicle pass) on the alerts topic (key = camera id),
+    JSON-encoded: raised on the pass's first read that matched the entry (origin `read`), or, for a
+    pass whose reads raised none for the entry, on its voted sighting (origin `sighting`)."""
+
+    model_config = ConfigDict(title="PlateAlert")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    alert_id: str = Field(
+        description="UUIDv5 of the camera id, the entry's plate and list, and (origin read) the "
+        "plates-topic position of the pass's first matching read or (origin sighting) the sighting_id: "
+        "an alert published again after a restart carries the same id."
+    )
+    origin: AlertOrigin = Field(
+        AlertOrigin.READ,
+        description="read: raised on a read of the pass; sighting: raised on the pass's voted sighting "
+        "because no read alerted it (a later follow-up, at most one per sighting and entry). Absent in "
+        "alerts from before this field: read.",
+    )
+    sighting_id: str | None = Field(
+        None, description="origin sighting: the PlateSighting the alert comes from; else null."
+    )
+    candidate_rank: int | None = Field(
+        None,
+        ge=0,
+        description="origin sighting: the rank among the sighting's candidates of the text that matched "
+        "(0: the best); else null.",
+    )
+    list: str = Field(description="The watch list of the entry matched.")
+    label: str | None = Field(description="The entry's label.")
+    plate: str = Field(description="The entry's plate (normalised).")
+    match_kind: MatchKind = Field(description="exact: the read is the plate; fuzzy: within max_distance.")
+    distance: float = Field(ge=0, description="Weighted edit distance of the read from the entry's plate.")
+    candidate: str = Field(
+        description="The read text (origin sighting: the sighting's candidate text) that matched, normalised."
+    )
+    confidence: float = Field(
+        description="The read's recogniser confidence in [0, 1] (origin sighting: the matched "
+        "candidate's vote score)."
+    )
+    camera_id: str
+    frame_id: str = Field(description="The read's frame (origin sighting: the sighting's best read's).")
+    event_id: str = Field(description="The PlateEvent the read (origin sighting: the best read) comes from.")
+    captured_at: datetime | None = Field(description="The frame's capture time, UTC; null when absent.")
+    box: Box
+    source: Source = Field(
+        description="Where the read's PlateEvent is (the plates topic); origin sighting: the sighting's "
+        "first read."
+    )
+    frame_source: Source = Field(description="Where the frame itself was read (the frames topic).")
+    alerted_at: datetime = Field(description="When the service built the alert, UTC (wall clock).")
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json"))

@@ -1,0 +1,170 @@
+"""The worker's output: one `PlateEvent` per frame, with its plates and where they came from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+# schema_version: the major version, incremented only by a breaking change. schema_revision:
+# incremented by each compatible addition (new optional fields), so a consumer can tell which
+# fields to expect; events without it are revision 1.
+SCHEMA_VERSION = 1
+SCHEMA_REVISION = 2  # what an event without any revision-3 field says (byte-for-byte as before)
+# Revision 3's optional fields of each plate: left out of the JSON when absent, and an event says
+# revision 3 only when one of its plates has one (`event_revision`), so that events without them stay
+# byte-for-byte revision-2 events. Each revision-3 plate field belongs here.
+REVISION_3_PLATE_FIELDS = frozenset({"image", "zone"})
+# A plate's picture: a JPEG of at most this many bytes (the BLS's pictures.PICTURE_MAX_BYTES, tested).
+PLATE_IMAGE_MAX_BYTES = 16 * 1024
+PLATE_IMAGE_MAX_BASE64 = 4 * -(-PLATE_IMAGE_MAX_BYTES // 3)  # its base64 text's length at most
+BASE64 = r"^[A-Za-z0-9+/]*={0,2}$"
+
+
+# Russian civil plates: letter, three digits, two letters, two- or three-digit region, using
+# only the twelve Cyrillic letters that look like Latin ones (written here in Latin).
+PLATE_FORMAT = r"^[ABEKMHOPCTYX]\d{3}[ABEKMHOPCTYX]{2}\d{2,3}$"
+
+
+class Source(BaseModel):
+    topic: str
+    partition: int = Field(ge=0)
+    offset: int = Field(ge=0)
+
+
+class ImageSize(BaseModel):
+    width: int = Field(ge=0)
+    height: int = Field(ge=0)
+
+
+class Box(BaseModel):
+    """Plate corners in the source image's pixels."""
+
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+
+
+class Point(BaseModel):
+    x: float
+    y: float
+
+
+class PlateLayout(StrEnum):
+    SINGLE_ROW = "single_row"
+    DOUBLE_ROW = "double_row"
+
+
+class OmitsAbsent(BaseModel):
+    """A model whose `omitted_when_absent` fields (compatible additions) are left out of its JSON when
+    None, so that a message without them is byte-for-byte what the previous revision wrote and a
+    consumer of that revision sees no new key."""
+
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self.omitted_when_absent:
+                if name in data and data[name] is None:
+                    del data[name]
+        return data
+
+
+class PlateReading(OmitsAbsent):
+    omitted_when_absent: ClassVar[frozenset[str]] = REVISION_3_PLATE_FIELDS
+
+    text: str = Field(description="Recognised characters (Latin look-alikes of the Cyrillic letters).")
+    confidence: float = Field(
+        description="Recogniser confidence in [0, 1]: the least sure character's, rounded to 4 decimals."
+    )
+    box: Box
+    detection_score: float = Field(
+        description="The detector's score for the plate in [0, 1] (objectness x layout probability for "
+        "the learned detector), rounded to 4 decimals."
+    )
+    format_valid: bool = Field(
+        description=f"Whether `text` matches the Russian plate pattern {PLATE_FORMAT}."
+    )
+    corners: list[Point] | None = Field(
+        None,
+        min_length=4,
+        max_length=4,
+        description="Since revision 2. The plate's four corners in source pixels: top-left, top-right, "
+        "bottom-right, bottom-left (a tilted plate's quadrilateral; the box's corners from the Haar "
+        "fallback). Rounded to 2 decimals.",
+    )
+    character_confidences: list[float] | None = Field(
+        None,
+        description="Since revision 2. One confidence in [0, 1] per character of `text`, in order, "
+        "rounded to 4 decimals; `confidence` is their minimum.",
+    )
+    layout: PlateLayout | None = Field(
+        None, description="Since revision 2. Single- or double-row plate, as the detector classified it."
+    )
+    image: str | None = Field(
+        None,
+        max_length=PLATE_IMAGE_MAX_BASE64,
+        pattern=BASE64,
+        description="Since revision 3; only when pictures were asked for (the worker's --plate-images "
+        "or the camera's setting), else absent (never null). The plate warped flat from its corners, "
+        f"as a base64 JPEG of at most {PLATE_IMAGE_MAX_BYTES} bytes: the plate's aspect, at most 64 "
+        "pixels high and 4 times its size in the decoded frame (frames over 1 MP are decoded at 1/2 "
+        "scale or less).",
+    )
+    zone: str | None = Field(
+        None,
+        description="Since revision 3; only for cameras with zones (`stream-worker cameras set`), else "
+        "absent (never null). The name of the first of the camera's zones that holds the plate box's "
+        "centre; absent when none does.",
+    )
+
+
+def event_revision(plates: Sequence[PlateReading]) -> int:
+    """The revision an event with these plates says: 3 when a plate has a revision-3 field, else 2."""
+    if any(getattr(plate, name) is not None for plate in plates for name in REVISION_3_PLATE_FIELDS):
+        return 3
+    return SCHEMA_REVISION
+
+
+class ModelInfo(BaseModel):
+    name: str
+    version: str
+
+
+class PlateEvent(BaseModel):
+    """One per processed frame on the output topic (key = camera id), JSON-encoded."""
+
+    model_config = ConfigDict(title="PlateEvent")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_revision: int = Field(
+        1,
+        ge=1,
+        description="Compatible additions within schema_version 1; absent means 1. Revision 2 adds "
+        "`corners`, `character_confidences` and `layout` to each plate. Revision 3 adds `image` (and "
+        "`zone`) to each plate, left out when absent: an event whose plates have none of them says 2 "
+        "and is exactly a revision-2 event.",
+    )
+    event_id: str = Field(
+        description="UUIDv5 of 'topic:partition:offset' of the input frame: the same frame always "
+        "gets the same id, so consumers can drop the duplicates that at-least-once delivery allows."
+    )
+    camera_id: str
+    frame_id: str
+    captured_at: datetime | None = Field(description="From the frame's header, in UTC; null when absent.")
+    processed_at: datetime = Field(description="When the worker built this event, UTC.")
+    source: Source
+    image: ImageSize
+    plates: list[PlateReading]
+    model: ModelInfo
+    latency_ms: float = Field(ge=0, description="From the worker receiving the frame to building this event.")
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json"))
