@@ -7,6 +7,8 @@ bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 ruff check .
 ruff format --check .
+# The layers and the absence of import cycles ([tool.importlinter] in pyproject.toml).
+lint-imports --no-cache
 # Two test processes (PYTEST_WORKERS): each file runs whole in one of them, so module fixtures
 # start once; each process has its own broker and Triton. More would mostly add Tritons (~2 GB each).
 pytest -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=15 "$@"
