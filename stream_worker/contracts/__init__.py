@@ -35,7 +35,6 @@ from stream_worker.contracts.events import (
     Box,
     ImageSize,
     ModelInfo,
-    OmitsAbsent,
     PlateEvent,
     PlateLayout,
     PlateReading,

@@ -9,17 +9,33 @@ named by where it is (`masks[1] point 3 x`, `zones[0] ('gate') polygon`), see `s
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from enum import StrEnum
+from typing import Annotated, Any, ClassVar, Literal
 
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from stream_worker.contracts.base import OmitsAbsent
+from stream_worker.contracts.credentials import url_problem
 from stream_worker.contracts.polygons import polygon_problem
 
 MAX_POINTS = 64  # per polygon: a plate is tested against every edge of every mask and zone
 MAX_POLYGONS = 32  # masks, and zones, per camera
 MAX_NAME_LENGTH = 64
 MAX_DISPLAY_NAME_LENGTH = 200
+MAX_URL_LENGTH = 2048
+MAX_PLATE_FORMAT_LENGTH = 200
+DEFAULT_SOURCE_FPS = 5.0  # a vehicle at a gate is in view for seconds: 5 reads a second is plenty
+MAX_SOURCE_FPS = 60.0
+DEFAULT_JPEG_QUALITY = 90
+DEFAULT_PIXEL_THRESHOLD = 25
+DEFAULT_MIN_CHANGED_SHARE = 0.002
+DEFAULT_PRE_ROLL_S = 1.0
+DEFAULT_POST_ROLL_S = 2.0
+DEFAULT_HEARTBEAT_S = 10.0
+MAX_ROLL_S = 30.0
+MAX_HEARTBEAT_S = 3600.0
 
 Coordinate = Annotated[
     float,
@@ -70,10 +86,100 @@ class Zone(BaseModel):
         return value
 
 
-class CameraSettings(BaseModel):
+class RtspTransport(StrEnum):
+    TCP = "tcp"  # interleaved in the RTSP connection: works through NAT and firewalls, no loss
+    UDP = "udp"  # lower latency on a clean network; packets lost are frames damaged
+
+
+class CameraSource(OmitsAbsent):
+    """Where the camera connector reads the camera (`stream-worker connect`), and how often it samples."""
+
+    model_config = ConfigDict(title="CameraSource", extra="forbid", frozen=True)
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"rtsp_transport"})
+
+    url: str = Field(
+        min_length=1,
+        max_length=MAX_URL_LENGTH,
+        description="rtsp://, rtsps://, http(s):// (MJPEG or HLS) or a local video file (a path or "
+        "file://). Credentials never in clear: write ${NAME} for them (rtsp://${GATE_USER}:"
+        "${GATE_PASSWORD}@host/stream); the connector takes NAME from its environment.",
+        examples=["rtsp://${GATE_USER}:${GATE_PASSWORD}@10.0.0.21:554/stream1", "/videos/gate.mp4"],
+    )
+    fps: float = Field(
+        DEFAULT_SOURCE_FPS,
+        gt=0,
+        le=MAX_SOURCE_FPS,
+        allow_inf_nan=False,
+        description="Frames per second sampled from the stream by its timestamps (at most the stream's).",
+    )
+    rtsp_transport: RtspTransport | None = Field(None, description="RTSP only: tcp (default) or udp.")
+    jpeg_quality: int = Field(
+        DEFAULT_JPEG_QUALITY, strict=True, ge=1, le=100, description="Quality of the JPEG frames published."
+    )
+    loop: bool = Field(
+        False, strict=True, description="A file source starts again at its end (demos, tests)."
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _no_clear_credentials(cls, url: str) -> str:
+        problem = url_problem(url)
+        if problem is not None:
+            raise ValueError(problem)
+        return url
+
+
+class MotionSettings(BaseModel):
+    """Motion gating: only frames where something moves are examined for plates (with a pre- and
+    post-roll around them and a heartbeat while static). Changes are measured on a small grayscale
+    copy of the frame against a running background, the camera's masks left out."""
+
+    model_config = ConfigDict(title="MotionSettings", extra="forbid", frozen=True)
+
+    enabled: bool = Field(True, strict=True, description="false: every sampled frame is examined.")
+    pixel_threshold: int = Field(
+        DEFAULT_PIXEL_THRESHOLD,
+        strict=True,
+        ge=1,
+        le=255,
+        description="A pixel has changed when it differs from the background by more than this (0..255).",
+    )
+    min_changed_share: float = Field(
+        DEFAULT_MIN_CHANGED_SHARE,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="A frame has motion when at least this share of its unmasked pixels changed.",
+    )
+    pre_roll_s: float = Field(
+        DEFAULT_PRE_ROLL_S,
+        ge=0,
+        le=MAX_ROLL_S,
+        allow_inf_nan=False,
+        description="Seconds of frames before the motion that are published too (the connector only).",
+    )
+    post_roll_s: float = Field(
+        DEFAULT_POST_ROLL_S,
+        ge=0,
+        le=MAX_ROLL_S,
+        allow_inf_nan=False,
+        description="Seconds of frames after the motion ends that are still examined.",
+    )
+    heartbeat_s: float = Field(
+        DEFAULT_HEARTBEAT_S,
+        gt=0,
+        le=MAX_HEARTBEAT_S,
+        allow_inf_nan=False,
+        description="While static, one frame every this many seconds is still published and examined.",
+    )
+
+
+class CameraSettings(OmitsAbsent):
     """One camera's settings (value of a `cameras` record; key = the camera id), JSON-encoded."""
 
     model_config = ConfigDict(title="CameraSettings", extra="forbid", frozen=True)
+    # Added compatibly (issue 27): left out when absent, so that older settings stay byte-for-byte.
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"source", "motion", "plate_format"})
 
     schema_version: Literal[1] = 1
     display_name: str | None = Field(
@@ -100,6 +206,31 @@ class CameraSettings(BaseModel):
     plate_images: bool = Field(
         False, strict=True, description="Whether events carry a picture of each plate."
     )
+    source: CameraSource | None = Field(
+        None, description="Where the camera connector reads the camera; null: frames come from elsewhere."
+    )
+    motion: MotionSettings | None = Field(
+        None,
+        description="Motion gating by the connector and the worker; null: every frame is examined.",
+    )
+    plate_format: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_PLATE_FORMAT_LENGTH,
+        description="Regular expression a sighting's voted text must match to be published as a plate; "
+        "null: the Russian civil format (contracts.events.PLATE_FORMAT).",
+        examples=[r"^[ABEKMHOPCTYX]\d{3}[ABEKMHOPCTYX]{2}\d{2,3}$"],
+    )
+
+    @field_validator("plate_format")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as error:
+                raise ValueError(f"not a regular expression: {error}") from None
+        return value
 
     @field_validator("zones")
     @classmethod
@@ -114,7 +245,15 @@ class CameraSettings(BaseModel):
     @property
     def is_default(self) -> bool:
         """Whether these settings change nothing (the camera behaves as without settings)."""
-        return not self.masks and not self.zones and self.min_plate_width is None and not self.plate_images
+        return (
+            not self.masks
+            and not self.zones
+            and self.min_plate_width is None
+            and not self.plate_images
+            and self.source is None
+            and self.motion is None
+            and self.plate_format is None
+        )
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json"))
@@ -150,7 +289,8 @@ def settings_problems(error: ValidationError, data: Any = None) -> list[str]:
             continue  # pydantic counts only the valid items: the bad one inside is the problem
         message = item["msg"].removeprefix("Value error, ")
         where = _where(item["loc"], data)
-        if item["type"] not in ("missing", "extra_forbidden") and _shown(item.get("input")):
+        secret = "url" in item["loc"]  # a source URL may hold a password typed in clear: never echo it
+        if item["type"] not in ("missing", "extra_forbidden") and not secret and _shown(item.get("input")):
             message += f" (got {_short(item['input'])})"
         problems.append(f"{where}: {message}" if where else message)
     return problems

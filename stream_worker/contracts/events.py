@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
+
+from stream_worker.contracts.base import OmitsAbsent
 
 # schema_version: the major version, incremented only by a breaking change. schema_revision:
 # incremented by each compatible addition (new optional fields), so a consumer can tell which
@@ -58,23 +60,6 @@ class Point(BaseModel):
 class PlateLayout(StrEnum):
     SINGLE_ROW = "single_row"
     DOUBLE_ROW = "double_row"
-
-
-class OmitsAbsent(BaseModel):
-    """A model whose `omitted_when_absent` fields (compatible additions) are left out of its JSON when
-    None, so that a message without them is byte-for-byte what the previous revision wrote and a
-    consumer of that revision sees no new key."""
-
-    omitted_when_absent: ClassVar[frozenset[str]] = frozenset()
-
-    @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            for name in self.omitted_when_absent:
-                if name in data and data[name] is None:
-                    del data[name]
-        return data
 
 
 class PlateReading(OmitsAbsent):

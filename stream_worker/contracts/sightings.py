@@ -9,13 +9,13 @@ from typing import ClassVar, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from stream_worker.contracts.base import OmitsAbsent
 from stream_worker.contracts.events import (
     BASE64,
     PLATE_FORMAT,
     PLATE_IMAGE_MAX_BASE64,
     SCHEMA_VERSION,
     Box,
-    OmitsAbsent,
     Point,
     Source,
 )
