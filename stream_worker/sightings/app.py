@@ -18,7 +18,9 @@ Guarantees and how they are kept:
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -26,6 +28,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from stream_worker.cameras.following import CameraSettingsFollower
+from stream_worker.contracts import PlateSighting
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
@@ -59,8 +63,21 @@ class SightingsService(LoopService):
         self.http = HealthServer(
             self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
         )
+        # The plate formats load while the rest connects; no record is read before they are (`_turn`).
+        self.cameras = CameraSettingsFollower(
+            settings.bootstrap_servers,
+            settings.cameras_topic,
+            settings.kafka_config,
+            on_skipped=self.metrics.camera_settings_skipped.inc,
+        ).start()
         self.engine = SightingsEngine(
-            settings.input_topic, settings.grouping_rules(), settings.voting_rules(), settings.min_reads
+            settings.input_topic,
+            settings.grouping_rules(),
+            settings.voting_rules(),
+            settings.min_reads,
+            plate_format_of=self._plate_format_of,
+            publish_non_plates=settings.publish_non_plates,
+            on_not_plate=self._not_plate,
         )
         self.publisher = Publisher(kafka.producer_config(settings))
         self.consumer = PlatesConsumer(
@@ -82,6 +99,9 @@ class SightingsService(LoopService):
         }
 
     def _turn(self) -> None:
+        if not self.cameras.caught_up:  # a pass must never close without its camera's plate format
+            self.cameras.wait_until_caught_up(POLL_S)
+            return
         for record in self.consumer.consume(CONSUME_CHUNK, POLL_S):
             self._accept(record)
         self._pump()
@@ -93,6 +113,7 @@ class SightingsService(LoopService):
         self.committer.commit()
         open_groups = len(self.engine.open_groups())
         self._leave_group()
+        self.cameras.close()
         self.http.stop()
         log.info(
             "stopped",
@@ -161,6 +182,19 @@ class SightingsService(LoopService):
         if outgoing.partition in self.engine.assigned():
             self._publish(outgoing)
 
+    def _plate_format_of(self, camera_id: str) -> re.Pattern[str] | None:
+        settings = self.cameras.settings_for(camera_id)
+        if settings is None or settings.plate_format is None:
+            return None
+        return _compiled(settings.plate_format)
+
+    def _not_plate(self, sighting: PlateSighting) -> None:
+        self.metrics.not_plates.labels(sighting.camera_id).inc()
+        log.debug(
+            "dropped a sighting whose text is not a plate of its camera's format",
+            extra={"sighting_id": sighting.sighting_id, "camera": sighting.camera_id, "text": sighting.text},
+        )
+
     # --- rebalance -------------------------------------------------------------------------
 
     def _on_assign(self, assigned: list[Assigned]) -> None:
@@ -206,10 +240,17 @@ class SightingsService(LoopService):
         )
 
     def _readiness(self) -> tuple[bool, str]:
+        if not self.cameras.caught_up:
+            return False, f"reading the camera settings ({self.settings.cameras_topic})"
         assigned = self.engine.assigned()
         if not assigned:
             return False, "no partitions assigned"
         return True, f"{len(assigned)} partitions assigned"
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(plate_format: str) -> re.Pattern[str]:
+    return re.compile(plate_format)  # checked by the settings contract
 
 
 def main(cli_args: Sequence[str]) -> int:

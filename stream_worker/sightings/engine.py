@@ -8,6 +8,8 @@ is a function of the records and the times handed in, which is what the replay a
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +36,7 @@ class Outgoing:
 class EngineCounts:
     replayed: int = 0  # groups rebuilt from reads already published, not published again
     too_few_reads: int = 0  # groups closed with fewer than min_reads reads, not published
+    not_plates: int = 0  # sightings whose voted text is not a plate of the camera's format, not published
 
 
 class SightingsEngine:
@@ -44,10 +47,19 @@ class SightingsEngine:
         voting: VotingRules = VotingRules(),
         min_reads: int = 1,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        plate_format_of: Callable[[str], re.Pattern[str] | None] = lambda camera_id: None,
+        publish_non_plates: bool = False,
+        on_not_plate: Callable[[PlateSighting], None] = lambda sighting: None,
     ) -> None:
+        """`plate_format_of(camera)`: the camera's own plate format (None: `voting`'s); a sighting
+        whose voted text is not of it is dropped and counted (`on_not_plate`), or, with
+        `publish_non_plates`, published with format_valid false."""
         self.topic = topic
         self.voting = voting
         self.min_reads = min_reads
+        self.publish_non_plates = publish_non_plates
+        self._plate_format_of = plate_format_of
+        self._on_not_plate = on_not_plate
         self.counts = EngineCounts()
         self._wall_clock = wall_clock
         self._grouper = Grouper(grouping)
@@ -107,10 +119,21 @@ class SightingsEngine:
                 self.counts.too_few_reads += 1
                 commits.release(hold)
                 continue
-            sighting = build_sighting(group, item.reason, self.topic, self._wall_clock(), self.voting)
+            sighting = build_sighting(group, item.reason, self.topic, self._wall_clock(), self._rules(group))
+            if not sighting.format_valid and not self.publish_non_plates:
+                self.counts.not_plates += 1
+                self._on_not_plate(sighting)
+                commits.release(hold)
+                continue
             positions = tuple(sorted(read.position for read in group.reads))
             outgoing.append(Outgoing(sighting, partition, hold, commits, positions))
         return outgoing
+
+    def _rules(self, group: Group) -> VotingRules:
+        plate_format = self._plate_format_of(group.camera_id)
+        if plate_format is None:
+            return self.voting
+        return dataclasses.replace(self.voting, plate_format=plate_format)
 
     def delivered(self, outgoing: Outgoing) -> None:
         """The broker acknowledged `outgoing`: its reads no longer hold the commit position."""

@@ -29,6 +29,17 @@ class SightingsMetrics(ServiceMetrics):
             ["closed_by"],
             registry=r,
         )
+        self.not_plates = Counter(
+            "stream_worker_sightings_not_plates",
+            "Sightings not published: their voted text is not a plate of the camera's format.",
+            ["camera_id"],
+            registry=r,
+        )
+        self.camera_settings_skipped = Counter(
+            "stream_worker_sightings_camera_settings_skipped",
+            "Records of the cameras topic that are not valid settings (skipped).",
+            registry=r,
+        )
         self.replayed_groups = Counter(
             "stream_worker_sightings_replayed_groups",
             "Passes rebuilt after a restart from reads already published, not published again.",

@@ -44,6 +44,12 @@ class SightingsSettings(ServiceSettings):
     group_id: str = Field("stream-worker-sightings", min_length=1, description="Kafka consumer group.")
     input_topic: str = Field("plates", min_length=1, description="Topic of PlateEvent JSON records.")
     output_topic: str = Field("sightings", min_length=1, description="Topic for PlateSighting JSON records.")
+    cameras_topic: str = Field(
+        "cameras",
+        min_length=1,
+        description="Compacted topic of the cameras' settings, for each camera's plate format: read to "
+        "its end before the first pass closes, then followed live. Absent: the default format.",
+    )
 
     # Grouping
     gap_s: float = Field(
@@ -72,6 +78,11 @@ class SightingsSettings(ServiceSettings):
         description="... or whose box is within this many plate widths of where the pass's motion puts it.",
     )
     min_reads: int = Field(1, ge=1, description="Passes with fewer reads publish no sighting.")
+    publish_non_plates: bool = Field(
+        False,
+        description="Also publish sightings whose voted text is not a plate of the camera's format "
+        "(format_valid false; a caption, a fragment of a receding plate). Default: dropped and counted.",
+    )
 
     # Voting and direction
     candidates: int = Field(5, ge=1, le=50, description="Candidate texts a sighting lists.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from stream_worker.contracts import (
 from stream_worker.sightings.direction import DirectionRules, direction
 from stream_worker.sightings.grouping import Group
 from stream_worker.sightings.reads import Read
-from stream_worker.sightings.voting import TextRead, Vote, vote
+from stream_worker.sightings.voting import DEFAULT_FORMAT, TextRead, Vote, vote
 
 # Fixed forever: sighting ids must stay the same across versions and restarts for deduplication.
 SIGHTING_ID_NAMESPACE = uuid.UUID("3a7c1e9b-5d2f-5e4a-8b6c-1f0d9e2a7b3c")
@@ -28,6 +29,7 @@ SIGHTING_ID_NAMESPACE = uuid.UUID("3a7c1e9b-5d2f-5e4a-8b6c-1f0d9e2a7b3c")
 class VotingRules:
     candidates: int = 5
     direction: DirectionRules = field(default_factory=DirectionRules)
+    plate_format: re.Pattern[str] = DEFAULT_FORMAT  # what a plate of the camera looks like
 
 
 def sighting_id(camera_id: str, topic: str, first_read: Read) -> str:
@@ -50,7 +52,9 @@ def build_sighting(
     group: Group, reason: ClosedBy, topic: str, closed_at: datetime, rules: VotingRules = VotingRules()
 ) -> PlateSighting:
     reads = sorted(group.reads, key=lambda read: read.position)
-    voted = vote([TextRead(read.text, read.confidences) for read in reads], rules.candidates)
+    voted = vote(
+        [TextRead(read.text, read.confidences) for read in reads], rules.candidates, rules.plate_format
+    )
     best = best_read(reads, voted)
     partition = reads[0].position[0]
     return PlateSighting(

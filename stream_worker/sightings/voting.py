@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from stream_worker.contracts import PLATE_FORMAT
 from stream_worker.plates.distance import edit_distance
 
-_FORMAT = re.compile(PLATE_FORMAT)
+DEFAULT_FORMAT = re.compile(PLATE_FORMAT)
 _NOTHING = ""
 # A read further than this share of the pivot's length from it (a blurred frame read as noise) is
 # left out of the vote: it belongs to the pass, but would only add noise to every slot.
@@ -62,8 +62,8 @@ class Vote:
     candidates: tuple[Candidate, ...]  # best first; `text` is one of them
 
 
-def format_valid(text: str) -> bool:
-    return _FORMAT.match(text) is not None
+def format_valid(text: str, plate_format: re.Pattern[str] = DEFAULT_FORMAT) -> bool:
+    return plate_format.match(text) is not None
 
 
 def align(pivot: str, text: str) -> tuple[list[int | None], list[list[int]]]:
@@ -139,8 +139,9 @@ def _slots(reads: Sequence[TextRead], pivot: str) -> list[dict[str, float]]:
     ]
 
 
-def vote(reads: Sequence[TextRead], top: int = 5) -> Vote:
-    """The voted text of `reads` (at least one) and the `top` candidates, best first."""
+def vote(reads: Sequence[TextRead], top: int = 5, plate_format: re.Pattern[str] = DEFAULT_FORMAT) -> Vote:
+    """The voted text of `reads` (at least one) and the `top` candidates, best first: the best
+    candidate of `plate_format`, else the best."""
     if not reads:
         raise ValueError("nothing to vote on")
     if top < 1:
@@ -165,5 +166,5 @@ def vote(reads: Sequence[TextRead], top: int = 5) -> Vote:
         if text not in merged:  # two paths can spell one text: keep the better
             merged[text] = Candidate(text, round(score, 4), round(least, 4))
     candidates = tuple(sorted(merged.values(), key=lambda c: (-c.score, c.text))[:top])
-    chosen = next((c for c in candidates if format_valid(c.text)), candidates[0])
-    return Vote(chosen.text, chosen.confidence, format_valid(chosen.text), candidates)
+    chosen = next((c for c in candidates if format_valid(c.text, plate_format)), candidates[0])
+    return Vote(chosen.text, chosen.confidence, format_valid(chosen.text, plate_format), candidates)

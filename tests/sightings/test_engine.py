@@ -252,3 +252,47 @@ def test_silence_before_a_crash_can_split_differently_but_loses_nothing():
     everything = {(PARTITION, o, 0) for o, e in enumerate(events) if e.plates}
     assert seen == everything
     assert defaultdict(int, {o.sighting.closed_by: 1 for o in before})[ClosedBy.SILENCE] == 1
+
+
+# --- plates of the camera's format -----------------------------------------------------------
+
+
+def _caption_and_plate() -> list[PlateEvent]:
+    passes = [
+        Pass("cam-1", "777", T0, frames=6, dx=0, dy=0, grow=1.0),  # a dashcam's caption
+        Pass("cam-1", "A123BC77", T0 + 4, frames=6),
+    ]
+    return timeline(passes, "cam-1", until=T0 + 9)
+
+
+def test_a_sighting_that_is_no_plate_of_the_format_is_dropped_counted_and_commits():
+    dropped = []
+    target = SightingsEngine(TOPIC, GroupingRules(), on_not_plate=dropped.append)
+    target.assign(PARTITION, None)
+    events = _caption_and_plate()
+    published = feed(target, events) + finish(target)
+    assert [o.sighting.text for o in published] == ["A123BC77"]
+    assert [s.text for s in dropped] == ["777"] and not dropped[0].format_valid
+    assert target.counts.not_plates == 1
+    assert committed(target) == len(events)  # the dropped pass holds nothing back
+
+
+def test_publish_non_plates_publishes_them_flagged():
+    target = SightingsEngine(TOPIC, GroupingRules(), publish_non_plates=True)
+    target.assign(PARTITION, None)
+    published = feed(target, _caption_and_plate()) + finish(target)
+    assert [(o.sighting.text, o.sighting.format_valid) for o in published] == [
+        ("777", False),
+        ("A123BC77", True),
+    ]
+    assert target.counts.not_plates == 0
+
+
+def test_a_camera_s_own_plate_format_decides():
+    import re
+
+    formats = {"cam-1": re.compile(r"^\d{3}$")}
+    target = SightingsEngine(TOPIC, GroupingRules(), plate_format_of=formats.get)
+    target.assign(PARTITION, None)
+    published = feed(target, _caption_and_plate()) + finish(target)
+    assert [(o.sighting.text, o.sighting.format_valid) for o in published] == [("777", True)]
