@@ -5,7 +5,9 @@ floor vs ours), stream (Kafka end to end: backlog drain and paced live load), sw
 batching settings), triton (pipeline and limit, no Kafka), all (every scenario against one
 Triton and one broker, plus the ratios between them). Every report carries the machine, the
 versions and each run's settings. `sightings` (bench/sightings.py, its own flags): exact texts per
-frame and per sighting over labelled photos made into vehicle passes.
+frame and per sighting over labelled photos made into vehicle passes. `videos` (bench/videos.py):
+the real clips through the whole stack, one camera per clip. `motion` (bench/motion.py): what the
+motion gate leaves out of ../shared/videos, and the CPU of its grey copy of a JPEG.
 """
 
 from __future__ import annotations
@@ -108,6 +110,14 @@ def main(argv: Sequence[str]) -> int:
         from bench.sightings import main as sightings_main
 
         return sightings_main(argv[1:])
+    if argv and argv[0] == "motion":  # its own flags: bench/motion.py
+        from bench.motion import main as motion_main
+
+        return motion_main(argv[1:])
+    if argv and argv[0] == "videos":  # its own flags: bench/videos.py
+        from bench.videos import main as videos_main
+
+        return videos_main(argv[1:])
     args = parser().parse_args(list(argv))
     for name in ("frames", "rounds", "batch", "concurrency", "baseline_concurrency", "limit_workers"):
         if getattr(args, name) < 1:

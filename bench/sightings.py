@@ -183,6 +183,31 @@ def run_passes(
     """Publish the planned passes through the worker and the sightings service (and, given a
     `watchlist`, the alerts service on it); their outputs. `camera_settings` go to the run's own
     cameras topic before the worker starts (without them the worker reads that topic empty)."""
+    return run_frames(
+        bootstrap_servers,
+        triton_url,
+        records(planned, fps),
+        partitions,
+        timeout_s,
+        sightings_args,
+        local_broker,
+        watchlist,
+        camera_settings,
+    )
+
+
+def run_frames(
+    bootstrap_servers: str,
+    triton_url: str,
+    frames: Iterator[tuple[str, str, int, bytes]],
+    partitions: int = 3,
+    timeout_s: float = 1800.0,
+    sightings_args: Sequence[str] = (),
+    local_broker: bool = False,
+    watchlist: Sequence[WatchEntry] | None = None,
+    camera_settings: Mapping[str, CameraSettings] | None = None,
+) -> Outputs:
+    """`run_passes` for any (camera, frame id, captured_at ms, JPEG) records, in order per camera."""
     topics = Topics.named(f"bench-sightings-{uuid.uuid4().hex[:8]}")
     wanted = [topics.frames, topics.plates, topics.dead_letters, topics.sightings]
     create_topics(bootstrap_servers, wanted + ([topics.alerts] if watchlist is not None else []), partitions)
@@ -235,7 +260,7 @@ def run_passes(
         try:
             for service in services:
                 service.wait_ready()
-            published = _publish(bootstrap_servers, topics.frames, records(planned, fps), local_broker)
+            published = _publish(bootstrap_servers, topics.frames, frames, local_broker)
             with_alerts = watchlist is not None
             outputs = _collect(bootstrap_servers, topics, set(published), services, timeout_s, with_alerts)
             outputs.published = published
