@@ -556,7 +556,7 @@ def demo(
 
     Everything the demo starts is stopped when it ends, fails, or gets Ctrl-C or SIGTERM.
     """
-    from stream_worker.demo import DemoOptions, run_demo
+    from stream_worker.demo.app import DemoOptions, run_demo
 
     options = DemoOptions(
         inputs=inputs or (),

@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from stream_worker.alerts.store import WatchlistStoreError, write_changes
 from stream_worker.alerts.watchlist import new_entry
-from stream_worker.demo_options import DemoError
+from stream_worker.demo.options import DemoError
 from stream_worker.launchers.broker import BrokerError, create_topics
 from stream_worker.service.compacted import CompactedTopicError, ensure_compacted_topic
 
