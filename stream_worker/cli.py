@@ -10,6 +10,23 @@ from pathlib import Path
 
 import typer
 
+from stream_worker.service.options import (
+    BOOTSTRAP_OPTION,
+    CLIENT_CONFIG_OPTION,
+    DEFAULT_REPOSITORY,
+    REPO_ROOT,
+    SETTINGS_CONFIG_OPTION,
+    SETTINGS_EXIT_CODES,
+    SETTINGS_TIMEOUT_OPTION,
+    TLS_CA_OPTION,
+    TLS_CERT_OPTION,
+    TLS_KEY_OPTION,
+    echo_err,
+    parse_client_config,
+    settings_connection,
+    triton_tls,
+)
+
 app = typer.Typer(
     name="stream-worker",
     help="Read licence plates from Kafka camera feeds with an NVIDIA Triton pipeline.",
@@ -27,9 +44,6 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="Prepare the model repository's artifacts.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 
 
 # --- models prepare ---------------------------------------------------------------- (issue 2)
@@ -103,42 +117,6 @@ def triton(
     raise typer.Exit(serve(repository, grpc_port, http_port, metrics_port, model_config_name, host))
 
 
-# --- TLS to Triton (recognize, eval --url; `run` has its own --triton-tls-* settings) -------
-TLS_CA_OPTION = typer.Option(
-    None,
-    "--tls-ca-file",
-    exists=True,
-    dir_okay=False,
-    help="PEM roots that sign Triton's gRPC certificate; any --tls-* option switches to TLS.",
-    show_default=False,
-)
-TLS_CERT_OPTION = typer.Option(
-    None,
-    "--tls-cert-file",
-    exists=True,
-    dir_okay=False,
-    help="PEM client certificate for mutual TLS (with --tls-key-file).",
-    show_default=False,
-)
-TLS_KEY_OPTION = typer.Option(
-    None,
-    "--tls-key-file",
-    exists=True,
-    dir_okay=False,
-    help="PEM key of --tls-cert-file.",
-    show_default=False,
-)
-
-
-def _triton_tls(ca_file: Path | None, cert_file: Path | None, key_file: Path | None):  # -> TritonTLS | None
-    from stream_worker.triton_client import tls_from_files
-
-    try:
-        return tls_from_files(ca_file, cert_file, key_file)
-    except ValueError as error:
-        raise typer.BadParameter(str(error), param_hint="'--tls-cert-file' / '--tls-key-file'") from None
-
-
 # --- recognize --------------------------------------------------------------------- (issue 2/4)
 @app.command(
     epilog=(
@@ -166,7 +144,7 @@ def recognize(
     """Recognise the plates in IMAGES and print one JSON line per image."""
     from stream_worker.recognize import RecognizeError, run
 
-    tls = _triton_tls(tls_ca_file, tls_cert_file, tls_key_file)
+    tls = triton_tls(tls_ca_file, tls_cert_file, tls_key_file)
     try:
         run(images, url, timeout, annotate, typer.echo, lambda line: typer.echo(line, err=True), tls)
     except RecognizeError as error:
@@ -222,7 +200,7 @@ def evaluate(
     from stream_worker.evaluation.runner import run_eval
     from stream_worker.evaluation.settings import EvalSettings
 
-    tls = _triton_tls(tls_ca_file, tls_cert_file, tls_key_file)
+    tls = triton_tls(tls_ca_file, tls_cert_file, tls_key_file)
     if tls is not None and url is None:
         raise typer.BadParameter("needs --url: the local Triton speaks plain text", param_hint="'--tls-*'")
     settings = EvalSettings(
@@ -241,32 +219,6 @@ def evaluate(
 
 
 # --- broker / produce / tail / run ------------------------------------------------- (issue 3)
-def _client_config(pairs: list[str]) -> dict[str, str]:
-    """`-X key=value` options as librdkafka settings (SASL/TLS and the like)."""
-    config = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="'-X'")
-        config[name.strip()] = value
-    return config
-
-
-BOOTSTRAP_OPTION = typer.Option(
-    "localhost:9092",
-    "--bootstrap-servers",
-    envvar="STREAM_WORKER_BOOTSTRAP_SERVERS",
-    help="Kafka bootstrap servers.",
-)
-CLIENT_CONFIG_OPTION = typer.Option(
-    [],
-    "-X",
-    "--config",
-    metavar="KEY=VALUE",
-    help="Extra librdkafka setting; repeatable (e.g. security.protocol=SSL).",
-)
-
-
 @app.command(
     epilog=(
         "Examples: stream-worker broker --port 9092 --partitions 3; "
@@ -343,7 +295,7 @@ def produce(
             topic=topic,
             camera_id=camera_id,
             fps=fps,
-            config=_client_config(client_config),
+            config=parse_client_config(client_config),
             local_broker=local_broker,
         )
     except FrameSourceError as error:
@@ -404,7 +356,7 @@ def tail(
         from_beginning=from_beginning,
         max_messages=max_messages,
         idle_timeout_s=idle_timeout,
-        config=_client_config(client_config),
+        config=parse_client_config(client_config),
     )
     try:
         for record in records:
@@ -614,30 +566,6 @@ app.add_typer(watchlist_app, name="watchlist")
 WATCHLIST_TOPIC_OPTION = typer.Option(
     "watchlist", "--topic", envvar="STREAM_WORKER_WATCHLIST_TOPIC", help="Compacted watch-list topic."
 )
-# CLIENT_CONFIG_OPTION's flags, plus --kafka-config (the name issue 20 gives it).
-WATCHLIST_CONFIG_OPTION = typer.Option(
-    [],
-    "-X",
-    "--config",
-    "--kafka-config",
-    metavar="KEY=VALUE",
-    help="Extra librdkafka setting; repeatable (e.g. security.protocol=SSL).",
-)
-WATCHLIST_TIMEOUT_OPTION = typer.Option(
-    30.0, "--timeout", min=0.1, help="Seconds to wait for the broker on each step."
-)
-SETTINGS_EXIT_CODES = "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input (nothing written)."
-
-
-def _settings_connection(bootstrap_servers: str, topic: str, client_config: list[str], timeout: float):
-    """Where a `watchlist` or `cameras` command reads and writes its compacted topic."""
-    from stream_worker.service.commands import Connection
-
-    return Connection(bootstrap_servers, topic, _client_config(client_config), timeout)
-
-
-def _echo_err(line: str) -> None:
-    typer.echo(line, err=True)
 
 
 @watchlist_app.command(
@@ -669,16 +597,14 @@ def watchlist_add(
     ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Put a plate on a watch list (replaces the plate's entry if it has one)."""
     from stream_worker.alerts.commands import add
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(
-        add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, _echo_err)
-    )
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, echo_err))
 
 
 @watchlist_app.command(
@@ -689,14 +615,14 @@ def watchlist_remove(
     plate: str = typer.Argument(..., help="The plate, in any spelling."),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Take a plate off the watch list (writes its tombstone)."""
     from stream_worker.alerts.commands import remove
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(remove(connection, plate, typer.echo, _echo_err))
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(remove(connection, plate, typer.echo, echo_err))
 
 
 @watchlist_app.command(
@@ -710,14 +636,14 @@ def watchlist_list(
     as_json: bool = typer.Option(False, "--json", help="One WatchEntry JSON object per line."),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Print every entry, by list then plate (undecodable records are reported on stderr)."""
     from stream_worker.alerts.commands import show
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(show(connection, as_json, typer.echo, _echo_err))
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(show(connection, as_json, typer.echo, echo_err))
 
 
 @watchlist_app.command(
@@ -733,14 +659,14 @@ def watchlist_import(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="UTF-8 CSV file."),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Add or replace the entries of a CSV file (plates not in the file stay)."""
     from stream_worker.alerts.commands import import_csv
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(import_csv(connection, file, typer.echo, _echo_err))
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(import_csv(connection, file, typer.echo, echo_err))
 
 
 @watchlist_app.command(
@@ -750,14 +676,14 @@ def watchlist_import(
 def watchlist_export(
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Write the watch list as CSV to stdout, in the columns `import` reads."""
     from stream_worker.alerts.commands import export_csv
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(export_csv(connection, typer.echo, _echo_err))
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(export_csv(connection, typer.echo, echo_err))
 
 
 # --- cameras ----------------------------------------------------------------------- (issue 21)
@@ -797,14 +723,14 @@ def cameras_set(
     ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = CAMERAS_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Give a camera the settings of a file (replaces any it had)."""
     from stream_worker.cameras.commands import set_settings
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(set_settings(connection, camera, file, typer.echo, _echo_err))
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(set_settings(connection, camera, file, typer.echo, echo_err))
 
 
 @cameras_app.command(
@@ -818,14 +744,14 @@ def cameras_get(
     camera: str = typer.Argument(..., help="The camera id."),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = CAMERAS_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Print a camera's settings as JSON (the defaults when it has none)."""
     from stream_worker.cameras.commands import get_settings
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(get_settings(connection, camera, typer.echo, _echo_err))
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(get_settings(connection, camera, typer.echo, echo_err))
 
 
 @cameras_app.command(
@@ -839,14 +765,14 @@ def cameras_list(
     as_json: bool = typer.Option(False, "--json", help="One {camera_id, settings} JSON object per line."),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = CAMERAS_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Print every camera that has settings, by id (undecodable records are reported on stderr)."""
     from stream_worker.cameras.commands import list_settings
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(list_settings(connection, as_json, typer.echo, _echo_err))
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(list_settings(connection, as_json, typer.echo, echo_err))
 
 
 @cameras_app.command(
@@ -857,14 +783,14 @@ def cameras_remove(
     camera: str = typer.Argument(..., help="The camera id."),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = CAMERAS_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Put a camera back to the defaults (writes its tombstone)."""
     from stream_worker.cameras.commands import remove
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(remove(connection, camera, typer.echo, _echo_err))
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(remove(connection, camera, typer.echo, echo_err))
 
 
 @cameras_app.command(
@@ -898,11 +824,11 @@ def cameras_draw(
     camera: str | None = typer.Option(None, "--camera", "-c", help="Draw this camera's stored settings."),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = CAMERAS_TOPIC_OPTION,
-    client_config: list[str] = WATCHLIST_CONFIG_OPTION,
-    timeout: float = WATCHLIST_TIMEOUT_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Draw a camera's masks and zones over a frame, from a settings file or the topic."""
     from stream_worker.cameras.commands import draw
 
-    connection = _settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(draw(image, out, file, camera, connection, typer.echo, _echo_err))
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(draw(image, out, file, camera, connection, typer.echo, echo_err))
