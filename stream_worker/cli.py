@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from stream_worker.launchers import commands as launchers
+from stream_worker.nets import commands as nets
 from stream_worker.service.options import (
     BOOTSTRAP_OPTION,
     CLIENT_CONFIG_OPTION,
@@ -42,79 +44,16 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-models_app = typer.Typer(help="Prepare the model repository's artifacts.", no_args_is_help=True)
-app.add_typer(models_app, name="models")
+app.add_typer(nets.models_app, name="models")
 
 
-# --- models prepare ---------------------------------------------------------------- (issue 2)
-@models_app.command(
-    "prepare",
-    epilog=(
-        "Examples:\n\n"
-        "  LPR_WEIGHTS_DIR=../shared/weights stream-worker models prepare\n\n"
-        "  stream-worker models prepare --download\n\n"
-        "Exit codes: 0 artifacts up to date, 1 weights missing or corrupt, download or export failed."
-    ),
-)
-def models_prepare(
-    weights_dir: Path | None = typer.Option(
-        None,
-        "--weights-dir",
-        help="Folder holding stn.pth, lprnet.pth and the plate detector y5fu_640x_sim.onnx "
-        "(default: $LPR_WEIGHTS_DIR, else ~/.cache/stream-worker/weights).",
-        show_default=False,
-    ),
-    repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
-    download: bool = typer.Option(
-        False, "--download", help="Fetch missing or corrupt weights files from the pinned upstream URLs."
-    ),
-) -> None:
-    """Verify the weights' sha256, export STN and LPRNet to ONNX and make the detector batch-dynamic.
-
-    Idempotent: artifacts already built from the same weights are kept.
-
-    Example: LPR_WEIGHTS_DIR=../shared/weights stream-worker models prepare
-    """
-    import logging
-
-    from stream_worker.nets.errors import ModelPrepareError
-    from stream_worker.nets.prepare import prepare_models
-    from stream_worker.nets.weights import default_weights_dir
-
-    logging.basicConfig(format="%(message)s")
-    logging.getLogger("stream_worker").setLevel(logging.INFO)
-    try:
-        prepare_models(weights_dir or default_weights_dir(), repository, download=download)
-    except ModelPrepareError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=1) from error
+def _add(package_commands: typer.Typer, *names: str) -> None:
+    """Add the named commands of a package's `commands` Typer to the root app, in this order."""
+    registered = {info.name or info.callback.__name__: info for info in package_commands.registered_commands}
+    app.registered_commands.extend(registered[name] for name in names)
 
 
-# --- triton ------------------------------------------------------------------------ (issue 2)
-@app.command(
-    epilog=(
-        "Examples:\n\n"
-        "  stream-worker triton\n\n"
-        "  stream-worker triton --grpc-port 18001 --http-port 18000 --metrics-port 18002\n\n"
-        "  stream-worker triton --host 0.0.0.0 --model-config-name gpu\n\n"
-        "Exit codes: 0 stopped by Ctrl-C/SIGTERM, 1 could not start (the message says why) or "
-        "exited on its own."
-    )
-)
-def triton(
-    repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
-    grpc_port: int = typer.Option(8001, "--grpc-port", help="gRPC port (clients, the worker)."),
-    http_port: int = typer.Option(8000, "--http-port", help="HTTP port (health, statistics)."),
-    metrics_port: int = typer.Option(8002, "--metrics-port", help="Prometheus metrics port."),
-    model_config_name: str | None = typer.Option(
-        None, "--model-config-name", help="Use each model's configs/NAME.pbtxt (e.g. gpu)."
-    ),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (0.0.0.0: all interfaces)."),
-) -> None:
-    """Run the local Triton (from the nvidia-pytriton wheel) in the foreground until Ctrl-C."""
-    from stream_worker.launchers.triton import serve
-
-    raise typer.Exit(serve(repository, grpc_port, http_port, metrics_port, model_config_name, host))
+_add(launchers.commands, "triton")
 
 
 # --- recognize --------------------------------------------------------------------- (issue 2/4)
@@ -218,44 +157,7 @@ def evaluate(
     raise typer.Exit(run_eval(settings))
 
 
-# --- broker / produce / tail / run ------------------------------------------------- (issue 3)
-@app.command(
-    epilog=(
-        "Examples: stream-worker broker --port 9092 --partitions 3; "
-        "stream-worker broker --durable --data-dir broker-data\n\n"
-        "Exit codes: 0 stopped by Ctrl-C/SIGTERM, 1 the broker exited on its own, 2 it could not "
-        "start or create the topics."
-    )
-)
-def broker(
-    port: int | None = typer.Option(
-        None, "--port", min=1, max=65535, help="Listen port; a free one when omitted."
-    ),
-    partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of each created topic."),
-    topics: str = typer.Option(
-        "frames,plates,frames.dlq,sightings", "--topics", help="Comma-separated topics to create."
-    ),
-    durable: bool = typer.Option(
-        False, "--durable", help="Keep topics, records and committed offsets on disk across restarts."
-    ),
-    data_dir: Path | None = typer.Option(
-        None,
-        "--data-dir",
-        file_okay=False,
-        help="Where --durable keeps them (default ~/.local/share/stream-worker/broker); implies --durable.",
-    ),
-) -> None:
-    """Run the local Tansu broker (in memory, or --durable) in the foreground until Ctrl-C or SIGTERM."""
-    from stream_worker.launchers.broker import BrokerError, default_data_dir, run_broker
-
-    if durable and data_dir is None:
-        data_dir = default_data_dir()
-    try:
-        status = run_broker(port, partitions, [name.strip() for name in topics.split(",")], data_dir)
-    except BrokerError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from error
-    raise typer.Exit(status)
+_add(launchers.commands, "broker")
 
 
 @app.command(
