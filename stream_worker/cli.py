@@ -23,7 +23,9 @@ from stream_worker.service.options import (
     echo_err,
     settings_connection,
 )
+from stream_worker.sightings import commands as sightings
 from stream_worker.tools import commands as tools
+from stream_worker.worker import commands as worker
 
 app = typer.Typer(
     name="stream-worker",
@@ -67,38 +69,10 @@ _add(tools.commands, "produce")
 _add(tools.commands, "tail")
 
 
-# The worker's flags come from its settings model (stream_worker/config.py) through
-# pydantic-settings' own parser, so every setting is a flag and an env var in one place;
-# typer only hands the arguments over (and `run --help` is answered by that parser).
-@app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-    add_help_option=False,
-)
-def run(ctx: typer.Context) -> None:
-    """Consume frames, recognise plates with Triton, publish PlateEvents (all flags: run --help).
-
-    Every flag is also an env variable STREAM_WORKER_<NAME>. Exit codes: 0 stopped cleanly
-    (SIGTERM/SIGINT), 1 fatal Kafka error, 2 invalid settings.
-    """
-    from stream_worker.worker.app import main
-
-    raise typer.Exit(main(ctx.args))
+_add(worker.commands, "run")
 
 
-# Like `run`: the flags come from the settings model (stream_worker/sightings/settings.py).
-@app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-    add_help_option=False,
-)
-def sightings(ctx: typer.Context) -> None:
-    """Read PlateEvents, publish one PlateSighting per vehicle pass (all flags: sightings --help).
-
-    Every flag is also an env variable STREAM_WORKER_SIGHTINGS_<NAME>. Exit codes: 0 stopped
-    cleanly (SIGTERM/SIGINT), 1 fatal Kafka error, 2 invalid settings.
-    """
-    from stream_worker.sightings.app import main
-
-    raise typer.Exit(main(ctx.args))
+_add(sightings.commands, "sightings")
 
 
 # Like `sightings`: the flags come from the settings model (stream_worker/alerts/settings.py).
