@@ -1,7 +1,15 @@
-"""The `stream-worker` command line: thin commands that hand over to the module doing the work.
+"""The `stream-worker` command line: the root app, assembled from each package's own commands.
 
-Each command's body only parses options and calls one function elsewhere, so the commands stay
-importable (and `--help` works) without the servers, torch or the weights.
+Each package declares its commands next to the code they run: worker/commands.py (`run`),
+sightings/commands.py (`sightings`), alerts/cli.py (`alerts`, the `watchlist` group),
+cameras/cli.py (the `cameras` group), demo/commands.py (`demo`), launchers/commands.py (`triton`,
+`broker`), nets/commands.py (the `models` group), evaluation/commands.py (`eval`) and
+tools/commands.py (`recognize`, `produce`, `tail`, the `schemas` group); the options several of
+them share are in service/options.py. Only `bench` is here: the benchmarks are the repository's
+bench/ folder, not a package of stream_worker.
+
+Each command's body only parses options and calls one function elsewhere, imported there, so the
+commands stay importable (and `--help` works) without the servers, torch or the weights.
 """
 
 from __future__ import annotations
@@ -14,9 +22,7 @@ from stream_worker.demo import commands as demo
 from stream_worker.evaluation import commands as evaluation
 from stream_worker.launchers import commands as launchers
 from stream_worker.nets import commands as nets
-from stream_worker.service.options import (
-    REPO_ROOT,
-)
+from stream_worker.service.options import REPO_ROOT
 from stream_worker.sightings import commands as sightings
 from stream_worker.tools import commands as tools
 from stream_worker.worker import commands as worker
@@ -36,45 +42,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(nets.models_app, name="models")
 
 
 def _add(package_commands: typer.Typer, *names: str) -> None:
-    """Add the named commands of a package's `commands` Typer to the root app, in this order."""
+    """Add the named commands of a package's `commands` Typer to the root app, in this order.
+
+    The registrations (options, help, epilog) are taken over as they are; `--help` lists the
+    commands in the order they are added, then the groups in the order of `add_typer`.
+    """
     registered = {info.name or info.callback.__name__: info for info in package_commands.registered_commands}
     app.registered_commands.extend(registered[name] for name in names)
 
 
 _add(launchers.commands, "triton")
-
-
 _add(tools.commands, "recognize")
-
-
 _add(evaluation.commands, "eval")
-
-
 _add(launchers.commands, "broker")
-
-
-_add(tools.commands, "produce")
-
-
-_add(tools.commands, "tail")
-
-
+_add(tools.commands, "produce", "tail")
 _add(worker.commands, "run")
-
-
 _add(sightings.commands, "sightings")
-
-
 _add(alerts.commands, "alerts")
-
-
-app.add_typer(tools.schemas_app, name="schemas")
-
-
 _add(demo.commands, "demo")
 
 
@@ -103,7 +90,7 @@ def bench(ctx: typer.Context) -> None:
     raise typer.Exit(main(ctx.args))
 
 
+app.add_typer(nets.models_app, name="models")
+app.add_typer(tools.schemas_app, name="schemas")
 app.add_typer(alerts.watchlist_app, name="watchlist")
-
-
 app.add_typer(cameras.cameras_app, name="cameras")
