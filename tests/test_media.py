@@ -77,7 +77,7 @@ def test_recognize_annotate_without_opencv_says_which_extra_before_asking_triton
     code = """
         import sys
         from pathlib import Path
-        from stream_worker.recognize import RecognizeError, run
+        from stream_worker.tools.recognize import RecognizeError, run
         try:
             # Port 9 (discard): reaching Triton would fail with exit 3, not 2.
             run([Path(sys.argv[1])], "127.0.0.1:9", 1.0, Path(sys.argv[2]), print, print)

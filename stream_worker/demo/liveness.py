@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from stream_worker.children import Watchdog
-from stream_worker.demo_options import DemoError
-from stream_worker.demo_services import ServiceChild, log_tail
+from stream_worker.demo.options import DemoError
+from stream_worker.demo.services import ServiceChild, log_tail
 from stream_worker.launchers.broker import LocalBroker
 from stream_worker.launchers.triton import LocalTriton
 

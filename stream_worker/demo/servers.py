@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from stream_worker.console import Console
-from stream_worker.demo_liveness import Liveness
-from stream_worker.demo_options import DemoError
+from stream_worker.demo.liveness import Liveness
+from stream_worker.demo.options import DemoError
 from stream_worker.launchers.broker import BrokerError, LocalBroker
 from stream_worker.launchers.triton import LocalTriton
 from stream_worker.triton_client import PlateRecognitionClient

@@ -30,10 +30,10 @@ from support import EXPECTED_PLATE, edit_distance
 from stream_worker.cameras.geometry import point_in_polygon
 from stream_worker.children import Watchdog, terminate
 from stream_worker.console import Console
-from stream_worker.demo import CORRUPT_FRAME, DemoError, DemoOptions, camera_frames, resolve_inputs
-from stream_worker.demo_cameras import camera_ids
-from stream_worker.demo_cameras_settings import STREET_ZONE, demo_settings
-from stream_worker.demo_report import (
+from stream_worker.demo.app import CORRUPT_FRAME, DemoError, DemoOptions, camera_frames, resolve_inputs
+from stream_worker.demo.cameras import camera_ids
+from stream_worker.demo.cameras_settings import STREET_ZONE, demo_settings
+from stream_worker.demo.report import (
     Results,
     alert_row,
     dead_letter_row,
@@ -42,8 +42,8 @@ from stream_worker.demo_report import (
     sighting_row,
     summary_lines,
 )
-from stream_worker.demo_topics import SAMPLE_PLATE, DemoTopics
-from stream_worker.demo_viewer import Viewer, prune_picture_runs
+from stream_worker.demo.topics import SAMPLE_PLATE, DemoTopics
+from stream_worker.demo.viewer import Viewer, prune_picture_runs
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
 
 MAX_PICTURE_BYTES = 16 * 1024  # issue 21: a plate picture is a JPEG of at most 16 KB

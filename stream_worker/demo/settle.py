@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from stream_worker.console import Console
-from stream_worker.demo_cameras import Cameras
-from stream_worker.demo_report import Results
-from stream_worker.demo_services import ServiceChild, log_tail
-from stream_worker.demo_viewer import Viewer
+from stream_worker.demo.cameras import Cameras
+from stream_worker.demo.report import Results
+from stream_worker.demo.services import ServiceChild, log_tail
+from stream_worker.demo.viewer import Viewer
 from stream_worker.service.http import read_metric
 from stream_worker.worker.metrics import read_frames_in
 

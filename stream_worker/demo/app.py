@@ -4,18 +4,18 @@ sightings and watch-list alerts on screen.
 It starts what is missing (the local Tansu broker, the local Triton, after exporting the models
 if needed), puts the sample van on a watch list, starts one worker, the sightings service and the
 alerts service as child processes (`python -m stream_worker run`, `... sightings` and `... alerts`,
-exactly what production runs; demo_services.py), publishes frames from N simulated cameras at a
+exactly what production runs; services.py), publishes frames from N simulated cameras at a
 frame rate, and prints every plate event, dead letter, sighting and alert as it arrives, then a
 summary. The sample photos repeat, so each camera sees one vehicle standing in view: its frames'
 reads make one sighting and one alert (the gaps are stretched to bridge a slow frame rate). Each
 camera is set up (before the worker starts) with a zone over the street and plate pictures on, so
 the events name the plate's zone and the viewer saves each plate's picture to --plate-images.
 
-This module is the composition root; each job has its module: the options and errors
-(demo_options), the servers (demo_servers), the topics and watch list (demo_topics), the services
-(demo_services), the cameras (demo_cameras) and their settings (demo_cameras_settings), watching
-the children (demo_liveness), showing the records and saving their pictures (demo_viewer), deciding
-when it is over (demo_settle) and the table and summary (demo_report).
+This module is the composition root; each job has its module in this package: the options and
+errors (options), the servers (servers), the topics and watch list (topics), the services
+(services), the cameras (cameras) and their settings (cameras_settings), watching the children
+(liveness), showing the records and saving their pictures (viewer), deciding when it is over
+(settle) and the table and summary (report).
 
 Everything it starts it stops, whatever happens: the stops are registered as each child starts
 and run in reverse order from a `finally` (errors, Ctrl-C, SIGTERM and SIGHUP all end up there; a
@@ -37,11 +37,12 @@ from types import FrameType
 
 from confluent_kafka import KafkaException
 
-from stream_worker import demo_cameras_settings, demo_topics
 from stream_worker.console import Console
-from stream_worker.demo_cameras import CORRUPT_FRAME, Cameras, camera_frames, camera_ids, resolve_inputs
-from stream_worker.demo_liveness import Liveness
-from stream_worker.demo_options import (
+from stream_worker.demo import cameras_settings as demo_cameras_settings
+from stream_worker.demo import topics as demo_topics
+from stream_worker.demo.cameras import CORRUPT_FRAME, Cameras, camera_frames, camera_ids, resolve_inputs
+from stream_worker.demo.liveness import Liveness
+from stream_worker.demo.options import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -49,12 +50,12 @@ from stream_worker.demo_options import (
     DemoError,
     DemoOptions,
 )
-from stream_worker.demo_report import Results, summary_lines, table_header
-from stream_worker.demo_servers import Servers
-from stream_worker.demo_services import ServiceChild
-from stream_worker.demo_settle import Consumer, Settler, alerts_consumer, sightings_consumer
-from stream_worker.demo_topics import DemoTopics
-from stream_worker.demo_viewer import Viewer, prepare_pictures_dir, prune_picture_runs
+from stream_worker.demo.report import Results, summary_lines, table_header
+from stream_worker.demo.servers import Servers
+from stream_worker.demo.services import ServiceChild
+from stream_worker.demo.settle import Consumer, Settler, alerts_consumer, sightings_consumer
+from stream_worker.demo.topics import DemoTopics
+from stream_worker.demo.viewer import Viewer, prepare_pictures_dir, prune_picture_runs
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir

@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 
 from stream_worker.console import Console
-from stream_worker.demo_options import EXIT_USAGE, DemoError
-from stream_worker.demo_report import Results, alert_row, dead_letter_row, event_rows, sighting_row
-from stream_worker.demo_topics import DemoTopics
+from stream_worker.demo.options import EXIT_USAGE, DemoError
+from stream_worker.demo.report import Results, alert_row, dead_letter_row, event_rows, sighting_row
+from stream_worker.demo.topics import DemoTopics
 from stream_worker.service.topic_reader import TopicReader
 from stream_worker.tools.tail import save_plate_images
 

@@ -1,5 +1,5 @@
 """The demo's topics: their names, creating them (and deleting them on an external broker), and
-the watch list the demo puts the sample van on (the cameras' settings: demo_cameras_settings)."""
+the watch list the demo puts the sample van on (the cameras' settings: cameras_settings.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from stream_worker.alerts.store import WatchlistStoreError, write_changes
 from stream_worker.contracts.watchlist import new_entry
-from stream_worker.demo_options import DemoError
+from stream_worker.demo.options import DemoError
 from stream_worker.launchers.broker import BrokerError, create_topics
 from stream_worker.service.compacted import CompactedTopicError, ensure_compacted_topic
 

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from stream_worker.demo_options import EXIT_USAGE, DemoError, DemoOptions
+from stream_worker.demo.options import EXIT_USAGE, DemoError, DemoOptions
 from stream_worker.tools.produce import (
     FrameSourceError,
     ProduceReport,

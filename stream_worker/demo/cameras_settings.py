@@ -14,7 +14,7 @@ from confluent_kafka import KafkaException
 
 from stream_worker.cameras.records import encode_settings
 from stream_worker.contracts.cameras import CameraSettings, Zone
-from stream_worker.demo_options import DemoError
+from stream_worker.demo.options import DemoError
 from stream_worker.service.compacted import CompactedTopicError, write_compacted
 
 # The lower 40 % of the frame: the road and the kerb. In samples/car.jpg (780x439) the van's plate

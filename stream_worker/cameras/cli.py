@@ -1,0 +1,167 @@
+"""The `stream-worker cameras` group: the Typer layer, which cli.py adds to the root app.
+
+The commands' work is in cameras/commands.py, which imports numpy, the Kafka client and OpenCV's
+loader at module level; this module imports only typer and the shared options, and the command
+bodies import commands.py only when they run, so `--help` needs none of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from stream_worker.service.options import (
+    BOOTSTRAP_OPTION,
+    SETTINGS_CONFIG_OPTION,
+    SETTINGS_EXIT_CODES,
+    SETTINGS_TIMEOUT_OPTION,
+    echo_err,
+    settings_connection,
+)
+
+# --- cameras ----------------------------------------------------------------------- (issue 21)
+cameras_app = typer.Typer(
+    help="Manage each camera's settings (masks, zones, minimum plate width, plate pictures), kept on "
+    "the compacted topic `cameras`.",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker cameras set gate-1 --file gate-1.yaml\n\n"
+        "  stream-worker cameras get gate-1\n\n"
+        "  stream-worker cameras list --json\n\n"
+        "  stream-worker cameras draw frame.jpg --file gate-1.yaml --out gate-1.png"
+    ),
+    no_args_is_help=True,
+)
+
+CAMERAS_TOPIC_OPTION = typer.Option(
+    "cameras", "--topic", envvar="STREAM_WORKER_CAMERAS_TOPIC", help="Compacted camera-settings topic."
+)
+
+
+@cameras_app.command(
+    "set",
+    epilog=(
+        "Example: stream-worker cameras set gate-1 --file gate-1.yaml\n\n"
+        "The file (JSON or YAML) replaces the camera's settings whole: display_name, masks (polygons "
+        "of [x, y] points in 0..1), zones ({name, polygon}), min_plate_width (pixels), plate_images "
+        "(true/false); see README.md, Camera settings. A bad file is refused whole, each problem "
+        "named.\n\n" + SETTINGS_EXIT_CODES
+    ),
+)
+def cameras_set(
+    camera: str = typer.Argument(..., help="The camera id, as in the frames' camera_id."),
+    file: Path = typer.Option(
+        ..., "--file", "-f", exists=True, dir_okay=False, help="Settings file, JSON or YAML."
+    ),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Give a camera the settings of a file (replaces any it had)."""
+    from stream_worker.cameras.commands import set_settings
+
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(set_settings(connection, camera, file, typer.echo, echo_err))
+
+
+@cameras_app.command(
+    "get",
+    epilog=(
+        "Example: stream-worker cameras get gate-1 > gate-1.json  (a file `set` takes back)\n\n"
+        + SETTINGS_EXIT_CODES
+    ),
+)
+def cameras_get(
+    camera: str = typer.Argument(..., help="The camera id."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Print a camera's settings as JSON (the defaults when it has none)."""
+    from stream_worker.cameras.commands import get_settings
+
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(get_settings(connection, camera, typer.echo, echo_err))
+
+
+@cameras_app.command(
+    "list",
+    epilog=(
+        "Examples:\n\n  stream-worker cameras list\n\n  stream-worker cameras list --json | jq .camera_id\n\n"
+        + SETTINGS_EXIT_CODES
+    ),
+)
+def cameras_list(
+    as_json: bool = typer.Option(False, "--json", help="One {camera_id, settings} JSON object per line."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Print every camera that has settings, by id (undecodable records are reported on stderr)."""
+    from stream_worker.cameras.commands import list_settings
+
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(list_settings(connection, as_json, typer.echo, echo_err))
+
+
+@cameras_app.command(
+    "remove",
+    epilog=("Example: stream-worker cameras remove gate-1\n\n" + SETTINGS_EXIT_CODES),
+)
+def cameras_remove(
+    camera: str = typer.Argument(..., help="The camera id."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Put a camera back to the defaults (writes its tombstone)."""
+    from stream_worker.cameras.commands import remove
+
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(remove(connection, camera, typer.echo, echo_err))
+
+
+@cameras_app.command(
+    "draw",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker cameras draw frame.jpg --file gate-1.yaml --out gate-1.png  (check a file "
+        "before `set`)\n\n"
+        "  stream-worker cameras draw frame.jpg --camera gate-1 --out gate-1.jpg  (what is stored)\n\n"
+        "Masks are filled dark red and outlined; each zone is outlined in its own colour with its "
+        "name inside near its first point. The image itself is never changed. The file is checked "
+        "exactly as `set` checks it.\n\n"
+        "Exit codes: 0 written, 1 the broker failed or timed out (--camera), 2 bad input (the "
+        "image, the settings file, the camera id or the output; nothing written)."
+    ),
+)
+def cameras_draw(
+    image: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="A frame of the camera (JPEG, PNG, ...)."
+    ),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        dir_okay=False,
+        help="Where to write the copy; .jpg/.jpeg or .png chooses the format.",
+    ),
+    file: Path | None = typer.Option(
+        None, "--file", "-f", exists=True, dir_okay=False, help="Settings file (JSON or YAML) to draw."
+    ),
+    camera: str | None = typer.Option(None, "--camera", "-c", help="Draw this camera's stored settings."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = CAMERAS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Draw a camera's masks and zones over a frame, from a settings file or the topic."""
+    from stream_worker.cameras.commands import draw
+
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(draw(image, out, file, camera, connection, typer.echo, echo_err))

@@ -1,0 +1,91 @@
+"""`stream-worker demo` (cli.py adds the command to the root app). The body imports app.py, and
+through it the Kafka client and the launchers, only when it runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from stream_worker.service.options import DEFAULT_REPOSITORY
+
+commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
+
+
+# --- demo -------------------------------------------------------------------------- (issue 4)
+@commands.command(
+    epilog=(
+        "Examples:\n\n"
+        "  LPR_WEIGHTS_DIR=../shared/weights stream-worker demo\n\n"
+        "  stream-worker demo photos/ --cameras 6 --fps 5 --duration 30\n\n"
+        "  stream-worker demo clip.mp4 --bootstrap-servers kafka:9092 --triton-url triton:8001\n\n"
+        "Exit codes: 0 every frame published came back as an event or a dead letter, 1 a server or "
+        "the worker failed or frames went unaccounted for, 2 nothing to publish, an unusable path, "
+        "or missing/corrupt weights, 130 interrupted (Ctrl-C; 143 SIGTERM)."
+    )
+)
+def demo(
+    inputs: list[Path] = typer.Argument(
+        None,
+        help="JPEG files, folders of JPEGs or videos to publish "
+        "(default: the JPEGs in $LPR_WEIGHTS_DIR/../samples).",
+        show_default=False,
+    ),
+    cameras: int = typer.Option(3, "--cameras", min=1, max=100, help="Simulated cameras publishing."),
+    fps: float = typer.Option(1.0, "--fps", min=0.1, max=1000.0, help="Frames per second per camera."),
+    duration: float = typer.Option(10.0, "--duration", min=0.1, help="Seconds each camera publishes."),
+    corrupt_frames: int = typer.Option(
+        1, "--corrupt-frames", min=0, help="Undecodable frames cam-1 sends, to show the dead-letter topic."
+    ),
+    bootstrap_servers: str | None = typer.Option(
+        None,
+        "--bootstrap-servers",
+        help="Use this Kafka (run-specific topics, deleted afterwards) instead of starting the local broker.",
+        show_default=False,
+    ),
+    triton_url: str | None = typer.Option(
+        None,
+        "--triton-url",
+        help="Use this Triton (gRPC HOST:PORT) instead of exporting the models and starting the local one.",
+        show_default=False,
+    ),
+    weights_dir: Path | None = typer.Option(
+        None,
+        "--weights-dir",
+        help="Folder holding stn.pth and lprnet.pth (default: $LPR_WEIGHTS_DIR).",
+        show_default=False,
+    ),
+    repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
+    plate_images: Path | None = typer.Option(
+        None,
+        "--plate-images",
+        help="Folder for the plate pictures of the events and sightings "
+        "(default: a new folder per run under the system's temporary folder, the 5 newest kept; "
+        "the summary names it).",
+        show_default=False,
+    ),
+) -> None:
+    """Run the whole pipeline on this machine and show the plate events live.
+
+    Starts what is not given (local Kafka broker, models, local Triton) and a worker.
+
+    Simulated cameras publish the frames; each event and dead letter is printed, then a summary.
+
+    Everything the demo starts is stopped when it ends, fails, or gets Ctrl-C or SIGTERM.
+    """
+    from stream_worker.demo.app import DemoOptions, run_demo
+
+    options = DemoOptions(
+        inputs=inputs or (),
+        cameras=cameras,
+        fps=fps,
+        duration_s=duration,
+        corrupt_frames=corrupt_frames,
+        bootstrap_servers=bootstrap_servers,
+        triton_url=triton_url,
+        weights_dir=weights_dir,
+        repository=repository,
+        plate_images=plate_images,
+    )
+    raise typer.Exit(run_demo(options))

@@ -1,0 +1,85 @@
+"""`stream-worker eval`: the Typer layer over evaluation/runner.py (cli.py adds it to the root app).
+The body imports the runner, and through it the Triton client, only when it runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from stream_worker.service.options import (
+    DEFAULT_REPOSITORY,
+    TLS_CA_OPTION,
+    TLS_CERT_OPTION,
+    TLS_KEY_OPTION,
+    triton_tls,
+)
+
+commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
+
+
+# --- eval -------------------------------------------------------------------------------------
+@commands.command(
+    "eval",
+    epilog=(
+        "Examples:\n\n"
+        "  LPR_WEIGHTS_DIR=../shared/weights stream-worker eval ../shared/evalset/scenes\n\n"
+        "  stream-worker eval ../shared/evalset/boxes_only --url triton:8001 --report reports/boxes.json\n\n"
+        "  stream-worker eval photos/ --min-found 0.9 --min-exact 0.7\n\n"
+        "Exit codes: 0 done, 1 the folder or its labels.json unusable, Triton unreachable or failing, "
+        "the report not written, 2 a --min-found/--min-exact rate not reached, 130 interrupted."
+    ),
+)
+def evaluate(
+    folder: Path = typer.Argument(
+        ..., help="Folder of images with a labels.json (../shared/evalset's layout)."
+    ),
+    url: str | None = typer.Option(
+        None,
+        "--url",
+        help="Triton gRPC HOST:PORT (default: export the models if needed and start the local one).",
+        show_default=False,
+    ),
+    report: Path | None = typer.Option(None, "--report", help="Write the JSON report here."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Images per Triton request."),
+    min_found: float | None = typer.Option(
+        None, "--min-found", min=0.0, max=1.0, help="Exit 2 below this fraction of plate boxes found."
+    ),
+    min_exact: float | None = typer.Option(
+        None, "--min-exact", min=0.0, max=1.0, help="Exit 2 below this fraction of texts read exactly."
+    ),
+    timeout: float = typer.Option(120.0, "--timeout", min=0.1, help="Seconds to wait for each request."),
+    weights_dir: Path | None = typer.Option(
+        None,
+        "--weights-dir",
+        help="Checkpoints for the local Triton (default: $LPR_WEIGHTS_DIR).",
+        show_default=False,
+    ),
+    repository: Path = typer.Option(
+        DEFAULT_REPOSITORY, "--repository", help="Model repository (local Triton)."
+    ),
+    tls_ca_file: Path | None = TLS_CA_OPTION,
+    tls_cert_file: Path | None = TLS_CERT_OPTION,
+    tls_key_file: Path | None = TLS_KEY_OPTION,
+) -> None:
+    """Score a labelled photo folder through the Triton pipeline: plates found, texts read, a report."""
+    from stream_worker.evaluation.runner import run_eval
+    from stream_worker.evaluation.settings import EvalSettings
+
+    tls = triton_tls(tls_ca_file, tls_cert_file, tls_key_file)
+    if tls is not None and url is None:
+        raise typer.BadParameter("needs --url: the local Triton speaks plain text", param_hint="'--tls-*'")
+    settings = EvalSettings(
+        folder=folder,
+        url=url,
+        tls=tls,
+        repository=repository,
+        weights_dir=weights_dir,
+        batch_size=batch_size,
+        timeout_s=timeout,
+        min_found=min_found,
+        min_exact=min_exact,
+        report=report,
+    )
+    raise typer.Exit(run_eval(settings))
