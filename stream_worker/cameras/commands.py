@@ -1,4 +1,4 @@
-"""What the `stream-worker cameras` commands do, apart from parsing their options (cli.py).
+"""What the `stream-worker cameras` commands do, apart from parsing their options (cameras/cli.py).
 
 Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
 nothing written).
