@@ -1,0 +1,71 @@
+"""The connector's commands, which cli.py adds to the root app:
+
+- `stream-worker connect [flags]`: `commands` (`_add(connector.commands, "connect")`); the flags
+  come from the settings model (settings.py), as `sightings`;
+- `stream-worker cameras status [--json]`: `status_commands`, whose "status" joins the `cameras`
+  group (`cameras.cameras_app.registered_commands.extend(connector.status_commands.registered_commands)`):
+  every camera's state, rates and last error, read from the status topic (status_view.py).
+
+Only typer and the shared options are imported here, so `--help` needs neither PyAV nor Kafka.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from stream_worker.service.options import (
+    BOOTSTRAP_OPTION,
+    SETTINGS_CONFIG_OPTION,
+    SETTINGS_TIMEOUT_OPTION,
+    echo_err,
+    parse_client_config,
+)
+
+commands = typer.Typer()  # `connect`
+status_commands = typer.Typer()  # `cameras status`
+
+STATUS_TOPIC_OPTION = typer.Option(
+    "camera-status",
+    "--topic",
+    envvar="STREAM_WORKER_CONNECT_STATUS_TOPIC",
+    help="Compacted camera-status topic the connector writes.",
+)
+
+
+@commands.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def connect(ctx: typer.Context) -> None:
+    """Read the cameras that have a source (RTSP, HTTP, a video file) into the frames topic,
+    sampled to their fps and gated by motion (all flags: connect --help).
+
+    Every flag is also an env variable STREAM_WORKER_CONNECT_<NAME>; camera credentials are the env
+    variables the sources name (${NAME}). Exit codes: 0 stopped cleanly (SIGTERM/SIGINT), 1 fatal
+    Kafka error, 2 invalid settings.
+    """
+    from stream_worker.connector.app import main
+
+    raise typer.Exit(main(ctx.args))
+
+
+@status_commands.command(
+    "status",
+    epilog=(
+        "Examples:\n\n  stream-worker cameras status\n\n  stream-worker cameras status --json | jq .state\n\n"
+        "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input."
+    ),
+)
+def cameras_status(
+    as_json: bool = typer.Option(False, "--json", help="One status JSON object per camera and line."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = STATUS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Print each camera's state, frame rates, reconnects and last error, as the connector replica
+    reading it last reported (a record not renewed for 15 s is marked stale)."""
+    from stream_worker.connector.status_view import print_status
+
+    config = parse_client_config(client_config)
+    raise typer.Exit(print_status(bootstrap_servers, topic, config, timeout, as_json, typer.echo, echo_err))

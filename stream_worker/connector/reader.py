@@ -1,0 +1,360 @@
+"""One camera's reader: a thread that opens its source, decodes, samples to `fps`, gates by motion,
+encodes JPEG and queues the frames for the producer; it never touches another camera.
+
+A failure to open is classified (states.py) and tried again after a capped exponential backoff
+with jitter; a stream that gives no frame for the stall timeout is closed and opened again; a
+file source with `loop` starts again at its end, without it the camera ends. Secrets: the URL is
+resolved from the environment only here, for `av.open`; every error message goes through
+`redact`, and logs name the source as stored (with its ${NAME} references).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+from stream_worker.cameras.motion import MIN_WIDTH, CameraMotion, Decision, PreRoll
+from stream_worker.connector.backoff import backoff_s
+from stream_worker.connector.clock import StreamClock
+from stream_worker.connector.encoding import JpegEncoder
+from stream_worker.connector.frame_queue import DropOldestQueue
+from stream_worker.connector.sampler import FpsSampler, StreamTime
+from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify
+from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings, Polygon
+from stream_worker.contracts.credentials import MissingCredential, is_file, redact, resolve
+
+log = logging.getLogger("stream_worker.connector")
+
+MAX_PRE_ROLL_FRAMES = 64  # decoded frames held for the pre-roll at most (about 3 MB each at 1080p)
+
+
+def iso_utc(epoch_s: float) -> str:
+    """ISO-8601 UTC with milliseconds, as `captured_at` carries it."""
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class ReaderSpec:
+    """What a camera's reader is built from: a change of any of it restarts the reader."""
+
+    camera_id: str
+    source: CameraSource
+    motion: MotionSettings | None = None  # None: every sampled frame is published
+    masks: tuple[Polygon, ...] = ()  # left out of the motion measure (only with motion)
+
+    @classmethod
+    def of(cls, camera_id: str, settings: CameraSettings) -> ReaderSpec | None:
+        """The reader a camera's settings ask for; None without a source."""
+        if settings.source is None:
+            return None
+        motion = settings.motion if settings.motion is not None and settings.motion.enabled else None
+        return cls(camera_id, settings.source, motion, settings.masks if motion is not None else ())
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    stall_timeout_s: float = 5.0
+    open_timeout_s: float = 10.0
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 8.0
+    queue_frames: int = 20
+    decode_threads: int = 1
+    hwaccel: str | None = None
+    environ: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class CameraStats:
+    """A camera's figures: the reader thread writes all but `published`/`delivery_errors` (the
+    producer's delivery callbacks); others only read them."""
+
+    state: CameraState = CameraState.CONNECTING
+    state_since: float = field(default_factory=time.time)
+    last_error: str | None = None
+    decoded: int = 0  # frames decoded
+    sampled: int = 0  # frames kept by the sampler
+    motion: int = 0  # sampled frames with motion
+    static: int = 0  # sampled frames the gate held back (not published unless as pre-roll)
+    queued: int = 0  # frames handed to the queue
+    published: int = 0  # frames the broker acknowledged
+    delivery_errors: int = 0
+    reconnects: int = 0  # opens after the first (a file's loop is not one)
+    sessions: int = 0  # streams opened
+    last_frame_at: float | None = None  # wall clock of the last decoded frame
+    last_frame_mono: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutFrame:
+    camera_id: str
+    frame_id: str
+    captured_at: str
+    jpeg: bytes
+    stats: CameraStats
+
+
+class _End(Enum):
+    STOP = "stop"  # asked to stop
+    ENDED = "ended"  # a file without loop reached its end
+    LOOP = "loop"  # a file with loop reached its end
+    RETRY = "retry"  # failed or lost: try again after the backoff
+
+
+class CameraReader:
+    """One camera's thread (see the module). `start`, `stop` (asks; the thread ends within the
+    stall timeout), `join`."""
+
+    def __init__(
+        self, spec: ReaderSpec, options: ReaderOptions, on_frame: Callable[[], None] = lambda: None
+    ) -> None:
+        self.spec = spec
+        self.camera_id = spec.camera_id
+        self.options = options
+        self.queue: DropOldestQueue[OutFrame] = DropOldestQueue(options.queue_frames)
+        self.stats = CameraStats()
+        self._on_frame = on_frame
+        self._stop = threading.Event()
+        self._is_file = is_file(spec.source.url)
+        self._encoder = JpegEncoder(spec.source.jpeg_quality)
+        self._sampler = FpsSampler(spec.source.fps)
+        self._clock = StreamClock()
+        self._times = StreamTime(1.0 / spec.source.fps)
+        self._motion = CameraMotion(spec.motion, spec.masks) if spec.motion is not None else None
+        held = 0
+        if spec.motion is not None:
+            held = min(MAX_PRE_ROLL_FRAMES, int(spec.motion.pre_roll_s * spec.source.fps) + 1)
+        self._pre_roll: PreRoll[tuple[Any, float]] = PreRoll(
+            spec.motion.pre_roll_s if spec.motion is not None else 0.0, held
+        )
+        self._session = ""
+        self._sequence = 0
+        self._thread = threading.Thread(target=self._run, name=f"camera-{spec.camera_id}", daemon=True)
+
+    # --- control ---------------------------------------------------------------------------
+
+    def start(self) -> CameraReader:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout_s: float | None = None) -> bool:
+        """True once the thread has ended."""
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # --- the thread ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        attempt = 0
+        looping = False
+        try:
+            while not self._stop.is_set():
+                end, streamed = self._read_once(looping)
+                looping = end is _End.LOOP
+                if end is _End.STOP:
+                    break
+                if end is _End.ENDED:
+                    self._set_state(CameraState.ENDED)
+                    log.info("camera ended", extra=self._where())
+                    return
+                if end is _End.LOOP:
+                    attempt = 0
+                    continue
+                if streamed:
+                    attempt = 0
+                delay = backoff_s(attempt, self.options.backoff_base_s, self.options.backoff_cap_s)
+                attempt += 1
+                if self._stop.wait(delay):
+                    break
+                self.stats.reconnects += 1
+        except Exception as error:  # never let one camera's surprise end the process or stay silent
+            self._fail(CameraState.ERROR, error, [])
+        finally:
+            if self._stop.is_set():
+                self._set_state(CameraState.STOPPED)
+
+    def _read_once(self, looping: bool) -> tuple[_End, bool]:
+        """Open the source, read it until it ends, fails or the reader is stopped; (how it ended,
+        whether frames came). `looping`: a file opened again at its end, same session."""
+        import av
+
+        if not self.stats.state.failed:  # a failure stays shown while it is tried again
+            self._set_state(CameraState.CONNECTING)
+        try:
+            url, secrets = resolve(self.spec.source.url, self.options.environ)
+        except MissingCredential as error:
+            self._fail(CameraState.MISSING_CREDENTIALS, error, [])
+            return _End.RETRY, False
+        started = time.monotonic()
+        try:
+            container = av.open(
+                url,
+                options=self._open_options(),
+                timeout=(self.options.open_timeout_s, self.options.stall_timeout_s),
+                **self._hwaccel(),
+            )
+        except Exception as error:
+            timed_out = time.monotonic() - started >= self.options.open_timeout_s * 0.95
+            self._fail(classify(error, opening=True, timed_out=timed_out), error, secrets)
+            return _End.RETRY, False
+        self.stats.sessions += 1
+        streamed = False
+        try:
+            with container:
+                if not container.streams.video:
+                    raise NotVideo("the source has no video stream")
+                stream = container.streams.video[0]
+                stream.codec_context.thread_count = self.options.decode_threads
+                if self.options.decode_threads != 1:
+                    stream.thread_type = "AUTO"
+                self._begin_session(stream, new=not looping)
+                (log.debug if looping else log.info)(
+                    "camera opened",
+                    extra={
+                        **self._where(),
+                        "codec": stream.codec_context.name,
+                        "width": stream.codec_context.width,
+                        "height": stream.codec_context.height,
+                        "session": self._session,
+                    },
+                )
+                streamed = self._decode(container, stream)
+        except Exception as error:
+            if self._stop.is_set():
+                return _End.STOP, streamed
+            last = self.stats.last_frame_mono
+            timed_out = last is not None and time.monotonic() - last >= self.options.stall_timeout_s * 0.95
+            self._fail(classify(error, opening=not streamed, timed_out=timed_out), error, secrets)
+            return _End.RETRY, streamed
+        if self._stop.is_set():
+            return _End.STOP, streamed
+        if self._is_file:
+            if not streamed:
+                self._fail(CameraState.NOT_VIDEO, NotVideo("the file has no decodable frame"), [])
+                return _End.RETRY, False
+            return (_End.LOOP if self.spec.source.loop else _End.ENDED), streamed
+        self._fail(CameraState.UNREACHABLE, EOFError("the stream ended"), [])
+        return _End.RETRY, streamed
+
+    def _open_options(self) -> dict[str, str]:
+        url = self.spec.source.url.lower()
+        options: dict[str, str] = {}
+        if url.startswith(("rtsp://", "rtsps://")):
+            transport = self.spec.source.rtsp_transport
+            options["rtsp_transport"] = transport.value if transport is not None else "tcp"
+        return options
+
+    def _hwaccel(self) -> dict[str, Any]:
+        if not self.options.hwaccel:
+            return {}
+        from av.codec.hwaccel import HWAccel
+
+        return {"hwaccel": HWAccel(self.options.hwaccel, allow_software_fallback=True)}
+
+    def _begin_session(self, stream: Any, new: bool) -> None:
+        """A new session (frame ids `<camera>:<session>:<n>`) per open, except a file's loop."""
+        if new:
+            self._session = f"{time.time_ns() // 1_000_000:x}"
+            self._sequence = 0
+        self._sampler.reset()
+        self._clock.reset()
+        rate = stream.average_rate or stream.guessed_rate
+        self._times = StreamTime(1.0 / float(rate) if rate else 1.0 / self.spec.source.fps)
+        if self._motion is not None:
+            self._motion.reset()
+        self._pre_roll.clear()
+
+    def _decode(self, container: Any, stream: Any) -> bool:
+        """Decode until the end of the stream or a stop; whether any frame came. Raises Stalled when
+        packets come but no frame for the stall timeout."""
+        time_base = float(stream.time_base) if stream.time_base else None
+        streamed = False
+        last_frame = time.monotonic()
+        for packet in container.demux(stream):
+            if self._stop.is_set():
+                return streamed
+            for frame in packet.decode():
+                streamed = True
+                last_frame = time.monotonic()
+                self._frame(frame, time_base)
+                if self._stop.is_set():
+                    return streamed
+            if time.monotonic() - last_frame > self.options.stall_timeout_s:
+                raise Stalled(f"no frame for {self.options.stall_timeout_s:g} s")
+        return streamed
+
+    def _frame(self, frame: Any, time_base: float | None) -> None:
+        stats = self.stats
+        stats.decoded += 1
+        stats.last_frame_mono = time.monotonic()
+        stats.last_frame_at = time.time()
+        if stats.state is not CameraState.STREAMING:
+            self._set_state(CameraState.STREAMING)
+        t = self._times.of(frame.pts, time_base)
+        if not self._sampler.keep(t):
+            return
+        if self._sampler.restarted:
+            self._clock.reset()
+        if self._is_file:  # a file is read at its own pace, as a camera would send it
+            due = self._clock.due(t)
+            if due is not None and (wait := due - time.time()) > 0 and self._stop.wait(wait):
+                return
+        wall = self._clock.wall(t, time.time(), check_drift=not self._is_file)
+        stats.sampled += 1
+        if self._motion is None:
+            self._emit(frame, wall)
+            return
+        factor = max(1, frame.width // MIN_WIDTH)
+        gray = frame.reformat(
+            width=frame.width // factor, height=frame.height // factor, format="gray"
+        ).to_ndarray()
+        decision = self._motion.observe(t, gray).decision
+        if decision is Decision.MOTION:
+            stats.motion += 1
+        elif decision is Decision.STATIC:
+            stats.static += 1
+        for held, held_wall in self._pre_roll.admit(t, (frame, wall), decision):
+            self._emit(held, held_wall)
+
+    def _emit(self, frame: Any, wall: float) -> None:
+        jpeg = self._encoder.encode(frame)
+        frame_id = f"{self.camera_id}:{self._session}:{self._sequence}"
+        self._sequence += 1
+        self.queue.put(OutFrame(self.camera_id, frame_id, iso_utc(wall), jpeg, self.stats))
+        self.stats.queued += 1
+        self._on_frame()
+
+    # --- state -----------------------------------------------------------------------------
+
+    def _where(self) -> dict[str, object]:
+        return {"camera_id": self.camera_id, "source": self.spec.source.url}  # as stored: ${NAME}s
+
+    def _set_state(self, state: CameraState, error: str | None = None) -> None:
+        stats = self.stats
+        if state is CameraState.STREAMING:
+            error = None
+        if stats.state is not state:
+            stats.state_since = time.time()
+        stats.state = state
+        if error is not None:
+            stats.last_error = error
+
+    def _fail(self, state: CameraState, error: BaseException, secrets: list[str]) -> None:
+        message = redact(f"{type(error).__name__}: {error}", secrets)
+        changed = state is not self.stats.state or message != self.stats.last_error
+        self._set_state(state, message)
+        (log.warning if changed else log.debug)(
+            "camera failed", extra={**self._where(), "state": state.value, "error": message}
+        )

@@ -1,0 +1,89 @@
+"""What `stream-worker cameras status` prints: the status topic read whole, a table by camera id (or
+one JSON object per line), a record its replica stopped renewing marked stale."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+import orjson
+
+from stream_worker.connector.status import CameraStatus, decode_status, is_stale
+
+OK, BROKER_FAILED = 0, 1
+STATUS_INTERVAL_S = 5.0  # the connector's default --status-interval-s: 3 missed make a record stale
+
+Echo = Callable[[str], None]
+
+
+def print_status(
+    bootstrap_servers: str,
+    topic: str,
+    config: Mapping[str, str],
+    timeout_s: float,
+    as_json: bool,
+    out: Echo,
+    err: Echo,
+) -> int:
+    """Read the status topic whole and print it; the exit status."""
+    from confluent_kafka import KafkaException
+
+    from stream_worker.service.compacted import CompactedTopicError, read_compacted
+
+    try:
+        snapshot = read_compacted(bootstrap_servers, topic, decode_status, config, timeout_s)
+    except (CompactedTopicError, KafkaException) as error:
+        err(f"error: {error}")
+        return BROKER_FAILED
+    for skipped in snapshot.skipped:
+        err(f"warning: skipped a record that is not a camera status ({skipped})")
+    if not snapshot.topic_exists:
+        err(f"note: topic {topic!r} does not exist: no connector has reported yet")
+    for line in status_lines(list(snapshot.values.values()), as_json, time.time()):
+        out(line)
+    return OK
+
+
+def status_lines(statuses: list[CameraStatus], as_json: bool, now: float) -> list[str]:
+    """The table (or JSON lines) of `cameras status`, by camera id."""
+    statuses = sorted(statuses, key=lambda s: s.camera_id)
+    if as_json:
+        return [
+            orjson.dumps({**s.__dict__, "stale": is_stale(s, STATUS_INTERVAL_S, now)}).decode()
+            for s in statuses
+        ]
+    if not statuses:
+        return ["no camera has a status yet"]
+    header = ("CAMERA", "STATE", "FOR", "IN/S", "OUT/S", "PUBLISHED", "DROPPED", "RECONNECTS", "LAST_FRAME")
+    rows = [(*header, "REPLICA", "LAST_ERROR")]
+    for s in statuses:
+        state = s.state + (" (stale)" if is_stale(s, STATUS_INTERVAL_S, now) else "")
+        rows.append(
+            (
+                s.camera_id,
+                state,
+                _ago(now - s.state_since),
+                f"{s.decoded_fps:g}",
+                f"{s.published_fps:g}",
+                str(s.frames_published),
+                str(s.frames_dropped),
+                str(s.reconnects),
+                _ago(now - s.last_frame_at) if s.last_frame_at is not None else "-",
+                s.replica,
+                (s.last_error or "-") if s.state != "streaming" else "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1]
+        for row in rows
+    ]
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"

@@ -1,0 +1,64 @@
+import orjson
+import pytest
+
+from stream_worker.connector.reader import CameraStats
+from stream_worker.connector.states import CameraState
+from stream_worker.connector.status import CameraStatus, RateMeter, decode_status, is_stale, snapshot
+from stream_worker.connector.status_view import status_lines
+
+NOW = 1_800_000_000.0
+
+
+def status(camera_id: str = "gate-1", **changes: object) -> CameraStatus:
+    stats = CameraStats(
+        state=CameraState.STREAMING, state_since=NOW - 30, decoded=250, sampled=50, motion=10, static=40
+    )
+    stats.published, stats.last_frame_at = 20, NOW - 0.1
+    record = snapshot(camera_id, stats, 3, "rtsp://${U}:${P}@10.0.0.5/s", "pod-0", (25.0, 4.0), True, NOW)
+    return CameraStatus(**{**record.__dict__, **changes})
+
+
+def test_a_status_record_round_trips_through_json():
+    record = status()
+    key, back = decode_status(b"gate-1", record.to_json())
+    assert key == "gate-1" and back == record
+    assert back.motion_share == 0.2 and back.frames_dropped == 3 and back.source.startswith("rtsp://${U}")
+    assert decode_status(b"gate-1", None) == ("gate-1", None)
+
+
+@pytest.mark.parametrize("value", [b"[]", b"not json", b'{"camera_id": "x", "surprise": 1}'])
+def test_records_that_are_not_statuses_are_refused(value):
+    with pytest.raises(ValueError):
+        decode_status(b"x", value)
+
+
+def test_rates_between_two_records():
+    meter = RateMeter()
+    assert meter.rate(100, NOW) == 0.0
+    assert meter.rate(150, NOW + 10) == 5.0
+    assert meter.rate(10, NOW + 20) == 0.0  # a new reader's counter started again
+
+
+def test_a_record_not_renewed_for_three_intervals_is_stale():
+    assert not is_stale(status(), 5.0, NOW + 14)
+    assert is_stale(status(), 5.0, NOW + 16)
+    assert not is_stale(status(state="ended"), 5.0, NOW + 1000)
+
+
+def test_the_table_shows_each_cameras_state_and_its_own_error():
+    rows = status_lines(
+        [
+            status(
+                "b-cam", state="unauthorized", last_error="HTTPUnauthorizedError: 401 'rtsp://***:***@h/s'"
+            ),
+            status("a-cam"),
+        ],
+        as_json=False,
+        now=NOW + 1,
+    )
+    assert rows[0].split()[:3] == ["CAMERA", "STATE", "FOR"]
+    assert rows[1].startswith("a-cam") and rows[1].split()[1] == "streaming" and rows[1].endswith("-")
+    assert rows[2].startswith("b-cam") and "unauthorized" in rows[2] and rows[2].endswith("@h/s'")
+    lines = status_lines([status()], as_json=True, now=NOW + 100)
+    assert orjson.loads(lines[0])["stale"] is True
+    assert status_lines([], as_json=False, now=NOW) == ["no camera has a status yet"]
