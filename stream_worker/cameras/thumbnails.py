@@ -28,3 +28,12 @@ def gray_thumbnail(jpeg: bytes, min_width: int = MIN_WIDTH) -> np.ndarray | None
     except (ValueError, TypeError):
         return None
     return gray[:, :, 0] if gray.ndim == 3 else gray
+
+
+def jpeg_size(jpeg: bytes) -> tuple[int, int] | None:
+    """(width, height) from the JPEG's header alone; None when it is not a readable JPEG header."""
+    try:
+        height, width, _, _ = simplejpeg.decode_jpeg_header(jpeg)
+    except (ValueError, TypeError):
+        return None
+    return int(width), int(height)

@@ -21,6 +21,9 @@ SCHEMA_REVISION = 2  # what an event without any revision-3 field says (byte-for
 # revision 3 only when one of its plates has one (`event_revision`), so that events without them stay
 # byte-for-byte revision-2 events. Each revision-3 plate field belongs here.
 REVISION_3_PLATE_FIELDS = frozenset({"image", "zone"})
+# Revision 4's optional fields of the event itself, left out when absent in the same way: an event
+# says revision 4 only when it has one. Each revision-4 event field belongs here.
+REVISION_4_EVENT_FIELDS = frozenset({"examined"})
 # A plate's picture: a JPEG of at most this many bytes (the BLS's pictures.PICTURE_MAX_BYTES, tested).
 PLATE_IMAGE_MAX_BYTES = 16 * 1024
 PLATE_IMAGE_MAX_BASE64 = 4 * -(-PLATE_IMAGE_MAX_BYTES // 3)  # its base64 text's length at most
@@ -111,8 +114,11 @@ class PlateReading(OmitsAbsent):
     )
 
 
-def event_revision(plates: Sequence[PlateReading]) -> int:
-    """The revision an event with these plates says: 3 when a plate has a revision-3 field, else 2."""
+def event_revision(plates: Sequence[PlateReading], examined: bool | None = None) -> int:
+    """The revision an event with these plates (and `examined`) says: 4 when it has a revision-4
+    field, else 3 when a plate has a revision-3 field, else 2."""
+    if examined is not None:
+        return 4
     if any(getattr(plate, name) is not None for plate in plates for name in REVISION_3_PLATE_FIELDS):
         return 3
     return SCHEMA_REVISION
@@ -123,10 +129,11 @@ class ModelInfo(BaseModel):
     version: str
 
 
-class PlateEvent(BaseModel):
+class PlateEvent(OmitsAbsent):
     """One per processed frame on the output topic (key = camera id), JSON-encoded."""
 
     model_config = ConfigDict(title="PlateEvent")
+    omitted_when_absent: ClassVar[frozenset[str]] = REVISION_4_EVENT_FIELDS
 
     schema_version: Literal[1] = SCHEMA_VERSION
     schema_revision: int = Field(
@@ -135,7 +142,8 @@ class PlateEvent(BaseModel):
         description="Compatible additions within schema_version 1; absent means 1. Revision 2 adds "
         "`corners`, `character_confidences` and `layout` to each plate. Revision 3 adds `image` (and "
         "`zone`) to each plate, left out when absent: an event whose plates have none of them says 2 "
-        "and is exactly a revision-2 event.",
+        "and is exactly a revision-2 event. Revision 4 adds `examined` to the event, left out when "
+        "absent in the same way.",
     )
     event_id: str = Field(
         description="UUIDv5 of 'topic:partition:offset' of the input frame: the same frame always "
@@ -150,6 +158,13 @@ class PlateEvent(BaseModel):
     plates: list[PlateReading]
     model: ModelInfo
     latency_ms: float = Field(ge=0, description="From the worker receiving the frame to building this event.")
+    examined: Literal[False] | None = Field(
+        None,
+        description="Since revision 4; only for frames the worker did not look at for plates, else "
+        "absent (never true, never null): false when the camera's motion gating found nothing moving "
+        "in the frame, so it was not sent to the recognizer and `plates` is empty for that reason, not "
+        "because no plate is there. `image` is still the frame's size.",
+    )
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json"))

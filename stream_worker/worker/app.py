@@ -53,9 +53,11 @@ from stream_worker.worker.events import (
     build_event,
     dead_letter_record,
     event_record,
+    not_examined_event,
     now_utc,
     rejection_for,
 )
+from stream_worker.worker.gating import MotionGating, NotExamined
 from stream_worker.worker.inference import (
     BatchJob,
     BatchRunner,
@@ -109,6 +111,9 @@ class Worker(LoopService):
             on_skipped=self.metrics.camera_settings_skipped.inc,
         ).start()
         self.camera_rules = camera_rules or CameraRules(self.cameras.settings_for)
+        self.gating = MotionGating(self.camera_rules.settings)
+        # The model named in the events of frames not examined: the one that answered last.
+        self._model = ModelInfo(name=settings.model_name, version="")
         tls = tls_from_files(
             settings.triton_tls_ca_file, settings.triton_tls_cert_file, settings.triton_tls_key_file
         )
@@ -195,8 +200,20 @@ class Worker(LoopService):
         checked = validate(record, self.settings.max_frame_bytes, self.consumer.epoch(partition))
         if isinstance(checked, Rejection):
             self.ordering.resolve(partition, record.offset, self._dead_letter(record, checked))
+        elif (static := self.gating.check(checked)) is not None:
+            self.ordering.resolve(partition, record.offset, self._not_examined(checked, static))
         elif batch := self.batcher.add(checked):
             self.ready.append(batch)
+
+    def _not_examined(self, frame: Frame, static: NotExamined) -> OutgoingRecord | None:
+        """The event of a frame its camera's motion gate kept from Triton (gating.py)."""
+        self.metrics.frames_not_examined.labels(frame.camera_id).inc()
+        if self.settings.skip_empty:
+            return None
+        event = not_examined_event(
+            frame, static.width, static.height, self._model, now_utc(), time.monotonic()
+        )
+        return event_record(self.settings.output_topic, event)
 
     def _dead_letter(self, record: InputRecord, rejection: Rejection) -> OutgoingRecord:
         log.warning(
@@ -263,7 +280,7 @@ class Worker(LoopService):
             self.finished.add(job.batch_id)
             if job.results is None:
                 continue  # abandoned at shutdown: stays uncommitted
-            model = ModelInfo(name=self.settings.model_name, version=job.model_version)
+            model = self._model = ModelInfo(name=self.settings.model_name, version=job.model_version)
             for frame, result in zip(job.frames, job.results, strict=True):
                 if self._is_current(frame):
                     outcome = self._outcome(frame, result, model)

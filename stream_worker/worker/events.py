@@ -104,6 +104,28 @@ def build_event(
     )
 
 
+def not_examined_event(
+    frame: Frame, width: int, height: int, model: ModelInfo, processed_at: datetime, now_monotonic: float
+) -> PlateEvent:
+    """The event of a frame the camera's motion gate kept from Triton (worker/gating.py): no plates
+    because nothing was looked at, which `examined: false` says (revision 4)."""
+    record = frame.record
+    return PlateEvent(
+        schema_revision=event_revision([], examined=False),
+        event_id=event_id(record.topic, record.partition, record.offset),
+        camera_id=frame.camera_id,
+        frame_id=frame.frame_id,
+        captured_at=frame.captured_at,
+        processed_at=processed_at,
+        source=Source(topic=record.topic, partition=record.partition, offset=record.offset),
+        image=ImageSize(width=width, height=height),
+        plates=[],
+        model=model,
+        latency_ms=round(max(0.0, now_monotonic - record.received_at) * 1000, 3),
+        examined=False,
+    )
+
+
 def rejection_for(result: FrameResult) -> Rejection | None:
     """Why Triton's answer for a frame is a dead letter, or None when the frame was read."""
     if result.ok:

@@ -65,6 +65,13 @@ class Metrics(ServiceMetrics):
             ["camera"],
             registry=r,
         )
+        self.frames_not_examined = Counter(
+            "stream_worker_frames_not_examined",
+            "Frames of cameras with motion gating in which nothing moved: not sent to Triton, their "
+            "events say examined false.",
+            ["camera"],
+            registry=r,
+        )
         self.camera_settings_skipped = Counter(
             "stream_worker_camera_settings_skipped",
             "Records of the cameras topic that were not valid settings (logged, ignored).",

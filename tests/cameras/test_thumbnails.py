@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stream_worker.cameras.motion import MIN_WIDTH
-from stream_worker.cameras.thumbnails import gray_thumbnail
+from stream_worker.cameras.thumbnails import gray_thumbnail, jpeg_size
 
 
 def jpeg(width: int, height: int, quality: int = 90) -> tuple[np.ndarray, bytes]:
@@ -42,3 +42,9 @@ def test_damaged_jpeg_still_gives_a_picture_and_non_jpegs_none():
     png = cv2.imencode(".png", np.zeros((8, 8, 3), np.uint8))[1].tobytes()
     for bad in (b"", b"not a jpeg", data[:100], png):
         assert gray_thumbnail(bad) is None
+
+
+def test_size_from_the_header():
+    _, data = jpeg(848, 624)
+    assert jpeg_size(data) == (848, 624)
+    assert jpeg_size(b"not a jpeg") is None and jpeg_size(b"") is None

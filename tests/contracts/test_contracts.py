@@ -14,6 +14,7 @@ from stream_worker.contracts import (
     PLATE_IMAGE_MAX_BASE64,
     PLATE_IMAGE_MAX_BYTES,
     REVISION_3_PLATE_FIELDS,
+    REVISION_4_EVENT_FIELDS,
     SCHEMAS_DIR,
     DeadLetterHeader,
     DeadLetterHeaders,
@@ -134,6 +135,37 @@ def test_revision_3_fields_are_left_out_when_absent_not_null():
     plate = orjson.loads(event.to_json())["plates"][0]
     assert set(plate) == set(REVISION_2_PLATE) and not REVISION_3_PLATE_FIELDS & set(plate)
     assert PlateEvent.model_validate_json(event.to_json()).model_dump() == event.model_dump()
+
+
+# A frame the worker's motion gate did not send to the recognizer (revision 4).
+NOT_EXAMINED_EVENT = {**EVENT, "schema_revision": 4, "plates": [], "examined": False}
+
+
+def test_revision_4_not_examined_events_validate_and_older_consumers_read_them():
+    schema = _schema("plate_event.schema.json")
+    jsonschema.validate(NOT_EXAMINED_EVENT, schema)
+    event = PlateEvent.model_validate(NOT_EXAMINED_EVENT)
+    assert event.examined is False and event_revision(event.plates, event.examined) == 4
+    assert orjson.loads(event.to_json()) == NOT_EXAMINED_EVENT
+    # A consumer of revision 3 (its model, or its schema: unknown keys are allowed) reads it.
+    fields = {
+        n: (f.annotation, f) for n, f in PlateEvent.model_fields.items() if n not in REVISION_4_EVENT_FIELDS
+    }
+    old = create_model("PlateEventRevision3", **fields).model_validate_json(orjson.dumps(NOT_EXAMINED_EVENT))
+    assert old.plates == [] and not hasattr(old, "examined")
+    del schema["properties"]["examined"]
+    jsonschema.validate(NOT_EXAMINED_EVENT, schema)
+
+
+def test_examined_is_left_out_when_absent_and_never_true():
+    for message in (EVENT, REVISION_2_EVENT, REVISION_3_EVENT):
+        event = PlateEvent.model_validate(message)
+        assert event.examined is None and "examined" not in orjson.loads(event.to_json())
+        assert event_revision(event.plates, event.examined) == message.get("schema_revision", 2)
+    with pytest.raises(ValidationError):
+        PlateEvent.model_validate({**NOT_EXAMINED_EVENT, "examined": True})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**NOT_EXAMINED_EVENT, "examined": True}, _schema("plate_event.schema.json"))
 
 
 def test_a_plate_picture_is_bounded():

@@ -18,6 +18,7 @@ from stream_worker.worker.events import (
     event_id,
     event_record,
     format_valid,
+    not_examined_event,
     rejection_for,
 )
 from stream_worker.worker.validate import Frame, InputRecord, Rejection
@@ -230,3 +231,11 @@ def test_a_plate_picture_is_base64_in_its_plate_and_makes_the_event_revision_3()
     assert base64.b64decode(first["image"]) == jpeg
     assert "image" not in second
     assert PlateEvent.model_validate_json(event.to_json()) == event
+
+
+def test_a_frame_not_examined_says_so_and_nothing_else_changes():
+    event = not_examined_event(frame(), 1920, 1080, MODEL, NOW, 10.25)
+    examined = build_event(frame(), replace(CAR, width=1920, height=1080, plates=()))
+    data, expected = orjson.loads(event.to_json()), orjson.loads(examined.to_json())
+    assert data == {**expected, "schema_revision": 4, "examined": False}
+    assert "examined" not in expected and expected["schema_revision"] == 2

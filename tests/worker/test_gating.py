@@ -1,0 +1,123 @@
+"""The worker's motion gate step: which frames of which cameras go to Triton (pure logic, real JPEGs)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import cv2
+import numpy as np
+
+from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings
+from stream_worker.worker.gating import MotionGating, NotExamined
+from stream_worker.worker.validate import Frame, InputRecord
+
+T0 = datetime(2025, 2, 1, 8, tzinfo=UTC)
+MOTION = MotionSettings(post_roll_s=1.0, heartbeat_s=5.0)
+LEFT_HALF = ((0.0, 0.0), (0.5, 0.0), (0.5, 1.0), (0.0, 1.0))
+
+
+def picture(block: tuple[int, int] | None = None, width: int = 1280, height: int = 720) -> bytes:
+    rng = np.random.default_rng(3)
+    coarse = rng.integers(60, 200, size=(height // 40, width // 40, 3)).astype(np.uint8)
+    image = cv2.resize(coarse, (width, height), interpolation=cv2.INTER_NEAREST)
+    if block is not None:  # a vehicle: a bright 200x160 box at (x, y)
+        x, y = block
+        image[y : y + 160, x : x + 200] = 255
+    return cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 85])[1].tobytes()
+
+
+STILL = picture()
+
+
+class Frames:
+    def __init__(self) -> None:
+        self.offset = 0
+
+    def __call__(
+        self, seconds: float, jpeg: bytes = STILL, camera: str = "cam", captured: bool = True
+    ) -> Frame:
+        self.offset += 1
+        record = InputRecord(
+            "frames", 0, self.offset, camera.encode(), jpeg, [], received_at=1000.0 + seconds
+        )
+        captured_at = T0 + timedelta(seconds=seconds) if captured else None
+        return Frame(record, camera, f"f{self.offset}", captured_at, epoch=1)
+
+
+def gating(settings: dict[str, CameraSettings], max_cameras: int = 16) -> MotionGating:
+    return MotionGating(lambda camera: settings.get(camera, CameraSettings()), max_cameras)
+
+
+def examined(gate: MotionGating, frames: list[Frame]) -> list[bool]:
+    return [gate.check(frame) is None for frame in frames]
+
+
+def test_cameras_without_motion_settings_send_every_frame():
+    disabled = CameraSettings(motion=MotionSettings(enabled=False))
+    connected = CameraSettings(motion=MOTION, source=CameraSource(url="/videos/gate.mp4"))
+    gate = gating({"off": disabled, "src": connected})
+    frame = Frames()
+    for camera in ("none", "off", "src"):
+        assert examined(gate, [frame(0.25 * i, camera=camera) for i in range(8)]) == [True] * 8
+    assert len(gate) == 0
+
+
+def test_still_frames_are_not_examined_but_motion_post_roll_and_heartbeat_are():
+    gate = gating({"cam": CameraSettings(motion=MOTION)})
+    frame = Frames()
+    first = [frame(0.25 * i) for i in range(8)]  # 0 .. 1.75 s
+    assert examined(gate, first) == [True] + [False] * 7  # the first: no background yet
+    assert gate.check(frame(2.0)) == NotExamined(1280, 720)
+    moving = [frame(2.25 + 0.25 * i, picture((100 + 150 * i, 300))) for i in range(4)]
+    assert examined(gate, moving) == [True] * 4
+    # the vehicle gone: the background had hardly taken it in, so the still frame matches it;
+    # a post-roll of 1 s after the last motion (3.0 s), then static
+    after = [frame(3.25 + 0.25 * i) for i in range(8)]
+    assert examined(gate, after) == [True] * 4 + [False] * 4
+    # a heartbeat 5 s after the last frame examined (4.0 s)
+    beats = [frame(8.0), frame(9.0), frame(9.25), frame(13.0), frame(14.0)]
+    assert examined(gate, beats) == [False, True, False, False, True]
+
+
+def test_masked_motion_is_not_motion_and_new_masks_start_a_new_gate():
+    settings = {"cam": CameraSettings(motion=MOTION, masks=(LEFT_HALF,))}
+    gate = gating(settings)
+    frame = Frames()
+    assert examined(
+        gate, [frame(0.0), frame(0.25, picture((100, 300))), frame(0.5, picture((800, 300)))]
+    ) == [
+        True,
+        False,
+        True,
+    ]
+    settings["cam"] = CameraSettings(motion=MOTION)
+    assert examined(gate, [frame(0.75), frame(1.0)]) == [True, False]  # a new background, then still
+
+
+def test_without_captured_at_the_consumption_time_is_the_clock():
+    gate = gating({"cam": CameraSettings(motion=MOTION)})
+    frame = Frames()
+    frames = [frame(0.5 * i, captured=False) for i in range(12)]  # 0 .. 5.5 s
+    assert examined(gate, frames) == [True] + [False] * 9 + [True, False]  # heartbeat at 5 s
+
+
+def test_undecodable_frames_go_to_triton_which_says_what_is_wrong():
+    gate = gating({"cam": CameraSettings(motion=MOTION)})
+    frame = Frames()
+    assert examined(gate, [frame(0.0), frame(0.25, b"not a jpeg"), frame(0.5), frame(0.75)]) == [
+        True,
+        True,
+        False,
+        False,
+    ]
+
+
+def test_gates_are_bounded_least_recently_seen_dropped():
+    settings = {f"cam-{i}": CameraSettings(motion=MOTION) for i in range(3)}
+    gate = gating(settings, max_cameras=2)
+    frame = Frames()
+    for camera in ("cam-0", "cam-1", "cam-0", "cam-2"):
+        gate.check(frame(0.0, camera=camera))
+    assert len(gate) == 2
+    assert gate.check(frame(0.25, camera="cam-0")) is not None  # kept: still
+    assert gate.check(frame(0.25, camera="cam-1")) is None  # dropped: a new background
