@@ -303,14 +303,17 @@ class CameraReader:
         if stats.state is not CameraState.STREAMING:
             self._set_state(CameraState.STREAMING)
         t = self._times.of(frame.pts, time_base)
-        if not self._sampler.keep(t):
-            return
+        keep = self._sampler.keep(t)
         if self._sampler.restarted:
             self._clock.reset()
-        if self._is_file:  # a file is read at its own pace, as a camera would send it
+        if self._is_file:  # a file is read at its own pace, frame by frame, as a camera sends it
             due = self._clock.due(t)
-            if due is not None and (wait := due - time.time()) > 0 and self._stop.wait(wait):
+            if due is None:
+                self._clock.wall(t, time.time(), check_drift=False)  # the first frame anchors it
+            elif (wait := due - time.time()) > 0 and self._stop.wait(wait):
                 return
+        if not keep:
+            return
         wall = self._clock.wall(t, time.time(), check_drift=not self._is_file)
         stats.sampled += 1
         if self._motion is None:

@@ -1,0 +1,366 @@
+"""Acceptance tests of the camera connector against the real local broker, with file sources (the
+clips of ../shared/videos) and a real HTTP server for the failures; the connector runs as its own
+process, as in production.
+
+The RTSP cases (a server killed mid-stream, a wrong RTSP password) are in test_connector_rtsp.py.
+"""
+
+from __future__ import annotations
+
+import http.server
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import pairwise
+from pathlib import Path
+from statistics import median
+from urllib.parse import quote
+
+import av
+import pytest
+from conftest import weights_dir
+from connector_process import Connector, read_statuses, wait_until
+from service_processes import TopicReader
+
+from stream_worker.cameras.store import remove_settings, write_settings
+from stream_worker.connector.partitioner import partition_for
+from stream_worker.contracts.cameras import CameraSettings, CameraSource
+from stream_worker.launchers.broker import create_topics
+from stream_worker.service.compacted import ensure_compacted_topic
+
+pytestmark = pytest.mark.integration
+
+VIDEOS = weights_dir().parent / "videos"
+DASHCAM = VIDEOS / "dashcam-rain-T404YA47.mp4"  # 800x416, 30 fps, 1.57 s
+GATE = VIDEOS / "gate-truck-Y663YO750.mp4"  # 848x624, 4 fps, 5.75 s
+FRAME_PARTITIONS = 3
+CAMERA_PARTITIONS = 4
+PASSWORD = "Sup3r-S3cret pw/x"  # a space and a slash: percent-encoded in the URL, redacted both ways
+
+
+@dataclass
+class Topics:
+    frames: str
+    cameras: str
+    status: str
+    group: str
+
+
+@pytest.fixture
+def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
+    names = Topics(
+        f"{unique_name}-frames", f"{unique_name}-cameras", f"{unique_name}-status", f"{unique_name}-g"
+    )
+    create_topics(kafka_bootstrap, [names.frames], FRAME_PARTITIONS)
+    ensure_compacted_topic(kafka_bootstrap, names.cameras, partitions=CAMERA_PARTITIONS)
+    return names
+
+
+@pytest.fixture
+def start_connector(tmp_path: Path, kafka_bootstrap: str, topics: Topics):
+    started: list[Connector] = []
+
+    def start(*extra: str) -> Connector:
+        args = [
+            "--bootstrap-servers", kafka_bootstrap,
+            "--frames-topic", topics.frames,
+            "--cameras-topic", topics.cameras,
+            "--status-topic", topics.status,
+            "--group-id", topics.group,
+            "--session-timeout-ms", "6000",
+            "--metrics-port", "0",
+            "--status-interval-s", "1",
+            "--replica-id", f"replica-{len(started)}",
+            *extra,
+        ]  # fmt: skip
+        connector = Connector(args, tmp_path / f"connector-{len(started)}.log")
+        connector.start()
+        started.append(connector)
+        connector.wait_ready(check=lambda: None)
+        return connector
+
+    yield start
+    for connector in started:
+        if connector.is_running():
+            connector.stop(signal.SIGKILL)
+
+
+@pytest.fixture
+def frames(kafka_bootstrap: str, topics: Topics) -> Iterator[TopicReader]:
+    reader = TopicReader(kafka_bootstrap, topics.frames, FRAME_PARTITIONS)
+    yield reader
+    reader.close()
+
+
+def set_source(bootstrap: str, topics: Topics, camera_id: str, url: str, **source: object) -> None:
+    write_settings(
+        bootstrap, camera_id, CameraSettings(source=CameraSource(url=url, **source)), topics.cameras
+    )
+
+
+def of_camera(reader: TopicReader, camera_id: str) -> list:
+    return [r for r in reader.records if r.key == camera_id.encode()]
+
+
+def captured(record) -> float:
+    return datetime.fromisoformat(record.headers["captured_at"].decode()).timestamp()
+
+
+def wait_for_frames(reader: TopicReader, camera_id: str, count: int, connectors: list[Connector]) -> list:
+    def enough() -> bool:
+        reader.poll(0.3)
+        return len(of_camera(reader, camera_id)) >= count
+
+    wait_until(enough, f"{count} frames of {camera_id}", connectors)
+    return of_camera(reader, camera_id)
+
+
+def test_a_file_camera_publishes_frames_sampled_to_its_fps_with_the_input_headers(
+    kafka_bootstrap, topics, start_connector, frames
+):
+    set_source(kafka_bootstrap, topics, "dash", str(DASHCAM), fps=5, loop=True)
+    connector = start_connector()
+    records = wait_for_frames(frames, "dash", 25, [connector])
+
+    sessions, numbers = set(), []
+    for record in records:
+        assert record.headers["camera_id"] == b"dash"
+        match = re.fullmatch(r"dash:([0-9a-f]+):(\d+)", record.headers["frame_id"].decode())
+        assert match, record.headers["frame_id"]
+        sessions.add(match[1])
+        numbers.append(int(match[2]))
+        assert record.headers["captured_at"].decode().endswith("Z")
+    assert len(sessions) == 1  # the loop goes on in its session (the clip is 1.6 s: it looped)
+    records.sort(key=lambda r: int(r.headers["frame_id"].split(b":")[2]))
+    assert sorted(numbers) == list(range(min(numbers), min(numbers) + len(numbers)))
+    times = [captured(r) for r in records]
+    assert times == sorted(times)
+    gaps = [b - a for a, b in pairwise(times)]
+    assert median(gaps) == pytest.approx(0.2, abs=0.03)  # 30 fps sampled to 5, paced at the file's rate
+    assert 4.0 <= (len(times) - 1) / (times[-1] - times[0]) <= 6.0
+    assert abs(times[-1] - time.time()) < 10  # stream time mapped to wall time, not to the file's 0
+    image = next(av.open(__import__("io").BytesIO(records[-1].value), format="mjpeg").decode(video=0))
+    assert (image.width, image.height) == (800, 416)
+
+    status = read_statuses(kafka_bootstrap, topics.status)["dash"]
+    assert (status.state, status.replica, status.source) == ("streaming", "replica-0", str(DASHCAM))
+    assert connector.metric('stream_worker_connector_camera_connected{camera="dash"}') == 1
+    published = connector.metric('stream_worker_connector_camera_frames_published_total{camera="dash"}')
+    assert published >= 25
+    assert connector.scrape("/readyz")[0] == 200
+
+    assert connector.stop() == 0
+    stopped = [line for line in connector.log_lines() if line.get("msg") == "stopped"]
+    assert stopped and stopped[0]["undelivered_frames"] == 0 and stopped[0]["frames_left_queued"] == 0
+    frames.poll(2.0)
+    assert len(of_camera(frames, "dash")) >= published  # what it counted as published is there
+    assert read_statuses(kafka_bootstrap, topics.status)["dash"].state == "stopped"
+
+
+def test_cameras_added_changed_and_removed_apply_within_seconds(
+    kafka_bootstrap, topics, start_connector, frames
+):
+    connector = start_connector()
+    set_source(kafka_bootstrap, topics, "gate", str(GATE), fps=2, loop=True)
+    added = time.time()
+    first = wait_for_frames(frames, "gate", 1, [connector])[0]
+    assert captured(first) - added < 10
+
+    set_source(kafka_bootstrap, topics, "gate", str(GATE), fps=4, loop=True)  # restarts its reader
+    changed = time.time()
+    old_session = first.headers["frame_id"].split(b":")[1]
+
+    def new_session() -> list:
+        frames.poll(0.3)
+        return [r for r in of_camera(frames, "gate") if r.headers["frame_id"].split(b":")[1] != old_session]
+
+    wait_until(lambda: len(new_session()) >= 9, "frames of the new session", [connector])
+    renewed = sorted(new_session(), key=lambda r: int(r.headers["frame_id"].split(b":")[2]))
+    assert captured(renewed[0]) - changed < 10
+    times = [captured(r) for r in renewed]
+    assert median([b - a for a, b in pairwise(times)]) == pytest.approx(0.25, abs=0.04)
+
+    remove_settings(kafka_bootstrap, "gate", topics.cameras)
+    removed = time.time()
+    wait_until(
+        lambda: "gate" not in read_statuses(kafka_bootstrap, topics.status),
+        "the status tombstone",
+        [connector],
+    )
+    assert time.time() - removed < 15
+    frames.poll(3.0)
+    assert max(captured(r) for r in of_camera(frames, "gate")) < removed + 3
+    assert "gate" not in connector.cameras()
+
+
+class _Camera(http.server.BaseHTTPRequestHandler):
+    """A camera's web server: /auth wants a password none of the tests has, /text is no video."""
+
+    def do_GET(self) -> None:
+        if self.path == "/auth":
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="camera"')
+            self.end_headers()
+            return
+        body = b"this is a web page, not a video stream\n" * 200
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def camera_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Camera)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+def closed_port() -> int:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+def test_each_failing_camera_shows_its_own_state_and_the_others_keep_their_rate(
+    kafka_bootstrap, topics, start_connector, frames, camera_server, silent_port, monkeypatch
+):
+    monkeypatch.setenv("CAM_USER", "admin")
+    monkeypatch.setenv("CAM_PASSWORD", PASSWORD)
+    monkeypatch.delenv("NEVER_SET_PASSWORD", raising=False)
+    expected = {
+        "good": "streaming",
+        "wrong-password": "unauthorized",
+        "web-page": "not_video",
+        "refused": "unreachable",
+        "silent": "unreachable",
+        "no-secret": "missing_credentials",
+        "no-file": "unreachable",
+    }
+    set_source(kafka_bootstrap, topics, "good", str(DASHCAM), fps=5, loop=True)
+    set_source(
+        kafka_bootstrap,
+        topics,
+        "wrong-password",
+        f"http://${{CAM_USER}}:${{CAM_PASSWORD}}@{camera_server}/auth",
+    )
+    set_source(kafka_bootstrap, topics, "web-page", f"http://{camera_server}/text?token=${{CAM_PASSWORD}}")
+    set_source(
+        kafka_bootstrap,
+        topics,
+        "refused",
+        f"rtsp://${{CAM_USER}}:${{CAM_PASSWORD}}@127.0.0.1:{closed_port()}/s",
+    )
+    set_source(
+        kafka_bootstrap, topics, "silent", f"rtsp://${{CAM_USER}}:${{CAM_PASSWORD}}@127.0.0.1:{silent_port}/s"
+    )
+    set_source(kafka_bootstrap, topics, "no-secret", "rtsp://admin:${NEVER_SET_PASSWORD}@127.0.0.1/s")
+    set_source(kafka_bootstrap, topics, "no-file", "/no/such/camera.mp4")
+    connector = start_connector("--open-timeout-s", "2")
+
+    def states() -> dict[str, str]:
+        return {c: s.state for c, s in read_statuses(kafka_bootstrap, topics.status).items()}
+
+    wait_until(lambda: states() == expected, f"the states {expected}", [connector])
+    # The good camera's rate is untouched by the six failing ones.
+    frames.poll(1.0)
+    before = len(of_camera(frames, "good"))
+    time.sleep(4.0)
+    frames.poll(1.0)
+    rate = (len(of_camera(frames, "good")) - before) / 5.0
+    assert 3.5 <= rate <= 6.5, rate
+    statuses = read_statuses(kafka_bootstrap, topics.status)
+    assert "401" in statuses["wrong-password"].last_error
+    assert "NEVER_SET_PASSWORD" in statuses["no-secret"].last_error
+    assert statuses["refused"].reconnects >= 1  # tried again, with backoff
+    assert all(statuses[c].frames_published == 0 for c in expected if c != "good")
+
+    # No password anywhere: log lines, metrics, status records, the status command's output.
+    table = subprocess.run(
+        [sys.executable, "-m", "stream_worker.connector", "status", "--bootstrap-servers", kafka_bootstrap,
+         "--topic", topics.status],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    for camera, state in expected.items():
+        assert re.search(rf"^{camera}\s+{state}\s", table, re.MULTILINE), table
+    seen = {
+        "log": connector.log_path.read_text(),
+        "metrics": connector.scrape()[1],
+        "status records": "".join(s.to_json().decode() for s in statuses.values()),
+        "status command": table,
+    }
+    assert "***" in seen["log"]  # the errors were there, redacted
+    for where, text in seen.items():
+        for secret in (PASSWORD, quote(PASSWORD, safe=""), "S3cret"):
+            assert secret not in text, f"the password is in the {where}"
+    assert connector.stop() == 0
+
+
+def test_two_replicas_share_the_cameras_and_one_takes_over_when_the_other_dies(
+    kafka_bootstrap, topics, start_connector, frames
+):
+    cameras = []
+    for index in range(200):  # one camera per partition of the cameras topic
+        camera_id = f"cam-{index}"
+        if partition_for(camera_id.encode(), CAMERA_PARTITIONS) not in {
+            partition_for(c.encode(), CAMERA_PARTITIONS) for c in cameras
+        }:
+            cameras.append(camera_id)
+        if len(cameras) == CAMERA_PARTITIONS:
+            break
+    for camera_id in cameras:
+        set_source(kafka_bootstrap, topics, camera_id, str(GATE), fps=2, loop=True)
+    first = start_connector()
+    second = start_connector()
+
+    def shared() -> bool:
+        a, b = first.cameras(), second.cameras()
+        return bool(a) and bool(b) and not a & b and a | b == set(cameras)
+
+    wait_until(shared, "the cameras shared by the two replicas", [first, second])
+    wait_until(
+        lambda: {s.state for s in read_statuses(kafka_bootstrap, topics.status).values()} == {"streaming"},
+        "every camera streaming",
+        [first, second],
+    )
+    statuses = read_statuses(kafka_bootstrap, topics.status)
+    assert {statuses[c].replica for c in first.cameras()} == {"replica-0"}
+    assert {statuses[c].replica for c in second.cameras()} == {"replica-1"}
+
+    first.stop(signal.SIGKILL)
+    killed = time.monotonic()
+    wait_until(lambda: second.cameras() == set(cameras), "the survivor reading every camera", [second])
+    assert time.monotonic() - killed < 45  # the 6 s session timeout, then a rebalance
+    wait_until(
+        lambda: all(
+            s.replica == "replica-1" and s.state == "streaming"
+            for s in read_statuses(kafka_bootstrap, topics.status).values()
+        ),
+        "every camera streaming from the survivor",
+        [second],
+    )
+    assert second.stop() == 0
