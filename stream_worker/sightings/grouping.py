@@ -14,6 +14,12 @@ A group closes when its camera's clock (the latest capture time seen) has moved 
 is reported again every `max_group_s`), or when the camera has sent nothing for `silence_s` of
 wall-clock time. A clock that jumps back by more than `max_group_s` closes everything open.
 All decisions but the silence depend only on the events, so replaying them rebuilds the groups.
+
+Frames not examined (the worker's motion gate found nothing moving: `Observation.examined` false)
+are no evidence that the plate left: the gap is measured in examined time, with the stream time
+they cover left out, so a vehicle standing at a barrier between its motion and the next
+heartbeat stays one pass. They close nothing, and they count as the camera being alive for the
+silence rule; the `max_group_s` rule still counts in stream time.
 """
 
 from __future__ import annotations
@@ -56,12 +62,14 @@ class GroupingRules:
 class Group:
     """The reads of one plate over one pass, in arrival order."""
 
-    def __init__(self, key: CameraKey, read: Read) -> None:
+    def __init__(self, key: CameraKey, read: Read, unexamined_s: float = 0.0) -> None:
         self.key = key
         self.reads: list[Read] = []
         self.texts: list[str] = []
         self.first_time = self.last_time = read.time
-        self.add(read)
+        # The same in examined time (stream time less the camera's time not examined).
+        self.first_examined = self.last_examined = read.time - unexamined_s
+        self.add(read, unexamined_s)
 
     @property
     def camera_id(self) -> str:
@@ -72,10 +80,13 @@ class Group:
         """The read consumed first: the one a replay meets first too."""
         return min(self.reads, key=lambda read: read.position)
 
-    def add(self, read: Read) -> None:
+    def add(self, read: Read, unexamined_s: float = 0.0) -> None:
+        """`unexamined_s`: the camera's stream time not examined so far (see the module)."""
         self.reads.append(read)
         self.first_time = min(self.first_time, read.time)
         self.last_time = max(self.last_time, read.time)
+        self.first_examined = min(self.first_examined, read.time - unexamined_s)
+        self.last_examined = max(self.last_examined, read.time - unexamined_s)
         if read.text in self.texts:
             self.texts.remove(read.text)
         self.texts.append(read.text)
@@ -123,6 +134,7 @@ class _Camera:
     clock: float
     last_wall: float
     groups: list[Group] = field(default_factory=list)
+    unexamined_s: float = 0.0  # stream seconds covered by frames not examined, ever growing
 
 
 class Grouper:
@@ -146,13 +158,22 @@ class Grouper:
         closed: list[Closed] = []
         if camera is None:
             camera = self._cameras[key] = _Camera(clock=time, last_wall=now)
-        elif time < camera.clock - rules.max_group_s:  # the camera's clock was set back
+        if not observation.examined:  # no reads, and no evidence that a plate has gone
+            camera.last_wall = now
+            if time > camera.clock:
+                camera.unexamined_s += time - camera.clock
+                camera.clock = time
+            return [], []
+        if time < camera.clock - rules.max_group_s:  # the camera's clock was set back
             closed += self._close(camera, camera.groups, ClosedBy.GAP)
             camera.clock = time
         camera.clock = max(camera.clock, time)
         camera.last_wall = now
+        examined_clock = camera.clock - camera.unexamined_s
         closed += self._close(
-            camera, [g for g in camera.groups if camera.clock - g.last_time > rules.gap_s], ClosedBy.GAP
+            camera,
+            [g for g in camera.groups if examined_clock - g.last_examined > rules.gap_s],
+            ClosedBy.GAP,
         )
         closed += self._close(
             camera,
@@ -164,11 +185,15 @@ class Grouper:
 
     def _place(self, key: CameraKey, camera: _Camera, reads: tuple[Read, ...]) -> list[tuple[Read, Group]]:
         rules = self.rules
+        unexamined_s = camera.unexamined_s
         pairs: list[tuple[float, int, int]] = []  # (cost, read index, group index)
         for r, read in enumerate(reads):
+            examined_time = read.time - unexamined_s
             for g, group in enumerate(camera.groups):
                 first, last = min(group.first_time, read.time), max(group.last_time, read.time)
-                if not (group.first_time - rules.gap_s <= read.time <= group.last_time + rules.gap_s):
+                if not (
+                    group.first_examined - rules.gap_s <= examined_time <= group.last_examined + rules.gap_s
+                ):
                     continue
                 if last - first > rules.max_group_s:
                     continue
@@ -191,9 +216,9 @@ class Grouper:
         result = []
         for r, read in enumerate(reads):
             if r in placed:
-                placed[r].add(read)
+                placed[r].add(read, unexamined_s)
             else:
-                placed[r] = Group(key, read)
+                placed[r] = Group(key, read, unexamined_s)
                 camera.groups.append(placed[r])
             result.append((read, placed[r]))
         return result

@@ -3,7 +3,9 @@
 The camera's time is the frame's `captured_at`, or the event's `processed_at` when the camera sent
 none: both are in the event, so replaying a record always gives the same time. Plates read as an
 empty text carry nothing to vote on and are left out. Revision-1 events have no per-character
-confidences; each character then gets the plate's confidence.
+confidences; each character then gets the plate's confidence. A frame that the worker's motion
+gate did not send to the recognizer (`examined: false`) is an observation with no reads that says
+so: grouping must not take it for a frame in which the plate was looked for and not found.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Observation:
     camera_id: str
     time: float
     reads: tuple[Read, ...]
+    examined: bool = True  # False: nothing was looked for in the frame (motion gating, static)
 
 
 class InvalidEvent(ValueError):
@@ -104,4 +107,4 @@ def observation(event: PlateEvent, partition: int, offset: int) -> Observation:
                 zone=plate.zone,
             )
         )
-    return Observation(event.camera_id, time, tuple(reads))
+    return Observation(event.camera_id, time, tuple(reads), examined=event.examined is not False)

@@ -11,6 +11,7 @@ from plate_events import T0, Pass, as_observation, read, seen, timeline
 
 from stream_worker.contracts import ClosedBy
 from stream_worker.sightings.grouping import Closed, Grouper, GroupingRules
+from stream_worker.sightings.reads import Observation
 
 RULES = GroupingRules()  # the defaults: gap 1.5 s, silence 10 s, max 30 s, 2 edits, 1.5 widths
 
@@ -155,6 +156,77 @@ def test_a_camera_clock_set_back_closes_its_groups():
         0, seen("cam", T0 - 3599.8, read("A123BC77", T0 - 3599.8, offset=2)), 0.0
     )
     assert closed == [] and len(placed[0][1].reads) == 2
+
+
+def not_examined(camera_id: str, time: float) -> Observation:
+    """A frame the worker's motion gate kept from the recognizer."""
+    return Observation(camera_id, time, (), examined=False)
+
+
+def standing_vehicle(examined: bool) -> list[Observation]:
+    """A vehicle drives up (1.4 s of reads), stands still for 8 s (frames not examined, or, for
+    contrast, examined and empty), is read by a heartbeat frame, stands 8 s more, drives off."""
+    observations: list[Observation] = []
+    offset = 0
+
+    def frame(time: float, text: str | None) -> None:
+        nonlocal offset
+        offset += 1
+        if text is not None:
+            observations.append(seen("cam", time, read(text, time, offset=offset)))
+        elif examined:
+            observations.append(seen("cam", time))
+        else:
+            observations.append(not_examined("cam", time))
+
+    steps = [(0.2 * k, "A123BC77") for k in range(8)]  # 0 .. 1.4 s
+    steps += [(1.6 + 0.2 * k, None) for k in range(40)]  # .. 9.4 s
+    steps += [(9.6, "A123BC77")]  # the heartbeat
+    steps += [(9.8 + 0.2 * k, None) for k in range(40)]  # .. 17.6 s
+    steps += [(17.8 + 0.2 * k, "A123BC77") for k in range(5)]  # drives off
+    steps += [(18.8 + 0.2 * k, None) for k in range(5)]
+    for time, text in steps:
+        frame(T0 + time, text)
+    return observations
+
+
+def test_frames_not_examined_do_not_split_a_pass():
+    grouper = Grouper(RULES)
+    closed: list[Closed] = []
+    for offset, observation in enumerate(standing_vehicle(examined=False)):
+        closed += grouper.observe(0, observation, now=offset * 0.2)[0]
+    assert closed == []  # nothing closed while the vehicle stands, however long
+    tail = [seen("cam", T0 + 20.0 + 0.2 * k) for k in range(10)]  # examined empty frames
+    for observation in tail:
+        closed += grouper.observe(0, observation, now=100.0)[0]
+    [one] = closed
+    assert one.reason is ClosedBy.GAP and len(one.group.reads) == 14
+    assert (one.group.first_time, one.group.last_time) == (T0, pytest.approx(T0 + 18.6))
+    # the same frames looked at and found empty: the plate has gone, three passes
+    grouper = Grouper(RULES)
+    contrast = [c for o in standing_vehicle(examined=True) for c in grouper.observe(0, o, 0.0)[0]]
+    contrast += grouper.expire(now=1e9)
+    assert [len(c.group.reads) for c in contrast] == [8, 1, 5]
+
+
+def test_frames_not_examined_close_nothing_but_keep_the_camera_alive():
+    grouper = Grouper(RULES)
+    grouper.observe(0, seen("cam", T0, read("A123BC77", T0)), now=100.0)
+    for k in range(1, 60):  # 59 s of static frames, one a second of wall time
+        assert grouper.observe(0, not_examined("cam", T0 + k), now=100.0 + k) == ([], [])
+        assert grouper.expire(now=100.0 + k + 0.5) == []
+    [closed] = grouper.expire(now=159.0 + RULES.silence_s + 0.1)  # then nothing at all
+    assert closed.reason is ClosedBy.SILENCE
+
+
+def test_frames_not_examined_still_count_towards_max_group_s():
+    grouper = Grouper(RULES)  # max_group_s 30
+    grouper.observe(0, seen("cam", T0, read("A123BC77", T0)), 0.0)
+    for k in range(1, 40):
+        grouper.observe(0, not_examined("cam", T0 + k), 0.0)
+    closed, placed = grouper.observe(0, seen("cam", T0 + 40, read("A123BC77", T0 + 40, offset=1)), 0.0)
+    assert [c.reason for c in closed] == [ClosedBy.MAX_DURATION]
+    assert placed[0][1] is not closed[0].group
 
 
 def test_a_frame_gives_a_group_one_read():

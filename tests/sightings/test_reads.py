@@ -51,6 +51,14 @@ def test_empty_texts_are_no_reads_and_empty_frames_still_tell_the_time():
     assert observation.reads == () and observation.time == T0
 
 
+def test_a_frame_not_examined_says_so_and_others_are_examined():
+    plain = plate_event("cam", T0, [])
+    gated = plain.model_copy(update={"examined": False, "schema_revision": 4})
+    assert parse_event(plain.to_json(), 0, 0).examined
+    observation = parse_event(gated.to_json(), 0, 1)
+    assert not observation.examined and observation.reads == () and observation.time == T0
+
+
 @pytest.mark.parametrize("value", [None, b"", b"not json", b'{"camera_id": "cam"}', b"[1, 2]"])
 def test_anything_else_is_an_invalid_event(value):
     with pytest.raises(InvalidEvent):
