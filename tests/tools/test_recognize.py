@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from stream_worker.cli import app
 from stream_worker.recognition import FrameResult, Plate
-from stream_worker.recognize import (
+from stream_worker.tools.recognize import (
     BOX_COLOUR,
     EXIT_TRITON_UNAVAILABLE,
     EXIT_UNREADABLE_IMAGE,
