@@ -6,8 +6,10 @@ batching settings), triton (pipeline and limit, no Kafka), all (every scenario a
 Triton and one broker, plus the ratios between them). Every report carries the machine, the
 versions and each run's settings. `sightings` (bench/sightings.py, its own flags): exact texts per
 frame and per sighting over labelled photos made into vehicle passes. `videos` (bench/videos.py):
-the real clips through the whole stack, one camera per clip. `motion` (bench/motion.py): what the
-motion gate leaves out of ../shared/videos, and the CPU of its grey copy of a JPEG.
+the real clips through the whole stack, one camera per clip. `gating` (bench/gating.py): what
+motion gating saves on a long live camera read by the connector, gated and ungated side by side.
+`motion` (bench/motion.py): what the motion gate leaves out of ../shared/videos, and the CPU of
+its grey copy of a JPEG.
 """
 
 from __future__ import annotations
@@ -114,6 +116,10 @@ def main(argv: Sequence[str]) -> int:
         from bench.motion import main as motion_main
 
         return motion_main(argv[1:])
+    if argv and argv[0] == "gating":  # its own flags: bench/gating.py
+        from bench.gating import main as gating_main
+
+        return gating_main(argv[1:])
     if argv and argv[0] == "videos":  # its own flags: bench/videos.py
         from bench.videos import main as videos_main
 

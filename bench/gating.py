@@ -1,0 +1,301 @@
+"""`stream-worker bench gating`: what motion gating saves on a long live camera, both arms side by side.
+
+One H.264 1080p 25 fps stream (bench/camera_stream.py: the clips of ../shared/videos and passes made
+from the evalset's photos, vehicles in view `--in-view` of the time, default 10 minutes) is read by
+the camera connector as a file source paced by its own clock, sampled to `--fps`, in two arms at
+once, each with a stack of its own (broker, Triton, worker, sightings service, connector), so that
+each process's CPU belongs to one arm: `gated` (the camera's settings have motion gating on) and
+`ungated` (every sampled frame published and examined). Printed per arm: frames published and
+their bytes on the frames topic, CPU seconds of each process, CPU per camera-hour of broker +
+Triton + worker (the target: gated at most 1/4 of ungated), the connector's own, how many such
+cameras one 2-core host keeps up with all in, and each labelled plate's pass read exactly or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from bench import environment
+from bench.camera_stream import VERSION, PlannedView, build
+from bench.cpu import group_cpu_s
+from bench.report import format_table, write_json
+from bench.sightings import DEFAULT_SCENES, REPO_ROOT, Service, SightingsBenchError
+from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings
+
+ARMS = ("gated", "ungated")
+CAMERA = "gate-1"
+HOST_CORES = 2
+WINDOW_MARGIN_S = 3.0  # a sighting belongs to a pass when it overlaps the pass widened by this
+READY_TIMEOUT_S = 600.0
+
+
+@dataclass
+class Arm:
+    name: str
+    bootstrap: str
+    triton_url: str
+    pgids: dict[str, int] = field(default_factory=dict)  # process -> its process group
+    cpu_start: dict[str, float] = field(default_factory=dict)
+    cpu_end: dict[str, float] = field(default_factory=dict)
+    services: list[Service] = field(default_factory=list)
+
+    def cpu(self) -> dict[str, float]:
+        return {name: group_cpu_s(pgid) for name, pgid in self.pgids.items()}
+
+
+def stream_file(args: argparse.Namespace) -> tuple[Path, list[PlannedView]]:
+    """The stream of these settings, made once and kept in the temporary folder."""
+    key = hashlib.sha256(f"{VERSION}:{args.minutes}:{args.in_view}:{args.seed}".encode()).hexdigest()[:12]
+    folder = Path(tempfile.gettempdir()) / "stream-worker-bench-gating"
+    folder.mkdir(exist_ok=True)
+    path, plan = folder / f"{key}.mp4", folder / f"{key}.json"
+    if not (path.exists() and plan.exists()):
+        print(f"making the {args.minutes:g}-minute stream (once; kept as {path}) ...", flush=True)
+        views = build(
+            path.with_suffix(".part.mp4"), args.videos, args.scenes, args.minutes, args.in_view, args.seed
+        )
+        path.with_suffix(".part.mp4").rename(path)
+        plan.write_bytes(orjson.dumps([view.to_json() for view in views]))
+    return path, [PlannedView(**item) for item in orjson.loads(plan.read_bytes())]
+
+
+def settings_of(arm: str, path: Path, fps: float) -> CameraSettings:
+    source = CameraSource(url=str(path), fps=fps)
+    return CameraSettings(source=source, motion=MotionSettings() if arm == "gated" else None)
+
+
+def start_arm(name: str, stack: contextlib.ExitStack, repository: Path, log_dir: Path) -> Arm:
+    from stream_worker.launchers.broker import LocalBroker, create_topics
+    from stream_worker.launchers.triton import LocalTriton
+
+    broker = stack.enter_context(LocalBroker())
+    triton = stack.enter_context(LocalTriton(repository))
+    arm = Arm(name, str(broker.bootstrap_servers), str(triton.grpc_url))
+    create_topics(arm.bootstrap, ["frames", "plates", "frames.dlq", "sightings"], 1)
+    arm.pgids = {"broker": int(broker.pid or 0), "triton": int(triton.pid or 0)}
+    common = ["--bootstrap-servers", arm.bootstrap, "--metrics-host", "127.0.0.1", "--local-broker"]
+    arm_logs = log_dir / name
+    arm_logs.mkdir()
+    worker = Service("run", [*common, "--triton-url", arm.triton_url, "--triton-timeout-s", "600"], arm_logs)
+    sightings = Service("sightings", [*common, "--silence-s", "10"], arm_logs)
+    connector = Service("connect", common, arm_logs)
+    arm.services = [worker, sightings, connector]
+    for service in arm.services:
+        stack.callback(service.stop)
+    for service in arm.services:
+        service.wait_ready(READY_TIMEOUT_S)
+    arm.pgids |= {"worker": worker.pid, "sightings": sightings.pid, "connector": connector.pid}
+    return arm
+
+
+def read_topic(bootstrap: str, topic: str) -> list[Any]:
+    """Every record of `topic` (one partition) now: the messages."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}"})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        messages: list[Any] = []
+        last = -1
+        deadline = time.monotonic() + 120
+        while last < high - 1 and time.monotonic() < deadline:
+            for message in consumer.consume(1000, 1.0):
+                if message.error() is None:
+                    messages.append(message)
+                    last = max(last, message.offset())
+        return messages
+    finally:
+        consumer.close()
+
+
+def camera_ended(arm: Arm) -> bool:
+    from stream_worker.connector.status import decode_status
+    from stream_worker.service.compacted import read_compacted
+
+    snapshot = read_compacted(arm.bootstrap, "camera-status", decode_status, {}, 30.0)
+    status = snapshot.values.get(CAMERA)
+    return status is not None and status.state == "ended"
+
+
+def wait_done(arms: Sequence[Arm], stream_s: float) -> None:
+    """Until each arm's camera has ended, every frame has its event and the sightings settled."""
+    deadline = time.monotonic() + stream_s * 3 + 600
+    pending = list(arms)
+    while pending:
+        time.sleep(5)
+        for arm in list(pending):
+            for service in arm.services:
+                service.check()
+            if not camera_ended(arm):
+                continue
+            frames = len(read_topic(arm.bootstrap, "frames"))
+            events = len(read_topic(arm.bootstrap, "plates"))
+            if frames and events >= frames:
+                time.sleep(15)  # the sightings service's --silence-s closes the last pass
+                arm.cpu_end = arm.cpu()
+                pending.remove(arm)
+        if time.monotonic() > deadline:
+            raise SightingsBenchError(f"{', '.join(a.name for a in pending)} did not finish in time")
+
+
+def score(arm: Arm, views: Sequence[PlannedView], stream_s: float) -> dict[str, Any]:
+    frames = read_topic(arm.bootstrap, "frames")
+    anchor = _captured_s(frames[0]) if frames else 0.0  # stream time 0: the first frame is published
+    sightings = [orjson.loads(m.value()) for m in read_topic(arm.bootstrap, "sightings")]
+    rows, owned = [], set()
+    for view in views:
+        start, end = anchor + view.start_s - WINDOW_MARGIN_S, anchor + view.end_s + WINDOW_MARGIN_S
+        near = [s for s in sightings if _overlaps(s, start, end)]
+        owned |= {s["sighting_id"] for s in near}
+        for text in view.texts:
+            rows.append({"pass": view.name, "text": text, "read": any(s["text"] == text for s in near)})
+    cpu = {name: round(arm.cpu_end[name] - arm.cpu_start[name], 1) for name in arm.pgids}
+    pipeline = cpu["broker"] + cpu["triton"] + cpu["worker"]
+    all_in = sum(cpu.values())
+    per_hour = 3600 / stream_s
+    return {
+        "frames": len(frames),
+        "frames_mb": round(sum(len(m.value() or b"") for m in frames) / 1e6, 1),
+        "cpu_s": cpu,
+        "pipeline_cpu_s_per_camera_hour": round(pipeline * per_hour),
+        "connector_cpu_s_per_camera_hour": round(cpu["connector"] * per_hour),
+        "all_in_cpu_s_per_camera_hour": round(all_in * per_hour),
+        "cameras_per_host": round(HOST_CORES * 3600 / (all_in * per_hour), 1) if all_in else None,
+        "plates": len(rows),
+        "plates_read": sum(row["read"] for row in rows),
+        "sightings": len(sightings),
+        "sightings_outside_passes": len([s for s in sightings if s["sighting_id"] not in owned]),
+        "rows": rows,
+    }
+
+
+def _captured_s(message: Any) -> float:
+    value = dict(message.headers() or ())["captured_at"].decode()
+    from datetime import datetime
+
+    return float(value) / 1000 if value.isdigit() else datetime.fromisoformat(value).timestamp()
+
+
+def _overlaps(sighting: dict[str, Any], start: float, end: float) -> bool:
+    from datetime import datetime
+
+    first = datetime.fromisoformat(sighting["first_seen"]).timestamp()
+    last = datetime.fromisoformat(sighting["last_seen"]).timestamp()
+    return first <= end and last >= start
+
+
+def render(report: dict[str, Any]) -> str:
+    arms = report["arms"]
+    columns = [
+        "arm",
+        "frames",
+        "frames_mb",
+        "pipeline_cpu_s_per_camera_hour",
+        "connector_cpu_s_per_camera_hour",
+    ]
+    columns += ["all_in_cpu_s_per_camera_hour", "cameras_per_host", "plates_read", "sightings"]
+    table = [{"arm": name, **{k: v for k, v in arms[name].items() if k in columns}} for name in ARMS]
+    for row in table:
+        row["plates_read"] = f"{row['plates_read']}/{arms[row['arm']]['plates']}"
+    gated, ungated = arms["gated"], arms["ungated"]
+    cpu_rows = [{"arm": name, **arms[name]["cpu_s"]} for name in ARMS]
+    lines = [
+        f"{report['minutes']:g}-minute 1080p25 stream, {report['views']} vehicle passes "
+        f"({report['in_view']:.0%} of the time), sampled to {report['fps']:g} fps; load average "
+        f"before/after {report['load_average']['before']} / {report['load_average']['after']}",
+        "",
+        format_table(table, columns),
+        "",
+        "CPU seconds over the stream, by process:",
+        format_table(cpu_rows, ["arm", "connector", "broker", "triton", "worker", "sightings"]),
+        "",
+        "gated / ungated: broker + Triton + worker CPU "
+        f"{_ratio(gated, ungated, 'pipeline_cpu_s_per_camera_hour')} (target <= 0.25), frames-topic bytes {_ratio(gated, ungated, 'frames_mb')} (target <= 0.25); "
+        f"plates read {gated['plates_read']} vs {ungated['plates_read']} of {gated['plates']}",
+    ]
+    missed = [row for row in gated["rows"] if not row["read"]]
+    if missed:
+        lines += ["", "plates the gated arm did not read:", format_table(missed, ["pass", "text"])]
+    return "\n".join(lines)
+
+
+def _ratio(a: dict[str, Any], b: dict[str, Any], key: str) -> str:
+    return f"{a[key] / b[key]:.3f}" if b[key] else "-"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stream-worker bench gating",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="Example: LPR_WEIGHTS_DIR=../shared/weights stream-worker bench gating --report r.json",
+    )
+    p.add_argument("--minutes", type=float, default=10.0, help="Length of the stream.")
+    p.add_argument("--fps", type=float, default=10.0, help="Frames per second the connector samples.")
+    p.add_argument("--in-view", type=float, default=0.15, help="Share of the time a vehicle is in view.")
+    p.add_argument("--seed", type=int, default=27)
+    p.add_argument("--videos", type=Path, default=REPO_ROOT.parent / "shared" / "videos")
+    p.add_argument("--scenes", type=Path, default=DEFAULT_SCENES, help="Labelled photos (evalset/scenes).")
+    p.add_argument("--repository", type=Path, default=REPO_ROOT / "model_repository")
+    p.add_argument("--report", type=Path, default=None, help="Write the JSON report here.")
+    p.add_argument("--allow-busy", action="store_true", help=environment.ALLOW_BUSY_HELP)
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    path, views = stream_file(args)
+    if (idle := environment.load_or_refuse(args.allow_busy)) is None:
+        return 2
+    load_before, busy = idle
+    started = time.monotonic()
+    stream_s = args.minutes * 60
+    try:
+        from stream_worker.cameras.records import encode_settings
+        from stream_worker.nets.prepare import prepare_models
+        from stream_worker.nets.weights import default_weights_dir
+        from stream_worker.service.compacted import write_compacted
+
+        prepare_models(default_weights_dir(), args.repository)
+        with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="bench-gating-") as logs:
+            arms = [start_arm(name, stack, args.repository, Path(logs)) for name in ARMS]
+            for arm in arms:
+                arm.cpu_start = arm.cpu()
+                write_compacted(
+                    arm.bootstrap, "cameras", [encode_settings(CAMERA, settings_of(arm.name, path, args.fps))]
+                )
+            print(f"both arms reading the stream ({stream_s:.0f} s, paced by its clock) ...", flush=True)
+            wait_done(arms, stream_s)
+            figures = {arm.name: score(arm, views, stream_s) for arm in arms}
+    except SightingsBenchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    report = {
+        "scenario": "gating",
+        "command": "stream-worker bench gating " + " ".join(argv),
+        "duration_s": round(time.monotonic() - started, 1),
+        "minutes": args.minutes,
+        "fps": args.fps,
+        "in_view": args.in_view,
+        "views": len(views),
+        "load_average": {"before": load_before, "after": environment.load_average()},
+        "busy": busy,
+        "arms": figures,
+    }
+    print(render(report))
+    if args.report:
+        write_json(args.report, report)
+        print(f"report written to {args.report}")
+    return 0
