@@ -222,7 +222,8 @@ def render(report: dict[str, Any]) -> str:
         format_table(cpu_rows, ["arm", "connector", "broker", "triton", "worker", "sightings"]),
         "",
         "gated / ungated: broker + Triton + worker CPU "
-        f"{_ratio(gated, ungated, 'pipeline_cpu_s_per_camera_hour')} (target <= 0.25), frames-topic bytes {_ratio(gated, ungated, 'frames_mb')} (target <= 0.25); "
+        f"{_ratio(gated, ungated, 'pipeline_cpu_s_per_camera_hour')} (target <= 0.25), "
+        f"frames-topic bytes {_ratio(gated, ungated, 'frames_mb')} (target <= 0.25); "
         f"plates read {gated['plates_read']} vs {ungated['plates_read']} of {gated['plates']}",
     ]
     missed = [row for row in gated["rows"] if not row["read"]]
