@@ -4,7 +4,8 @@ Each package declares its commands next to the code they run: worker/commands.py
 sightings/commands.py (`sightings`), alerts/cli.py (`alerts`, the `watchlist` group),
 cameras/cli.py (the `cameras` group), demo/commands.py (`demo`), launchers/commands.py (`triton`,
 `broker`), nets/commands.py (the `models` group), evaluation/commands.py (`eval`) and
-tools/commands.py (`recognize`, `produce`, `tail`, the `schemas` group); the options several of
+tools/commands.py (`recognize`, `produce`, `tail`, the `schemas` group), connector/commands.py
+(`connect`, `cameras status`); the options several of
 them share are in service/options.py. Only `bench` is here: the benchmarks are the repository's
 bench/ folder, not a package of stream_worker.
 
@@ -18,6 +19,7 @@ import typer
 
 from stream_worker.alerts import cli as alerts
 from stream_worker.cameras import cli as cameras
+from stream_worker.connector import commands as connector
 from stream_worker.demo import commands as demo
 from stream_worker.evaluation import commands as evaluation
 from stream_worker.launchers import commands as launchers
@@ -62,6 +64,7 @@ _add(tools.commands, "produce", "tail")
 _add(worker.commands, "run")
 _add(sightings.commands, "sightings")
 _add(alerts.commands, "alerts")
+_add(connector.commands, "connect")
 _add(demo.commands, "demo")
 
 
@@ -93,4 +96,6 @@ def bench(ctx: typer.Context) -> None:
 app.add_typer(nets.models_app, name="models")
 app.add_typer(tools.schemas_app, name="schemas")
 app.add_typer(alerts.watchlist_app, name="watchlist")
+# `cameras status` reads what the connector reports: the cameras package, below the services, cannot.
+cameras.cameras_app.registered_commands.extend(connector.status_commands.registered_commands)
 app.add_typer(cameras.cameras_app, name="cameras")
