@@ -31,6 +31,9 @@ from stream_worker.contracts.credentials import MissingCredential, is_file, reda
 
 log = logging.getLogger("stream_worker.connector")
 
+# Demuxers whose timestamps are made up (MJPEG over HTTP: one frame per 1/25 s, whatever the
+# camera sends): a live source of these is timed by the frames' arrival instead.
+ARRIVAL_TIMED_FORMATS = frozenset({"mpjpeg", "mjpeg", "jpeg_pipe", "image2pipe"})
 MAX_PRE_ROLL_FRAMES = 64  # decoded frames held for the pre-roll at most (about 3 MB each at 1080p)
 
 
@@ -134,6 +137,7 @@ class CameraReader:
         )
         self._session = ""
         self._sequence = 0
+        self._arrival_timed = False
         self._thread = threading.Thread(target=self._run, name=f"camera-{spec.camera_id}", daemon=True)
 
     # --- control ---------------------------------------------------------------------------
@@ -210,6 +214,7 @@ class CameraReader:
             self._fail(classify(error, opening=True, timed_out=timed_out), error, secrets)
             return _End.RETRY, False
         self.stats.sessions += 1
+        decoded_before = self.stats.decoded
         streamed = False
         try:
             with container:
@@ -219,7 +224,7 @@ class CameraReader:
                 stream.codec_context.thread_count = self.options.decode_threads
                 if self.options.decode_threads != 1:
                     stream.thread_type = "AUTO"
-                self._begin_session(stream, new=not looping)
+                self._begin_session(container, stream, new=not looping)
                 (log.debug if looping else log.info)(
                     "camera opened",
                     extra={
@@ -232,6 +237,7 @@ class CameraReader:
                 )
                 streamed = self._decode(container, stream)
         except Exception as error:
+            streamed = self.stats.decoded > decoded_before
             if self._stop.is_set():
                 return _End.STOP, streamed
             last = self.stats.last_frame_mono
@@ -263,13 +269,14 @@ class CameraReader:
 
         return {"hwaccel": HWAccel(self.options.hwaccel, allow_software_fallback=True)}
 
-    def _begin_session(self, stream: Any, new: bool) -> None:
+    def _begin_session(self, container: Any, stream: Any, new: bool) -> None:
         """A new session (frame ids `<camera>:<session>:<n>`) per open, except a file's loop."""
         if new:
             self._session = f"{time.time_ns() // 1_000_000:x}"
             self._sequence = 0
         self._sampler.reset()
         self._clock.reset()
+        self._arrival_timed = not self._is_file and container.format.name in ARRIVAL_TIMED_FORMATS
         rate = stream.average_rate or stream.guessed_rate
         self._times = StreamTime(1.0 / float(rate) if rate else 1.0 / self.spec.source.fps)
         if self._motion is not None:
@@ -302,7 +309,7 @@ class CameraReader:
         stats.last_frame_at = time.time()
         if stats.state is not CameraState.STREAMING:
             self._set_state(CameraState.STREAMING)
-        t = self._times.of(frame.pts, time_base)
+        t = time.monotonic() if self._arrival_timed else self._times.of(frame.pts, time_base)
         keep = self._sampler.keep(t)
         if self._sampler.restarted:
             self._clock.reset()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+SLOT_TOLERANCE = 0.1  # of a slot
 BACKWARDS_TOLERANCE_S = 1e-3  # timestamps rounded to the stream's time base may repeat, never recede
 
 
@@ -39,8 +40,9 @@ class FpsSampler:
         if self._next is None:
             self._next = t + self.interval
             return True
-        # A small tolerance: 1/3 s slots of a 1/600 time base land a hair before the slot.
-        if t < self._next - self.interval * 1e-3:
+        # A tenth of a slot early still counts: timestamps rounded to a coarse time base, or a
+        # stream at 30.0006 fps sampled to 30, land a hair before their slot.
+        if t < self._next - self.interval * SLOT_TOLERANCE:
             return False
         steps = max(1, math.floor((t - self._next) / self.interval) + 1)
         self._next += steps * self.interval

@@ -18,8 +18,13 @@ def test_a_stream_slower_than_fps_keeps_every_frame():
 
 
 def test_uneven_timestamps_keep_one_frame_per_slot():
-    times = [0.0, 0.07, 0.19, 0.21, 0.33, 0.39, 0.41, 0.58, 0.61]
-    assert kept(FpsSampler(5), times) == [0.0, 0.21, 0.41, 0.61]
+    times = [0.0, 0.07, 0.17, 0.21, 0.33, 0.39, 0.41, 0.55, 0.61]
+    assert kept(FpsSampler(5), times) == [0.0, 0.21, 0.39, 0.61]  # a tenth of a slot early counts
+
+
+def test_a_stream_a_hair_faster_than_fps_keeps_every_frame():
+    times = [n * 1000 / 30000 * 0.99998 for n in range(300)]  # 30.0006 fps in a 1/30000 time base
+    assert len(kept(FpsSampler(30), times)) == 300
 
 
 def test_a_gap_is_not_made_up_with_a_burst():

@@ -1,0 +1,197 @@
+"""A camera reader on its own (no broker): real files and a real MJPEG-over-HTTP server read through
+PyAV, what comes out of its queue and the state it reports."""
+
+from __future__ import annotations
+
+import http.server
+import re
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+from conftest import weights_dir
+
+from stream_worker.connector.reader import CameraReader, OutFrame, ReaderOptions, ReaderSpec
+from stream_worker.connector.states import CameraState
+from stream_worker.contracts.cameras import CameraSource, MotionSettings
+
+# Real time (a file is read at its own pace) and real streams: with the integration tests.
+pytestmark = pytest.mark.integration
+
+DASHCAM = weights_dir().parent / "videos" / "dashcam-rain-T404YA47.mp4"  # 30 fps, 1.57 s
+
+
+def run(reader: CameraReader, until, timeout_s: float = 20.0) -> list[OutFrame]:
+    reader.start()
+    deadline = time.monotonic() + timeout_s
+    taken: list[OutFrame] = []
+    try:
+        while not until(reader, taken):
+            assert time.monotonic() < deadline, f"timed out: {reader.stats}"
+            taken += reader.queue.take(100)
+            time.sleep(0.05)
+    finally:
+        reader.stop()
+        assert reader.join(10)
+    return taken + reader.queue.take(1000)
+
+
+def spec(url: str, motion: MotionSettings | None = None, **source: object) -> ReaderSpec:
+    return ReaderSpec("cam", CameraSource(url=url, **source), motion)
+
+
+def test_a_file_without_loop_is_read_once_then_the_camera_ends():
+    reader = CameraReader(spec(str(DASHCAM), fps=5), ReaderOptions(queue_frames=100))
+    frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED)
+    assert len(frames) == 8  # 0, 0.2 .. 1.4 s of a 1.57 s clip
+    assert reader.stats.decoded == 47 and reader.stats.reconnects == 0
+    ids = [f.frame_id for f in frames]
+    session = ids[0].split(":")[1]
+    assert ids == [f"cam:{session}:{n}" for n in range(8)]
+    times = [datetime.fromisoformat(f.captured_at).timestamp() for f in frames]
+    assert times[-1] - times[0] == pytest.approx(1.4, abs=0.02)  # the stream's own clock
+
+
+def test_a_looped_file_goes_on_in_one_session():
+    reader = CameraReader(spec(str(DASHCAM), fps=5, loop=True), ReaderOptions(queue_frames=100))
+    frames = run(reader, lambda r, taken: len(taken) >= 20)
+    assert reader.stats.state is CameraState.STOPPED and reader.stats.reconnects == 0
+    assert reader.stats.sessions >= 3  # opened again at each end
+    assert len({f.frame_id.split(":")[1] for f in frames}) == 1
+
+
+def test_a_missing_credential_is_reported_by_name_and_tried_again(monkeypatch):
+    monkeypatch.delenv("NO_SUCH_CAMERA_PASSWORD", raising=False)
+    options = ReaderOptions(backoff_base_s=0.05, backoff_cap_s=0.1, environ={})
+    reader = CameraReader(spec("rtsp://admin:${NO_SUCH_CAMERA_PASSWORD}@10.0.0.1/s"), options)
+    run(reader, lambda r, _: r.stats.reconnects >= 2)
+    assert (
+        reader.stats.last_error
+        == "MissingCredential: environment variable(s) not set: NO_SUCH_CAMERA_PASSWORD"
+    )
+
+
+def test_a_full_queue_drops_the_oldest_frames_and_counts_them():
+    reader = CameraReader(spec(str(DASHCAM), fps=30), ReaderOptions(queue_frames=3))
+    reader.start()
+    assert reader.join(20)  # nobody takes: 47 frames into 3 places
+    frames = reader.queue.take(100)
+    assert [int(f.frame_id.rsplit(":", 1)[1]) for f in frames] == [44, 45, 46]
+    assert reader.queue.dropped == 44 and reader.stats.queued == 47
+
+
+def still_then_moving(path: Path, seconds_still: float, seconds_moving: float, fps: int = 10) -> None:
+    """A grey scene, a block crossing it for `seconds_moving`, the grey scene again."""
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("mpeg4", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
+        total = int((2 * seconds_still + seconds_moving) * fps)
+        for index in range(total):
+            image = np.full((240, 320, 3), 100, dtype=np.uint8)
+            moving = seconds_still * fps <= index < (seconds_still + seconds_moving) * fps
+            if moving:
+                x = 20 + (index - int(seconds_still * fps)) * 12
+                image[80:160, x : x + 60] = 230
+            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+
+
+def test_motion_gating_publishes_the_motion_with_its_pre_and_post_roll_and_heartbeats(tmp_path):
+    video = tmp_path / "scene.mp4"
+    still_then_moving(video, seconds_still=6, seconds_moving=1)  # motion 6.0-7.0 s of 13 s
+    motion = MotionSettings(pre_roll_s=1.0, post_roll_s=2.0, heartbeat_s=4.0)
+    reader = CameraReader(spec(str(video), motion, fps=5), ReaderOptions(queue_frames=100))
+    frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED, timeout_s=40)
+    stats = reader.stats
+    numbers = [int(f.frame_id.rsplit(":", 1)[1]) for f in frames]
+    assert numbers == list(range(len(frames)))
+    times = [datetime.fromisoformat(f.captured_at).timestamp() for f in frames]
+    offsets = [round(t - times[0], 1) for t in times]
+    assert offsets == [
+        0.0,  # the first frame (no background yet)
+        4.0,  # a heartbeat
+        *(5.0, 5.2, 5.4, 5.6, 5.8),  # the pre-roll, held while static, published when motion starts
+        *(6.0, 6.2, 6.4, 6.6, 6.8),  # the block crossing
+        *(7.0, 7.2, 7.4, 7.6, 7.8, 8.0, 8.2, 8.4, 8.6, 8.8),  # 2 s of post-roll
+        12.8,  # a heartbeat 4 s after the last frame published
+    ]
+    assert (stats.sampled, stats.motion, stats.static, stats.queued) == (65, 5, 47, 23)
+
+
+class _Mjpeg(http.server.BaseHTTPRequestHandler):
+    """A camera's MJPEG over HTTP at 10 frames/s; the first client's stream pauses after 2 s."""
+
+    served = 0
+
+    def do_GET(self) -> None:
+        type(self).served += 1
+        first = type(self).served == 1
+        self.send_response(200)
+        self.send_header("Content-Type", "multipart/x-mixed-replace; boundary=frame")
+        self.end_headers()
+        for index in range(600):
+            image = np.full((120, 160, 3), index * 5 % 255, dtype=np.uint8)
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24").reformat(format="yuvj420p")
+            jpeg = _jpeg(frame)
+            try:
+                self.wfile.write(
+                    b"--frame\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n" % len(jpeg)
+                )
+                self.wfile.write(jpeg + b"\r\n")
+                self.wfile.flush()
+            except OSError:
+                return
+            time.sleep(0.1)
+            if first and index == 20:
+                time.sleep(60)  # alive, connected, silent
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _jpeg(frame: av.VideoFrame) -> bytes:
+    context = av.CodecContext.create("mjpeg", "w")
+    context.width, context.height, context.pix_fmt = frame.width, frame.height, "yuvj420p"
+    context.time_base = __import__("fractions").Fraction(1, 10)
+    return b"".join(bytes(p) for p in context.encode(frame))
+
+
+@pytest.fixture
+def mjpeg_server() -> Iterator[str]:
+    _Mjpeg.served = 0
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Mjpeg)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/video"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_stalled_stream_is_reopened_and_an_mjpeg_camera_is_timed_by_arrival(mjpeg_server):
+    options = ReaderOptions(stall_timeout_s=1.5, backoff_base_s=0.1, backoff_cap_s=0.5, queue_frames=200)
+    reader = CameraReader(spec(mjpeg_server, fps=5), options)
+    states: list[CameraState] = []
+
+    def until(r: CameraReader, taken: list[OutFrame]) -> bool:
+        if not states or states[-1] is not r.stats.state:
+            states.append(r.stats.state)
+        return r.stats.reconnects >= 1 and r.stats.sessions >= 2 and len(taken) >= 25
+
+    frames = run(reader, until, timeout_s=30)
+    assert CameraState.STALLED in states and states[-1] is CameraState.STREAMING, states
+    assert "***" not in (reader.stats.last_error or "") and "Immediate exit" in reader.stats.last_error
+    sessions = {}
+    for frame in frames:
+        session, _ = re.fullmatch(r"cam:([0-9a-f]+):(\d+)", frame.frame_id).groups()
+        sessions.setdefault(session, []).append(datetime.fromisoformat(frame.captured_at).timestamp())
+    assert len(sessions) == 2
+    second = sorted(sessions.values(), key=min)[1]
+    rate = (len(second) - 1) / (second[-1] - second[0])
+    assert 4.0 <= rate <= 6.0  # 10 frames/s arriving, sampled to 5 by arrival (mpjpeg's pts say 25/s)
