@@ -8,6 +8,8 @@ labelled plate (its file name) is kept: examined by the worker's gate, published
 (examined or handed back as pre-roll). `--sweep` prints the totals over a grid of settings instead.
 `--decode` measures, on 1920x1080 JPEGs made at run time (the stream bench's frames and frames of
 the clips), the CPU of getting the worker's small grey copy out of a JPEG, per candidate decoder.
+`--worker FRAMES` drains FRAMES still frames through the broker, Triton and the worker twice, with
+motion gating and without, and prints the CPU per frame of each (a static frame's cost).
 """
 
 from __future__ import annotations
@@ -270,6 +272,62 @@ def camera_jpegs(clips: Sequence[Clip]) -> tuple[list[bytes], list[bytes]]:
     return bench_frames, from_clips
 
 
+def worker_arms(frames: int, motion: Any, batch: int = 16, inflight: int = 4) -> list[dict[str, Any]]:
+    """The worker end to end (`stream-worker produce`-style backlog of one 1920x1080 frame repeated,
+    so that after the first nothing moves), drained twice by fresh groups on the same broker and
+    Triton: with the cameras' motion settings (gated) and without (every frame examined). CPU ms
+    per frame of broker + Triton + worker, as bench stream counts it."""
+    import contextlib
+
+    from bench.frames import camera_frames, samples_dir
+    from bench.repository import served_repositories
+    from bench.scenarios import BACKLOG_CAMERAS, explain_server_exit
+    from bench.servers import start_triton
+    from bench.stream import StreamBench
+    from stream_worker.cameras.store import write_settings
+    from stream_worker.children import Watchdog
+    from stream_worker.contracts.cameras import CameraSettings
+    from stream_worker.launchers.broker import LocalBroker, create_topics
+
+    still = camera_frames(samples_dir())[:1]  # the van's street, one frame
+    watchdog = Watchdog()
+    rows = []
+    with contextlib.ExitStack() as stack:
+        stack.callback(watchdog.release)
+        repository, baseline = stack.enter_context(served_repositories(REPO_ROOT / "model_repository"))
+        triton = start_triton(repository, baseline)
+        watchdog.watch(triton.pid)
+        stack.callback(triton.close)
+        stack.enter_context(explain_server_exit(triton))
+        broker = stack.enter_context(LocalBroker())
+        watchdog.watch(broker.pid)
+        servers = {"triton": triton.pid, "broker": broker.pid}
+        bench = StreamBench(broker.bootstrap_servers, triton.grpc_url, 4, servers, watchdog.watch)
+        stack.callback(bench.close)
+        topic, _ = bench.publish_backlog(still, frames, BACKLOG_CAMERAS)
+        for arm, camera_settings in (("gated", CameraSettings(motion=motion)), ("every frame", None)):
+            cameras_topic = f"bench-{bench.run_id}-cameras-{arm.replace(' ', '-')}"
+            create_topics(broker.bootstrap_servers, [cameras_topic], 1)
+            for camera in range(BACKLOG_CAMERAS) if camera_settings is not None else ():
+                write_settings(broker.bootstrap_servers, f"cam{camera}", camera_settings, cameras_topic)
+            settings: dict[str, Any] = {"max_batch_frames": batch, "max_inflight_batches": inflight}
+            drained = bench.drain(
+                topic, frames, arm.replace(" ", "-"), {**settings, "cameras_topic": cameras_topic}
+            )
+            rows.append(
+                {
+                    "arm": arm,
+                    "frames": drained["frames"],
+                    "frames_examined": drained["frames"] - drained["frames_not_examined"],
+                    "frames_per_s": drained["frames_per_s"],
+                    "cpu_ms_per_frame": drained["cpu_ms_per_frame"],
+                    **{f"{k}_cpu_ms": v for k, v in drained["cpu_ms_per_frame_by_process"].items()},
+                }
+            )
+    rows[0]["of_every_frame"] = round(rows[0]["cpu_ms_per_frame"] / rows[1]["cpu_ms_per_frame"], 3)
+    return rows
+
+
 def parser() -> argparse.ArgumentParser:
     from stream_worker.cameras.motion import BACKGROUND_S
     from stream_worker.contracts.cameras import MotionSettings
@@ -288,6 +346,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sweep", action="store_true", help="Totals over a grid of settings.")
     p.add_argument(
         "--decode", action="store_true", help="Also the CPU of the worker's grey copy per decoder."
+    )
+    p.add_argument(
+        "--worker",
+        type=int,
+        default=0,
+        metavar="FRAMES",
+        help="Also drain a backlog of FRAMES still 1080p frames through broker, Triton and worker, "
+        "gated and not: CPU per frame of each.",
     )
     p.add_argument("--allow-busy", action="store_true", help=environment.ALLOW_BUSY_HELP)
     return p
@@ -327,5 +393,9 @@ def main(argv: Sequence[str]) -> int:
             print(f"\ndecode, {label} (KB: {sizes}), one thread:")
             rows = decode_rows(jpegs)
             print(format_table(rows, list(rows[0])))
+    if args.worker:
+        rows = worker_arms(args.worker, motion)
+        print(f"\nworker, a backlog of {args.worker} identical 1920x1080 frames (the first examined):")
+        print(format_table(rows, list(rows[0])))
     print(f"load average after: {environment.load_average()}")
     return 0

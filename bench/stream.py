@@ -397,6 +397,7 @@ class StreamBench:
             "worker_rss_samples": {"columns": ["seconds", "events_out", "rss_mib"], "rows": rss.points()},
             "worker_exit_code": exit_code,
             "frames_with_plates": sum(1 for e in drained.events if e["plates"]),
+            "frames_not_examined": sum(1 for e in drained.events if e.get("examined") is False),
             "latency": "worker: consumed -> event built",
             **latency_ms([e["latency_ms"] / 1000 for e in drained.events]),
             "cpu_counted": " + ".join(cpu_by_process),
