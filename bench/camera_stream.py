@@ -26,10 +26,10 @@ FPS = 25
 KEYFRAME_S = 2  # a key frame every 2 s, as IP cameras are usually set
 NOISE_SIGMA = 2.0  # grey levels of sensor noise on the still frames
 NOISE_FRAMES = 8  # noise patterns cycled (drawing a new 1080p pattern per frame costs more than the rest)
-PHOTO_PASS_S = 2.4  # how long a vehicle made from a photo is in view
+PHOTO_PASS_S = 6.0  # how long a vehicle made from a photo is in view (a gate camera: seconds)
 # Easier than bench sightings' passes: this measures what gating costs in reads, not the recognizer.
 PHOTO_DIFFICULTY = Difficulty(min_scale=0.6, jpeg_quality=(70, 90), max_blur_px=2, noise_sigma=2.0)
-VERSION = 1  # of the recipe: part of the cached file's name
+VERSION = 2  # of the recipe: part of the cached file's name
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ versions and each run's settings. `sightings` (bench/sightings.py, its own flags
 frame and per sighting over labelled photos made into vehicle passes. `videos` (bench/videos.py):
 the real clips through the whole stack, one camera per clip. `gating` (bench/gating.py): what
 motion gating saves on a long live camera read by the connector, gated and ungated side by side.
+`connector-memory` (bench/connector_memory.py): many file-source cameras on one connector, its RSS.
 `motion` (bench/motion.py): what the motion gate leaves out of ../shared/videos, and the CPU of
 its grey copy of a JPEG.
 """
@@ -116,6 +117,10 @@ def main(argv: Sequence[str]) -> int:
         from bench.motion import main as motion_main
 
         return motion_main(argv[1:])
+    if argv and argv[0] == "connector-memory":  # its own flags: bench/connector_memory.py
+        from bench.connector_memory import main as memory_main
+
+        return memory_main(argv[1:])
     if argv and argv[0] == "gating":  # its own flags: bench/gating.py
         from bench.gating import main as gating_main
 
