@@ -1,10 +1,9 @@
-"""The connector as the integration tests run it: its own process (`python -m stream_worker.connector`
-until the root CLI has `connect`), its JSON log in a file, its metrics page scraped; and readers of
-the frames topic and of the status topic."""
+"""The connector as the integration tests run it: its own process (`python -m stream_worker connect`,
+as production runs it), its JSON log in a file, its metrics page scraped; and a reader of the
+status topic."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,6 @@ WAIT_S = 60.0
 class Connector(ServiceProcess):
     def __init__(self, args: list[str], log_path: Path) -> None:
         super().__init__(args, log_path, command="connect", started="connector started")
-        self.argv = [sys.executable, "-m", "stream_worker.connector", *args]
 
     def cameras(self) -> set[str]:
         """The cameras whose metrics this replica exports (the cameras it reads)."""

@@ -301,7 +301,7 @@ def test_each_failing_camera_shows_its_own_state_and_the_others_keep_their_rate(
 
     # No password anywhere: log lines, metrics, status records, the status command's output.
     table = subprocess.run(
-        [sys.executable, "-m", "stream_worker.connector", "status", "--bootstrap-servers", kafka_bootstrap,
+        [sys.executable, "-m", "stream_worker", "cameras", "status", "--bootstrap-servers", kafka_bootstrap,
          "--topic", topics.status],
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout  # fmt: skip
