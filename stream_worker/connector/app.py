@@ -189,6 +189,8 @@ class ConnectorService(LoopService):
         self._reconciled_at = time.monotonic()
         if not self.follower.caught_up or not self.consumer.joined:
             return
+        if self.consumer.partition_count is None and not self.consumer.refresh_partition_count():
+            return
         self._dirty = False
         settings = self.follower.settings
         wanted = {}
@@ -256,6 +258,8 @@ class ConnectorService(LoopService):
         self._reconcile()
 
     def _on_revoke(self, partitions: list[int]) -> None:
+        if self.stop_requested_at is not None or self.fatal is not None:
+            return  # leaving the group at shutdown: the readers are stopped already
         count = self.consumer.partition_count or 1
         leaving = [c for c in self.cameras if partition_for(c.encode(), count) in set(partitions)]
         for camera_id in leaving:

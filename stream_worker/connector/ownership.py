@@ -76,14 +76,20 @@ class Ownership:
     def close(self) -> None:
         self._consumer.close()
 
-    def _assigned(self, _consumer: Consumer, assigned: list[TopicPartition]) -> None:
+    def refresh_partition_count(self) -> bool:
+        """Read how many partitions the cameras topic has; False when the broker did not say."""
         try:
-            count = topic_partitions(self._consumer, self.topic, METADATA_TIMEOUT_S)
+            partitions = topic_partitions(self._consumer, self.topic, METADATA_TIMEOUT_S)
         except CompactedTopicError as error:
             log.warning("cannot read the cameras topic's partitions", extra={"error": str(error)})
-            count = None
-        if count is not None:
-            self.partition_count = len(count)
+            return False
+        if partitions is None:
+            return False
+        self.partition_count = len(partitions)
+        return True
+
+    def _assigned(self, _consumer: Consumer, assigned: list[TopicPartition]) -> None:
+        self.refresh_partition_count()  # partitions added to the topic come with a rebalance
         added = [item.partition for item in assigned]
         self.partitions = self.partitions | frozenset(added)
         self.joined = True
