@@ -138,6 +138,7 @@ class CameraReader:
         self._session = ""
         self._sequence = 0
         self._arrival_timed = False
+        self._use_hwaccel = bool(options.hwaccel)
         self._thread = threading.Thread(target=self._run, name=f"camera-{spec.camera_id}", daemon=True)
 
     # --- control ---------------------------------------------------------------------------
@@ -211,7 +212,21 @@ class CameraReader:
             )
         except Exception as error:
             timed_out = time.monotonic() - started >= self.options.open_timeout_s * 0.95
-            self._fail(classify(error, opening=True, timed_out=timed_out), error, secrets)
+            state = classify(error, opening=True, timed_out=timed_out)
+            if state is CameraState.ERROR and self._use_hwaccel:
+                # No such device here (FFmpeg says "Operation not permitted" for a missing CUDA):
+                # software decoding, at once, rather than a camera that never opens.
+                self._use_hwaccel = False
+                log.warning(
+                    "hardware decoding unavailable: decoding in software",
+                    extra={
+                        **self._where(),
+                        "hwaccel": self.options.hwaccel,
+                        "error": redact(str(error), secrets),
+                    },
+                )
+                return self._read_once(looping)
+            self._fail(state, error, secrets)
             return _End.RETRY, False
         self.stats.sessions += 1
         decoded_before = self.stats.decoded
@@ -263,7 +278,7 @@ class CameraReader:
         return options
 
     def _hwaccel(self) -> dict[str, Any]:
-        if not self.options.hwaccel:
+        if not self._use_hwaccel or not self.options.hwaccel:
             return {}
         from av.codec.hwaccel import HWAccel
 

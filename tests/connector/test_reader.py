@@ -195,3 +195,9 @@ def test_a_stalled_stream_is_reopened_and_an_mjpeg_camera_is_timed_by_arrival(mj
     second = sorted(sessions.values(), key=min)[1]
     rate = (len(second) - 1) / (second[-1] - second[0])
     assert 4.0 <= rate <= 6.0  # 10 frames/s arriving, sampled to 5 by arrival (mpjpeg's pts say 25/s)
+
+
+def test_hardware_decoding_asked_for_falls_back_to_software_where_there_is_no_device():
+    reader = CameraReader(spec(str(DASHCAM), fps=5), ReaderOptions(queue_frames=100, hwaccel="cuda"))
+    frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED)
+    assert len(frames) == 8 and reader.stats.last_error is None
