@@ -139,6 +139,7 @@ class CameraReader:
         self._sequence = 0
         self._arrival_timed = False
         self._use_hwaccel = bool(options.hwaccel)
+        self._secrets: list[str] = []  # the resolved URL's, for `redact`
         self._thread = threading.Thread(target=self._run, name=f"camera-{spec.camera_id}", daemon=True)
 
     # --- control ---------------------------------------------------------------------------
@@ -166,7 +167,11 @@ class CameraReader:
         looping = False
         try:
             while not self._stop.is_set():
-                end, streamed = self._read_once(looping)
+                try:
+                    end, streamed = self._read_once(looping)
+                except Exception as error:  # a surprise: this camera alone tries again, after a backoff
+                    self._fail(CameraState.ERROR, error, self._secrets)
+                    end, streamed = _End.RETRY, False
                 looping = end is _End.LOOP
                 if end is _End.STOP:
                     break
@@ -184,8 +189,6 @@ class CameraReader:
                 if self._stop.wait(delay):
                     break
                 self.stats.reconnects += 1
-        except Exception as error:  # never let one camera's surprise end the process or stay silent
-            self._fail(CameraState.ERROR, error, [])
         finally:
             if self._stop.is_set():
                 self._set_state(CameraState.STOPPED)
@@ -199,6 +202,7 @@ class CameraReader:
             self._set_state(CameraState.CONNECTING)
         try:
             url, secrets = resolve(self.spec.source.url, self.options.environ)
+            self._secrets = secrets
         except MissingCredential as error:
             self._fail(CameraState.MISSING_CREDENTIALS, error, [])
             return _End.RETRY, False
