@@ -39,6 +39,13 @@ class ConnectorSettings(ServiceSettings):
     metrics_port: int = Field(
         9111, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
     )
+    session_timeout_ms: int = Field(
+        10000,
+        ge=1000,
+        le=3_600_000,
+        description="Consumer group session timeout: a replica silent this long (killed, its node "
+        "gone) loses its cameras to the others.",
+    )
     group_id: str = Field(
         "stream-worker-connector",
         min_length=1,

@@ -16,6 +16,7 @@ def test_defaults_then_env_then_flags(monkeypatch):
     )
     assert settings.metrics_port == 9111 and settings.group_id == "stream-worker-connector"
     assert settings.backoff_cap_s <= 8  # a camera back is read again within 10 s
+    assert settings.session_timeout_ms == 10000  # a dead replica's cameras move within seconds
 
 
 @pytest.mark.parametrize(
