@@ -324,7 +324,15 @@ def worker_arms(frames: int, motion: Any, batch: int = 16, inflight: int = 4) ->
                     **{f"{k}_cpu_ms": v for k, v in drained["cpu_ms_per_frame_by_process"].items()},
                 }
             )
-    rows[0]["of_every_frame"] = round(rows[0]["cpu_ms_per_frame"] / rows[1]["cpu_ms_per_frame"], 3)
+    gated, every = rows
+    gated["of_every_frame"] = round(gated["cpu_ms_per_frame"] / every["cpu_ms_per_frame"], 3)
+    # The gated arm examines a few frames too (each camera's first, heartbeats): a static frame's
+    # own cost is what is left once they are charged at the full frame's cost.
+    static = gated["frames"] - gated["frames_examined"]
+    examined_ms = gated["frames_examined"] * every["cpu_ms_per_frame"]
+    per_static = (gated["cpu_ms_per_frame"] * gated["frames"] - examined_ms) / static
+    gated["static_frame_cpu_ms"] = round(per_static, 2)
+    gated["static_of_full_frame"] = round(per_static / every["cpu_ms_per_frame"], 3)
     return rows
 
 
