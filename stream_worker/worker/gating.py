@@ -47,7 +47,7 @@ class MotionGating:
     ) -> None:
         self.settings_of = settings_of
         self.max_cameras = max_cameras
-        self._gates: OrderedDict[str, CameraMotion] = OrderedDict()
+        self._gates: OrderedDict[str, tuple[CameraSettings, CameraMotion]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._gates)
@@ -72,16 +72,20 @@ class MotionGating:
         return NotExamined(*size)
 
     def _gate(self, camera_id: str, settings: CameraSettings) -> CameraMotion:
-        """The camera's gate, new when its motion settings or masks changed."""
-        gate = self._gates.get(camera_id)
-        if gate is None or gate.settings != settings.motion or gate.detector.masks != _masks(settings):
+        """The camera's gate, new when its motion settings or masks changed (the follower hands out
+        the same settings object until they change, so most frames cost an identity test)."""
+        cached = self._gates.get(camera_id)
+        if cached is not None and cached[0] is not settings:
+            previous = cached[0]
+            if previous.motion != settings.motion or previous.masks != settings.masks:
+                cached = None
+        if cached is None:
             assert settings.motion is not None
-            gate = self._gates[camera_id] = CameraMotion(settings.motion, settings.masks)
+            cached = (settings, CameraMotion(settings.motion, settings.masks))
+        elif cached[0] is not settings:
+            cached = (settings, cached[1])  # another change (zones, ...): the same gate goes on
+        self._gates[camera_id] = cached
         self._gates.move_to_end(camera_id)
         while len(self._gates) > self.max_cameras:
             self._gates.popitem(last=False)
-        return gate
-
-
-def _masks(settings: CameraSettings) -> tuple[tuple[tuple[float, ...], ...], ...]:
-    return tuple(tuple(tuple(point) for point in polygon) for polygon in settings.masks)
+        return cached[1]

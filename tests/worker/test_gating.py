@@ -94,6 +94,17 @@ def test_masked_motion_is_not_motion_and_new_masks_start_a_new_gate():
     assert examined(gate, [frame(0.75), frame(1.0)]) == [True, False]  # a new background, then still
 
 
+def test_other_changes_of_the_settings_keep_the_gate():
+    settings = {"cam": CameraSettings(motion=MOTION)}
+    gate = gating(settings)
+    frame = Frames()
+    assert examined(gate, [frame(0.0), frame(0.25)]) == [True, False]
+    settings["cam"] = CameraSettings(motion=MOTION, min_plate_width=40)  # a new object, same gate
+    assert examined(gate, [frame(0.5), frame(0.75)]) == [False, False]
+    settings["cam"] = CameraSettings(motion=MOTION.model_copy(update={"pixel_threshold": 30}))
+    assert examined(gate, [frame(1.0), frame(1.25)]) == [True, False]  # new motion settings: anew
+
+
 def test_without_captured_at_the_consumption_time_is_the_clock():
     gate = gating({"cam": CameraSettings(motion=MOTION)})
     frame = Frames()
