@@ -23,7 +23,8 @@ ALL_TOPICS = {
     "sightings": 6,
     "alerts": 6,
     "watchlist": 1,
-    "cameras": 1,
+    "cameras": 6,
+    "camera-status": 3,
 }
 
 

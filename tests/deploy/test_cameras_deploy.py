@@ -1,6 +1,7 @@
 """The cameras' settings topic in Compose and Kubernetes: the topic script creates it compacted
-with one partition never raised, both deployments pass it the name the CLI uses by default, and
-the workers follow the topic that is created."""
+with CAMERAS_PARTITIONS partitions (the connector's replicas share the cameras by them), never
+changed after; both deployments pass it the name the CLI uses by default, and the workers follow
+the topic that is created."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from stream_worker.cameras.store import DEFAULT_TOPIC
 
 
 def test_topic_script_creates_the_cameras_topic_compacted(tmp_path: Path) -> None:
-    code, calls, output = run_script(tmp_path, {**ALL_TOPICS, "lanes": 1}, CAMERAS_TOPIC="lanes")
+    code, calls, output = run_script(
+        tmp_path, {**ALL_TOPICS, "lanes": 4}, CAMERAS_TOPIC="lanes", CAMERAS_PARTITIONS="4"
+    )
     assert code == 0, output
     creates = {option(c, "--topic"): c for c in calls_with(calls, "--create")}
     assert "cameras" not in creates, "the name comes from CAMERAS_TOPIC"
-    assert option(creates["lanes"], "--partitions") == "1"
+    assert option(creates["lanes"], "--partitions") == "4"
     assert option(creates["lanes"], "--config") == "cleanup.policy=compact"
     configs = {
         option(c, "--entity-name"): option(c, "--add-config") for c in calls_with(calls, "--entity-name")
@@ -30,14 +33,18 @@ def test_topic_script_creates_the_cameras_topic_compacted(tmp_path: Path) -> Non
 
 
 def test_topic_script_defaults_to_cameras_and_never_raises_it(tmp_path: Path) -> None:
-    code, calls, output = run_script(tmp_path, ALL_TOPICS, PLATES_PARTITIONS="12")
+    # An older deployment's cameras topic has one partition: it is warned about, never raised
+    # (a camera's older record left on partition 0 could win over its newer one elsewhere).
+    code, calls, output = run_script(tmp_path, {**ALL_TOPICS, "cameras": 1}, PLATES_PARTITIONS="12")
     assert code == 0, output
     (create,) = [c for c in calls_with(calls, "--create") if option(c, "--topic") == DEFAULT_TOPIC]
-    assert option(create, "--partitions") == "1"
+    assert option(create, "--partitions") == "6"
     raised = [
         option(c, "--topic") for c in calls_with(calls, "--alter", "--partitions") if "--create" not in c
     ]
     assert raised == ["plates"]
+    assert "compacted topic cameras has 1 partitions, not the configured 6; left as it is" in output
+    assert "topic cameras ready: 1 partitions" in output
 
 
 def test_compose_creates_the_cameras_topic() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "base" / "create-topics.sh"
 
-# Answers `--describe --topic NAME` with the partition count in $STUB_PARTITIONS_<NAME> (dots -> _).
+# Answers `--describe --topic NAME` with the partition count in $STUB_PARTITIONS_<NAME> (. and - -> _).
 STUB_TOPICS = """#!/bin/sh
 echo "kafka-topics.sh $*" >> "$STUB_LOG"
 case " $* " in
@@ -46,7 +46,10 @@ def run_script(tmp_path: Path, partitions: dict[str, int], **env: str) -> tuple[
         "KAFKA_BIN": str(bin_dir),
         "STUB_LOG": str(log),
         "BOOTSTRAP_SERVERS": "kafka:9092",
-        **{f"STUB_PARTITIONS_{topic.replace('.', '_')}": str(n) for topic, n in partitions.items()},
+        **{
+            f"STUB_PARTITIONS_{topic.replace('.', '_').replace('-', '_')}": str(n)
+            for topic, n in partitions.items()
+        },
         **env,
     }
     result = subprocess.run(
@@ -74,7 +77,8 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
             "sightings": 6,
             "alerts": 6,
             "watchlist": 1,
-            "cameras": 1,
+            "cameras": 6,
+            "camera-status": 3,
         },
         FRAMES_PARTITIONS="12",
         PLATES_PARTITIONS="12",
@@ -83,7 +87,16 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
     )
     assert code == 0, output
     creates = {option(call, "--topic"): call for call in calls_with(calls, "--create", "--if-not-exists")}
-    assert set(creates) == {"frames", "plates", "frames.dlq", "sightings", "alerts", "watchlist", "cameras"}
+    assert set(creates) == {
+        "frames",
+        "plates",
+        "frames.dlq",
+        "sightings",
+        "alerts",
+        "watchlist",
+        "cameras",
+        "camera-status",
+    }
     assert option(creates["frames"], "--partitions") == "12"
     assert option(creates["frames.dlq"], "--partitions") == "1"
     assert all(option(call, "--replication-factor") == "3" for call in creates.values())
@@ -105,7 +118,8 @@ def test_raises_partitions_but_never_lowers_them(tmp_path: Path) -> None:
             "sightings": 6,
             "alerts": 6,
             "watchlist": 1,
-            "cameras": 1,
+            "cameras": 6,
+            "camera-status": 3,
         },
         FRAMES_PARTITIONS="6",
         PLATES_PARTITIONS="6",
@@ -126,7 +140,8 @@ def test_passes_the_client_properties_when_present(tmp_path: Path) -> None:
         "sightings": 6,
         "alerts": 6,
         "watchlist": 1,
-        "cameras": 1,
+        "cameras": 6,
+        "camera-status": 3,
     }
     code, calls, output = run_script(tmp_path, partitions, COMMAND_CONFIG=str(properties))
     assert code == 0, output

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from deploy.test_alerts_deploy import ALL_TOPICS
 from deploy.test_compose import load_compose
 from deploy.test_create_topics import calls_with, option, run_script
 from deploy.test_kubernetes import _clients, by_kind, one, pod_templates, reachable
@@ -64,7 +65,7 @@ def test_compose_sightings_never_outnumber_the_plates_partitions() -> None:
 def test_topic_script_creates_the_sightings_topic(tmp_path: Path) -> None:
     code, calls, output = run_script(
         tmp_path,
-        {"frames": 6, "plates": 6, "frames.dlq": 1, "passes": 6, "alerts": 6, "watchlist": 1, "cameras": 1},
+        {**ALL_TOPICS, "passes": 6},
         SIGHTINGS_TOPIC="passes",
         SIGHTINGS_PARTITIONS="6",
     )

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Creates the stream worker's topics when missing, raises their partition counts to the configured
-# ones and (re)applies their retention (the watch list and the cameras' settings: compaction).
-# Idempotent: Compose runs it on every `up`, Kubernetes as a Job. It never lowers a partition
-# count (Kafka cannot); note that raising one moves cameras to other partitions, so a camera's
-# frames are only ordered again from that moment on.
+# ones and (re)applies their retention (the watch list, the cameras' settings and statuses:
+# compaction). Idempotent: Compose runs it on every `up`, Kubernetes as a Job. It never lowers a
+# partition count (Kafka cannot); note that raising one moves cameras to other partitions, so a
+# camera's frames are only ordered again from that moment on. The compacted topics' partition
+# counts are never changed once created (their keys would move, and an older record left on the
+# old partition could win over a newer one): they are only warned about.
 #
 # Runs in the apache/kafka image (POSIX sh). Environment:
 #   BOOTSTRAP_SERVERS                         required
@@ -12,7 +14,11 @@
 #   INPUT_TOPIC / OUTPUT_TOPIC / DLQ_TOPIC    default frames / plates / frames.dlq
 #   SIGHTINGS_TOPIC / ALERTS_TOPIC            default sightings / alerts
 #   WATCHLIST_TOPIC                           default watchlist (compacted, always 1 partition)
-#   CAMERAS_TOPIC                             default cameras (compacted, always 1 partition)
+#   CAMERAS_TOPIC                             default cameras (compacted; CAMERAS_PARTITIONS)
+#   CAMERAS_PARTITIONS                        default 6: connector replicas share the cameras by
+#                                             these partitions (= the connector's --cameras-partitions)
+#   CAMERA_STATUS_TOPIC                       default camera-status (compacted; each camera's status)
+#   CAMERA_STATUS_PARTITIONS                  default 3
 #   FRAMES_PARTITIONS / PLATES_PARTITIONS / DLQ_PARTITIONS                   default 6 / 6 / 1
 #   SIGHTINGS_PARTITIONS / ALERTS_PARTITIONS                                 default 6 / 6
 #   FRAMES_RETENTION_MS / PLATES_RETENTION_MS / DLQ_RETENTION_MS             default 1 h / 7 d / 14 d
@@ -30,11 +36,12 @@ if [ -n "${COMMAND_CONFIG:-}" ] && [ -f "$COMMAND_CONFIG" ]; then
   admin_options="$admin_options --command-config $COMMAND_CONFIG"
 fi
 
-# ensure NAME PARTITIONS CONFIGS [CREATE_OPTIONS...]: the topic exists with at least PARTITIONS
-# partitions and CONFIGS (key=value,...) applied; CREATE_OPTIONS go to its creation only.
+# ensure NAME PARTITIONS CONFIGS RAISE [CREATE_OPTIONS...]: the topic exists with CONFIGS
+# (key=value,...) applied and, when RAISE is `raise`, at least PARTITIONS partitions (`keep`: created
+# with PARTITIONS, never changed after); CREATE_OPTIONS go to its creation only.
 ensure() {
-  name=$1 partitions=$2 configs=$3
-  shift 3
+  name=$1 partitions=$2 configs=$3 mode=$4
+  shift 4
   # shellcheck disable=SC2086 # admin_options is a list of words on purpose
   "$KAFKA_BIN/kafka-topics.sh" $admin_options --create --if-not-exists --topic "$name" \
     --partitions "$partitions" --replication-factor "$REPLICATION_FACTOR" "$@"
@@ -45,7 +52,10 @@ ensure() {
     echo "could not read the partition count of topic $name" >&2
     exit 1
   fi
-  if [ "$current" -lt "$partitions" ]; then
+  if [ "$mode" = keep ] && [ "$current" -ne "$partitions" ]; then
+    echo "warning: compacted topic $name has $current partitions, not the configured $partitions; left as it is (see deploy/README.md to recreate it)" >&2
+    partitions=$current
+  elif [ "$current" -lt "$partitions" ]; then
     echo "raising $name from $current to $partitions partitions"
     # shellcheck disable=SC2086
     "$KAFKA_BIN/kafka-topics.sh" $admin_options --alter --topic "$name" --partitions "$partitions"
@@ -60,14 +70,15 @@ ensure() {
 
 # ensure_topic NAME PARTITIONS RETENTION_MS: a topic whose records expire.
 ensure_topic() {
-  ensure "$1" "$2" "retention.ms=$3,max.message.bytes=$MAX_MESSAGE_BYTES"
+  ensure "$1" "$2" "retention.ms=$3,max.message.bytes=$MAX_MESSAGE_BYTES" raise
 }
 
-# ensure_compacted_topic NAME: a compacted topic (the latest record of a key is kept). One
-# partition, never raised: raising it would move keys to other partitions, and an older record of
-# a plate left on its old partition could then win over the newer one.
+# ensure_compacted_topic NAME [PARTITIONS]: a compacted topic (the latest record of a key is kept),
+# created with PARTITIONS (default 1) and never changed after: changing the count would move keys
+# to other partitions, and an older record of a key left on its old partition could then win over
+# the newer one.
 ensure_compacted_topic() {
-  ensure "$1" 1 "cleanup.policy=compact,max.message.bytes=$MAX_MESSAGE_BYTES" \
+  ensure "$1" "${2:-1}" "cleanup.policy=compact,max.message.bytes=$MAX_MESSAGE_BYTES" keep \
     --config cleanup.policy=compact
 }
 
@@ -77,4 +88,6 @@ ensure_topic "${DLQ_TOPIC:-frames.dlq}" "${DLQ_PARTITIONS:-1}" "${DLQ_RETENTION_
 ensure_topic "${SIGHTINGS_TOPIC:-sightings}" "${SIGHTINGS_PARTITIONS:-6}" "${SIGHTINGS_RETENTION_MS:-604800000}"
 ensure_topic "${ALERTS_TOPIC:-alerts}" "${ALERTS_PARTITIONS:-6}" "${ALERTS_RETENTION_MS:-604800000}"
 ensure_compacted_topic "${WATCHLIST_TOPIC:-watchlist}"
-ensure_compacted_topic "${CAMERAS_TOPIC:-cameras}"
+# Partitioned: the connector's replicas share the cameras by these partitions (a consumer group).
+ensure_compacted_topic "${CAMERAS_TOPIC:-cameras}" "${CAMERAS_PARTITIONS:-6}"
+ensure_compacted_topic "${CAMERA_STATUS_TOPIC:-camera-status}" "${CAMERA_STATUS_PARTITIONS:-3}"
