@@ -345,3 +345,78 @@ def test_egress_component_lets_the_connector_reach_kafka_dns_and_cameras_only(wi
     assert all(
         p["spec"]["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "connector"}} for p in others
     )
+
+
+# --- the dashboard's Cameras row -------------------------------------------------------------
+
+
+def _cameras_row() -> list[dict]:
+    """The panels from the "Cameras" row to the next row."""
+    from deploy.test_compose import _dashboard
+
+    panels = sorted(_dashboard()["panels"], key=lambda p: (p["gridPos"]["y"], p["gridPos"]["x"]))
+    rows = [i for i, p in enumerate(panels) if p["type"] == "row"]
+    (start,) = [i for i in rows if panels[i]["title"] == "Cameras"]
+    end = next((i for i in rows if i > start), len(panels))
+    return panels[start + 1 : end]
+
+
+def _exported_labels() -> dict[str, set[str]]:
+    """Sample name -> its label names, with one camera of each kind seen by every service."""
+    import time
+
+    from stream_worker.connector.metrics import CameraFigures, ConnectorMetrics, totals_of
+    from stream_worker.connector.reader import CameraStats
+    from stream_worker.connector.states import CameraState
+    from stream_worker.sightings.metrics import SightingsMetrics
+    from stream_worker.worker.metrics import Metrics
+
+    stats = CameraStats(
+        state=CameraState.STREAMING, decoded=10, motion=2, static=3, last_frame_mono=time.monotonic()
+    )
+    connector = ConnectorMetrics(lambda: [CameraFigures("cam-1", totals_of(stats, 1), stats, True)])
+    sightings = SightingsMetrics()
+    sightings.not_plates.labels("cam-1").inc()
+    worker = Metrics()
+    worker.frames_not_examined.labels("cam-1").inc()
+    labels: dict[str, set[str]] = {}
+    for registry in (connector.registry, sightings.registry, worker.registry):
+        for family in registry.collect():
+            for sample in family.samples:
+                labels.setdefault(sample.name, set()).update(sample.labels)
+    return labels
+
+
+def test_dashboard_cameras_row_shows_the_connector_and_the_not_plates() -> None:
+    exprs = [t["expr"] for panel in _cameras_row() for t in panel["targets"]]
+    used = {name for expr in exprs for name in re.findall(r"\bstream_worker_[a-z_]+", expr)}
+    camera = "stream_worker_connector_camera_"
+    wanted = {
+        f"{camera}connected",
+        f"{camera}frames_decoded_total",
+        f"{camera}frames_published_total",
+        f"{camera}frames_static_total",
+        f"{camera}frames_dropped_total",
+        f"{camera}reconnects_total",
+        f"{camera}seconds_since_last_frame",
+        f"{camera}motion_share",
+        "stream_worker_sightings_not_plates_total",
+    }
+    assert wanted <= used, f"missing from the Cameras row: {sorted(wanted - used)}"
+
+
+def test_dashboard_cameras_row_groups_by_labels_the_metrics_have() -> None:
+    """`sum by (camera)` over a metric labelled camera_id would draw one nameless line."""
+    exported = _exported_labels()
+    for panel in _cameras_row():
+        for target in panel["targets"]:
+            expr = target["expr"]
+            names = set(re.findall(r"\bstream_worker_[a-z_]+", expr))
+            assert names <= exported.keys(), f"{panel['title']}: {sorted(names - exported.keys())}"
+            for group in re.findall(r"by \(([^)]*)\)", expr):
+                for label in (item.strip() for item in group.split(",")):
+                    if label == "instance":  # added by Prometheus to every target
+                        continue
+                    assert all(label in exported[name] for name in names), f"{panel['title']}: {expr}"
+            for legend_label in re.findall(r"\{\{(\w+)\}\}", target.get("legendFormat", "")):
+                assert legend_label in expr, f"{panel['title']}: legend {legend_label} not grouped by"
