@@ -23,6 +23,9 @@ from pathlib import Path
 import pytest
 from containers import docker_available, server_source, triton_container, triton_image_build
 
+# Real RTSP/MJPEG servers and a black hole for the camera tests (tests/stream_servers.py).
+pytest_plugins = ["stream_servers"]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODEL_REPOSITORY = REPO_ROOT / "model_repository"
 KAFKA_IMAGE = "apache/kafka:3.9.1"
