@@ -57,7 +57,7 @@ from stream_worker.worker.events import (
     now_utc,
     rejection_for,
 )
-from stream_worker.worker.gating import MotionGating, NotExamined
+from stream_worker.worker.gating import Decided, MotionGating, NotExamined
 from stream_worker.worker.inference import (
     BatchJob,
     BatchRunner,
@@ -200,10 +200,21 @@ class Worker(LoopService):
         checked = validate(record, self.settings.max_frame_bytes, self.consumer.epoch(partition))
         if isinstance(checked, Rejection):
             self.ordering.resolve(partition, record.offset, self._dead_letter(record, checked))
-        elif (static := self.gating.check(checked)) is not None:
-            self.ordering.resolve(partition, record.offset, self._not_examined(checked, static))
-        elif batch := self.batcher.add(checked):
-            self.ready.append(batch)
+        else:
+            self._route(self.gating.check(checked, time.monotonic()))
+
+    def _route(self, decided: list[Decided]) -> None:
+        """Frames the motion gate has decided (gating.py): to a batch, or their not-examined event."""
+        for item in decided:
+            frame = item.frame
+            if not self._is_current(frame):
+                continue  # its partition was revoked meanwhile: its next owner reads it
+            if item.static is not None:
+                self.ordering.resolve(
+                    frame.partition, frame.record.offset, self._not_examined(frame, item.static)
+                )
+            elif batch := self.batcher.add(frame):
+                self.ready.append(batch)
 
     def _not_examined(self, frame: Frame, static: NotExamined) -> OutgoingRecord | None:
         """The event of a frame its camera's motion gate kept from Triton (gating.py)."""
@@ -229,6 +240,7 @@ class Worker(LoopService):
 
     def _pump(self) -> None:
         """One turn of everything after consumption; also used to drain on revoke and shutdown."""
+        self._route(self.gating.due(time.monotonic()))
         if batch := self.batcher.poll():
             self.ready.append(batch)
         self._submit_ready()
@@ -394,6 +406,7 @@ class Worker(LoopService):
         They stay uncommitted and are read again (here or by the next owner). Finishing them
         instead would make a shutdown or a rebalance wait for the whole read-ahead backlog.
         """
+        self.gating.drop(partitions)
         if batch := self.batcher.flush():
             self.ready.append(batch)
         kept: deque[list[Frame]] = deque()

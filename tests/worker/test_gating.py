@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 
 from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings
-from stream_worker.worker.gating import MotionGating, NotExamined
+from stream_worker.worker.gating import Decided, MotionGating, NotExamined
 from stream_worker.worker.validate import Frame, InputRecord
 
 T0 = datetime(2025, 2, 1, 8, tzinfo=UTC)
@@ -37,19 +37,28 @@ class Frames:
         self, seconds: float, jpeg: bytes = STILL, camera: str = "cam", captured: bool = True
     ) -> Frame:
         self.offset += 1
+        self.last: Frame
         record = InputRecord(
             "frames", 0, self.offset, camera.encode(), jpeg, [], received_at=1000.0 + seconds
         )
         captured_at = T0 + timedelta(seconds=seconds) if captured else None
-        return Frame(record, camera, f"f{self.offset}", captured_at, epoch=1)
+        self.last = Frame(record, camera, f"f{self.offset}", captured_at, epoch=1)
+        return self.last
 
 
-def gating(settings: dict[str, CameraSettings], max_cameras: int = 16) -> MotionGating:
-    return MotionGating(lambda camera: settings.get(camera, CameraSettings()), max_cameras)
+def gating(settings: dict[str, CameraSettings], max_cameras: int = 16, stride: int = 1) -> MotionGating:
+    return MotionGating(lambda camera: settings.get(camera, CameraSettings()), max_cameras, stride)
 
 
 def examined(gate: MotionGating, frames: list[Frame]) -> list[bool]:
-    return [gate.check(frame) is None for frame in frames]
+    """Whether each frame goes to Triton, once every frame is decided (held ones when due)."""
+    decided: list[Decided] = []
+    for frame in frames:
+        decided += gate.check(frame, now=0.0)
+    decided += gate.due(now=1e9)
+    by_offset = {item.frame.record.offset: item.static is None for item in decided}
+    assert [item.frame.record.offset for item in decided] == sorted(by_offset), "in offset order"
+    return [by_offset[frame.record.offset] for frame in frames]
 
 
 def test_cameras_without_motion_settings_send_every_frame():
@@ -67,7 +76,8 @@ def test_still_frames_are_not_examined_but_motion_post_roll_and_heartbeat_are():
     frame = Frames()
     first = [frame(0.25 * i) for i in range(8)]  # 0 .. 1.75 s
     assert examined(gate, first) == [True] + [False] * 7  # the first: no background yet
-    assert gate.check(frame(2.0)) == NotExamined(1280, 720)
+    assert gate.check(frame(2.0), now=0.0) == [Decided(gate_frame := frame.last, NotExamined(1280, 720))]
+    assert gate_frame.record.offset == 9
     moving = [frame(2.25 + 0.25 * i, picture((100 + 150 * i, 300))) for i in range(4)]
     assert examined(gate, moving) == [True] * 4
     # the vehicle gone: the background had hardly taken it in, so the still frame matches it;
@@ -128,7 +138,79 @@ def test_gates_are_bounded_least_recently_seen_dropped():
     gate = gating(settings, max_cameras=2)
     frame = Frames()
     for camera in ("cam-0", "cam-1", "cam-0", "cam-2"):
-        gate.check(frame(0.0, camera=camera))
+        gate.check(frame(0.0, camera=camera), now=0.0)
     assert len(gate) == 2
-    assert gate.check(frame(0.25, camera="cam-0")) is not None  # kept: still
-    assert gate.check(frame(0.25, camera="cam-1")) is None  # dropped: a new background
+    assert gate.check(frame(0.25, camera="cam-0"), now=0.0)[0].static is not None  # kept: still
+    assert gate.check(frame(0.25, camera="cam-1"), now=0.0)[0].static is None  # dropped: a new background
+
+
+# While static, one frame in two is decoded; a frame passed over waits for the next one.
+
+
+def test_while_static_every_other_frame_is_passed_over_and_decided_with_the_next():
+    gate = gating({"cam": CameraSettings(motion=MOTION)}, stride=2)
+    frame = Frames()
+    first, second, third = frame(0.0), frame(0.25), frame(0.5)
+    assert gate.check(first, now=0.0) == [Decided(first)]  # the first: a heartbeat
+    assert gate.check(second, now=0.0) == [Decided(second, NotExamined(1280, 720))]  # static
+    assert gate.check(third, now=0.0) == [] and gate.held() == 1  # passed over, held
+    fourth = frame(0.75)
+    assert gate.check(fourth, now=0.1) == [
+        Decided(third, NotExamined(1280, 720)),
+        Decided(fourth, NotExamined(1280, 720)),
+    ]
+    assert gate.held() == 0
+
+
+def test_a_held_frame_before_motion_is_examined_as_its_pre_roll():
+    gate = gating({"cam": CameraSettings(motion=MOTION)}, stride=2)
+    frame = Frames()
+    frames = [frame(0.25 * i) for i in range(4)]  # heartbeat, static, held, static
+    frames += [frame(1.0), frame(1.25, picture((300, 300))), frame(1.5, picture((450, 300)))]
+    assert examined(gate, frames) == [True, False, False, False, True, True, True]
+    #                                                          held ^ pre-roll of the motion at 1.25
+
+
+def test_a_held_frame_is_decided_alone_when_its_camera_goes_quiet():
+    gate = gating({"cam": CameraSettings(motion=MOTION)}, stride=2)
+    frame = Frames()
+    for f in (frame(0.0), frame(0.25)):
+        gate.check(f, now=10.0)
+    held = frame(0.5, picture((300, 300)))  # the van arrives, and the camera stops sending
+    assert gate.check(held, now=10.0) == []
+    assert gate.due(now=10.5) == []
+    assert gate.due(now=11.0) == [Decided(held)]  # decoded at last: motion
+    assert gate.held() == 0 and gate.due(now=99.0) == []
+
+
+def test_a_camera_holding_a_frame_is_not_dropped_for_room():
+    settings = {f"cam-{i}": CameraSettings(motion=MOTION) for i in range(3)}
+    gate = gating(settings, max_cameras=2, stride=2)
+    frame = Frames()
+    for seconds in (0.0, 0.25, 0.5):  # cam-0: heartbeat, static, held
+        gate.check(frame(seconds, camera="cam-0"), now=0.0)
+    for camera in ("cam-1", "cam-2"):
+        gate.check(frame(0.0, camera=camera), now=0.0)
+    assert gate.held() == 1 and len(gate) == 2  # cam-1 made room, not cam-0
+    assert [d.static is not None for d in gate.check(frame(0.75, camera="cam-0"), now=0.0)] == [True, True]
+
+
+def test_held_frames_are_dropped_with_their_partition_and_with_the_gating_settings():
+    settings = {"cam": CameraSettings(motion=MOTION)}
+    gate = gating(settings, stride=2)
+    frame = Frames()
+    for f in (frame(0.0), frame(0.25)):
+        gate.check(f, now=0.0)
+    assert gate.check(frame(0.5), now=0.0) == []
+    gate.drop([("other", 0)])
+    assert gate.held() == 1
+    gate.drop([("frames", 0)])
+    assert gate.held() == 0 and gate.due(now=1e9) == []
+    held = frame(0.75)
+    assert gate.check(held, now=0.0) == [Decided(held, NotExamined(1280, 720))]  # decoded after a hold
+    held = frame(1.0)
+    assert gate.check(held, now=0.0) == []
+    del settings["cam"]  # gating turned off: the held frame is decided, then every frame goes on
+    after = frame(1.25)
+    assert gate.check(after, now=0.0) == [Decided(held, NotExamined(1280, 720)), Decided(after)]
+    assert len(gate) == 0

@@ -91,6 +91,8 @@ def test_still_frames_are_not_examined_and_moving_ones_are(
     def read_van(event: dict) -> bool:
         return any(edit_distance(p["text"], EXPECTED_PLATE) <= 1 for p in event["plates"])
 
+    # With one still frame in two passed over (gating.STATIC_STRIDE), frame 6, the first moving
+    # one, is held and examined as the pre-roll of frame 7's motion; 1 to 5 are decided static.
     first, still, moving = events[0], events[1:STILL], events[STILL:]
     assert "examined" not in first and first["schema_revision"] in (2, 3) and read_van(first)
     for event in still:
