@@ -420,3 +420,29 @@ def test_dashboard_cameras_row_groups_by_labels_the_metrics_have() -> None:
                     assert all(label in exported[name] for name in names), f"{panel['title']}: {expr}"
             for legend_label in re.findall(r"\{\{(\w+)\}\}", target.get("legendFormat", "")):
                 assert legend_label in expr, f"{panel['title']}: legend {legend_label} not grouped by"
+
+
+def test_the_documented_egress_overlay_adds_a_camera_port_and_network(kubectl: str, tmp_path: Path) -> None:
+    readme = (DEPLOY_DIR / "README.md").read_text()
+    section = readme.split("**Connector egress.**", 1)[1]
+    overlay = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    # As written, the overlay sits in a folder beside deploy/; kustomize wants relative paths.
+    beside_deploy = DEPLOY_DIR.parent / "my-overlay"
+    for key in ("resources", "components"):
+        overlay[key] = [os.path.relpath(beside_deploy / item, tmp_path) for item in overlay[key]]
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    result = subprocess.run(
+        [kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    (policy,) = [
+        p for p in yaml.safe_load_all(result.stdout) if p and p["metadata"]["name"] == "connector-egress"
+    ]
+    validate_object(policy)
+    cameras = policy["spec"]["egress"][2]
+    assert {"port": 10554, "protocol": "TCP"} in cameras["ports"] and {
+        "port": 554,
+        "protocol": "TCP",
+    } in cameras["ports"]
+    assert cameras["to"] == [{"ipBlock": {"cidr": "10.20.0.0/16"}}]
+    assert _egress_allows([policy["spec"]], 9092), "Kafka is still reachable"
