@@ -1,19 +1,29 @@
 """The connector as the integration tests run it: its own process (`python -m stream_worker connect`,
-as production runs it), its JSON log in a file, its metrics page scraped; and a reader of the
-status topic."""
+as production runs it), its JSON log in a file, its metrics page scraped; the topics of a test,
+readers of the frames and status topics, and the waits (the fixtures are in conftest.py)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
-from service_processes import ServiceProcess
+from service_processes import ServiceProcess, TopicReader
+from stream_servers import videos_dir
 
+from stream_worker.cameras.store import write_settings
 from stream_worker.connector.status import CameraStatus, decode_status
+from stream_worker.contracts.cameras import CameraSettings, CameraSource
 from stream_worker.service.compacted import read_compacted
 
 WAIT_S = 60.0
+VIDEOS = videos_dir()
+DASHCAM = VIDEOS / "dashcam-rain-T404YA47.mp4"  # 800x416, 30 fps, 1.57 s
+GATE = VIDEOS / "gate-truck-Y663YO750.mp4"  # 848x624, 4 fps, 5.75 s
+FRAME_PARTITIONS = 3
+CAMERA_PARTITIONS = 4
 
 
 class Connector(ServiceProcess):
@@ -29,8 +39,34 @@ class Connector(ServiceProcess):
         return found
 
 
+@dataclass
+class Topics:
+    frames: str
+    cameras: str
+    status: str
+    group: str
+
+
 def read_statuses(bootstrap: str, topic: str) -> dict[str, CameraStatus]:
     return dict(read_compacted(bootstrap, topic, decode_status, timeout_s=30).values)
+
+
+def set_source(bootstrap: str, topics: Topics, camera_id: str, url: str, **source: object) -> None:
+    write_settings(
+        bootstrap, camera_id, CameraSettings(source=CameraSource(url=url, **source)), topics.cameras
+    )
+
+
+def of_camera(reader: TopicReader, camera_id: str) -> list:
+    return [r for r in reader.records if r.key == camera_id.encode()]
+
+
+def captured(record) -> float:
+    return datetime.fromisoformat(record.headers["captured_at"].decode()).timestamp()
+
+
+def session_of(record) -> str:
+    return record.headers["frame_id"].decode().split(":")[1]
 
 
 def wait_until(
@@ -49,3 +85,14 @@ def wait_until(
             c.log_tail() for c in connectors
         )
         time.sleep(0.3)
+
+
+def wait_for_frames(
+    reader: TopicReader, camera_id: str, count: int, connectors: list[Connector], timeout_s: float = WAIT_S
+) -> list:
+    def enough() -> bool:
+        reader.poll(0.3)
+        return len(of_camera(reader, camera_id)) >= count
+
+    wait_until(enough, f"{count} frames of {camera_id}", connectors, timeout_s)
+    return of_camera(reader, camera_id)

@@ -16,110 +16,30 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime
 from itertools import pairwise
-from pathlib import Path
 from statistics import median
 from urllib.parse import quote
 
 import av
 import pytest
-from conftest import weights_dir
-from connector_process import Connector, read_statuses, wait_until
-from service_processes import TopicReader
+from connector_process import (
+    CAMERA_PARTITIONS,
+    DASHCAM,
+    GATE,
+    captured,
+    of_camera,
+    read_statuses,
+    set_source,
+    wait_for_frames,
+    wait_until,
+)
 
-from stream_worker.cameras.store import remove_settings, write_settings
+from stream_worker.cameras.store import remove_settings
 from stream_worker.connector.partitioner import partition_for
-from stream_worker.contracts.cameras import CameraSettings, CameraSource
-from stream_worker.launchers.broker import create_topics
-from stream_worker.service.compacted import ensure_compacted_topic
 
 pytestmark = pytest.mark.integration
 
-VIDEOS = weights_dir().parent / "videos"
-DASHCAM = VIDEOS / "dashcam-rain-T404YA47.mp4"  # 800x416, 30 fps, 1.57 s
-GATE = VIDEOS / "gate-truck-Y663YO750.mp4"  # 848x624, 4 fps, 5.75 s
-FRAME_PARTITIONS = 3
-CAMERA_PARTITIONS = 4
 PASSWORD = "Sup3r-S3cret pw/x"  # a space and a slash: percent-encoded in the URL, redacted both ways
-
-
-@dataclass
-class Topics:
-    frames: str
-    cameras: str
-    status: str
-    group: str
-
-
-@pytest.fixture
-def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
-    names = Topics(
-        f"{unique_name}-frames", f"{unique_name}-cameras", f"{unique_name}-status", f"{unique_name}-g"
-    )
-    create_topics(kafka_bootstrap, [names.frames], FRAME_PARTITIONS)
-    ensure_compacted_topic(kafka_bootstrap, names.cameras, partitions=CAMERA_PARTITIONS)
-    return names
-
-
-@pytest.fixture
-def start_connector(tmp_path: Path, kafka_bootstrap: str, topics: Topics):
-    started: list[Connector] = []
-
-    def start(*extra: str) -> Connector:
-        args = [
-            "--bootstrap-servers", kafka_bootstrap,
-            "--frames-topic", topics.frames,
-            "--cameras-topic", topics.cameras,
-            "--status-topic", topics.status,
-            "--group-id", topics.group,
-            "--session-timeout-ms", "6000",
-            "--metrics-port", "0",
-            "--status-interval-s", "1",
-            "--replica-id", f"replica-{len(started)}",
-            *extra,
-        ]  # fmt: skip
-        connector = Connector(args, tmp_path / f"connector-{len(started)}.log")
-        connector.start()
-        started.append(connector)
-        connector.wait_ready(check=lambda: None)
-        return connector
-
-    yield start
-    for connector in started:
-        if connector.is_running():
-            connector.stop(signal.SIGKILL)
-
-
-@pytest.fixture
-def frames(kafka_bootstrap: str, topics: Topics) -> Iterator[TopicReader]:
-    reader = TopicReader(kafka_bootstrap, topics.frames, FRAME_PARTITIONS)
-    yield reader
-    reader.close()
-
-
-def set_source(bootstrap: str, topics: Topics, camera_id: str, url: str, **source: object) -> None:
-    write_settings(
-        bootstrap, camera_id, CameraSettings(source=CameraSource(url=url, **source)), topics.cameras
-    )
-
-
-def of_camera(reader: TopicReader, camera_id: str) -> list:
-    return [r for r in reader.records if r.key == camera_id.encode()]
-
-
-def captured(record) -> float:
-    return datetime.fromisoformat(record.headers["captured_at"].decode()).timestamp()
-
-
-def wait_for_frames(reader: TopicReader, camera_id: str, count: int, connectors: list[Connector]) -> list:
-    def enough() -> bool:
-        reader.poll(0.3)
-        return len(of_camera(reader, camera_id)) >= count
-
-    wait_until(enough, f"{count} frames of {camera_id}", connectors)
-    return of_camera(reader, camera_id)
 
 
 def test_a_file_camera_publishes_frames_sampled_to_its_fps_with_the_input_headers(
