@@ -40,7 +40,9 @@ from confluent_kafka import KafkaException
 from stream_worker.console import Console
 from stream_worker.demo import cameras_settings as demo_cameras_settings
 from stream_worker.demo import topics as demo_topics
+from stream_worker.demo import video_cameras as demo_video_cameras
 from stream_worker.demo.cameras import CORRUPT_FRAME, Cameras, camera_frames, camera_ids, resolve_inputs
+from stream_worker.demo.connector_feed import ConnectorFeed, connector_child
 from stream_worker.demo.liveness import Liveness
 from stream_worker.demo.options import (
     EXIT_FAILED,
@@ -50,15 +52,17 @@ from stream_worker.demo.options import (
     DemoError,
     DemoOptions,
 )
-from stream_worker.demo.report import Results, summary_lines, table_header
+from stream_worker.demo.report import ConnectorSummary, Results, summary_lines, table_header
 from stream_worker.demo.servers import Servers
-from stream_worker.demo.services import ServiceChild
+from stream_worker.demo.services import ServiceChild, log_tail
 from stream_worker.demo.settle import Consumer, Settler, alerts_consumer, sightings_consumer
 from stream_worker.demo.topics import DemoTopics
+from stream_worker.demo.video_cameras import VideoCamera
 from stream_worker.demo.viewer import Viewer, prepare_pictures_dir, prune_picture_runs
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
+from stream_worker.service.compacted import CompactedTopicError
 
 __all__ = [
     "CORRUPT_FRAME",
@@ -107,6 +111,8 @@ class Demo:
         options = self.options
         weights_dir = options.weights_dir or default_weights_dir()
         inputs = resolve_inputs(options.inputs, weights_dir)
+        videos = demo_video_cameras.video_cameras(options.video_cameras, weights_dir, options.video_camera)
+        self.results.connector_cameras = frozenset(camera.camera_id for camera in videos)
         pictures_dir = prepare_pictures_dir(options.plate_images_dir(self.run_id))
         if options.plate_images is None:
             prune_picture_runs(pictures_dir.parent, keep=PICTURE_RUNS_KEPT)
@@ -116,13 +122,18 @@ class Demo:
         if options.triton_url is None:
             self.servers.start_triton(options.repository)
         bootstrap = options.bootstrap_servers or self.servers.start_broker()
-        topics = self._create_topics(bootstrap)
+        topics = self._create_topics(bootstrap, videos)
         triton_url = options.triton_url or self.servers.wait_for_triton()
         if options.triton_url is not None:
             self.servers.check_external_triton(options.triton_url)
-        worker, sightings, alerts = self._start_services(bootstrap, triton_url, topics)
+        worker, sightings, alerts, connector = self._start_services(bootstrap, triton_url, topics, videos)
         consumers = [sightings_consumer(sightings), alerts_consumer(alerts)]
-        return self._stream(inputs, bootstrap, topics, worker, consumers, pictures_dir)
+        feed = None
+        if connector is not None:
+            retire = self.liveness.retire
+            feed = ConnectorFeed(videos, connector, bootstrap, topics, lambda: retire(connector))
+            self._cleanup.callback(feed.close)
+        return self._stream(inputs, bootstrap, topics, worker, consumers, pictures_dir, feed)
 
     @property
     def started_anything(self) -> bool:
@@ -149,27 +160,31 @@ class Demo:
             except ModelPrepareError as error:
                 raise DemoError(str(error), EXIT_USAGE) from error
 
-    def _create_topics(self, bootstrap: str) -> DemoTopics:
+    def _create_topics(self, bootstrap: str, videos: Sequence[VideoCamera]) -> DemoTopics:
         """The default topics on the local broker; fresh, run-specific ones on an external broker
         (deleted at the end). The sample van goes on the watch list, and the cameras get their
         settings, before any service starts."""
         external = not self.options.local_broker
         topics = DemoTopics.for_run(self.run_id if external else None)
+        names = topics.with_connector(bool(videos))
         if external:
-            self._cleanup.callback(demo_topics.delete, bootstrap, topics.names)
-        with self.console.step(f"creating topics {', '.join(topics.names)}"):
-            demo_topics.create(bootstrap, topics, self.options.partitions)
+            self._cleanup.callback(demo_topics.delete, bootstrap, names)
+        with self.console.step(f"creating topics {', '.join(names)}"):
+            demo_topics.create(bootstrap, topics, self.options.partitions, connector=bool(videos))
         entry = f"{demo_topics.SAMPLE_PLATE} ({demo_topics.SAMPLE_LIST}: {demo_topics.SAMPLE_LABEL})"
         with self.console.step(f"putting the sample van on the watch list: {entry}"):
             demo_topics.watch_sample_van(bootstrap, topics)
         cameras = camera_ids(self.options.cameras)
         with self.console.step(demo_cameras_settings.describe(cameras)):
             demo_cameras_settings.write_demo_settings(bootstrap, topics.cameras, cameras)
+        if videos:
+            with self.console.step(demo_video_cameras.describe(videos)):
+                demo_video_cameras.write_video_settings(bootstrap, topics.cameras, videos)
         return topics
 
     def _start_services(
-        self, bootstrap: str, triton_url: str, topics: DemoTopics
-    ) -> tuple[ServiceChild, ServiceChild, ServiceChild]:
+        self, bootstrap: str, triton_url: str, topics: DemoTopics, videos: Sequence[VideoCamera]
+    ) -> tuple[ServiceChild, ServiceChild, ServiceChild, ServiceChild | None]:
         group = f"stream-worker-demo-{self.run_id}"
         common = ["--bootstrap-servers", bootstrap, "--session-timeout-ms", str(SESSION_TIMEOUT_MS)]
         if self.options.local_broker:
@@ -194,9 +209,12 @@ class Demo:
              "--output-topic", topics.alerts, "--watchlist-topic", topics.watchlist, "--pass-gap-s", gap_s],
             self.workdir,
         )  # fmt: skip
-        services = (worker, sightings, alerts)
+        connector = connector_child(common, group, topics, self.workdir) if videos else None
+        services = (worker, sightings, alerts, *([connector] if connector is not None else []))
         with self.console.step(
-            "starting the worker, the sightings and alerts services (they join their groups)"
+            "starting the worker, the sightings and alerts services"
+            + (" and the camera connector" if connector is not None else "")
+            + " (they join their groups)"
         ):
             for service in services:
                 service.start()
@@ -212,7 +230,7 @@ class Demo:
             self.console.line(
                 f"   {service.command} pid {service.pid}, metrics {service.metrics_url}", style="dim"
             )
-        return services
+        return worker, sightings, alerts, connector
 
     # --- publishing, showing, summing up -----------------------------------------------------
 
@@ -224,10 +242,13 @@ class Demo:
         worker: ServiceChild,
         consumers: list[Consumer],
         pictures_dir: Path,
+        feed: ConnectorFeed | None,
     ) -> int:
         options = self.options
         viewer = Viewer(bootstrap, topics, self.results, self.console, pictures_dir)
         self._cleanup.callback(viewer.close)
+        if feed is not None:
+            feed.start_counting()
         cameras = Cameras(options, inputs, bootstrap, topics.frames)
         self.liveness.checks.append(cameras.check)
         self.console.line(
@@ -240,21 +261,42 @@ class Demo:
         cameras.start()
         self.results.first_published_at = cameras.started_at
         settler = Settler(
-            self.console, viewer, self.results, cameras, self.liveness.check, options.settle_timeout_s
+            self.console, viewer, self.results, cameras, self.liveness.check, options.settle_timeout_s, feed
         )
         settler.until_results(worker)
         settler.until_drained(consumers)
-        return self._finish(cameras)
+        return self._finish(cameras, feed)
 
-    def _finish(self, cameras: Cameras) -> int:
+    def _finish(self, cameras: Cameras, feed: ConnectorFeed | None) -> int:
+        connector = self._connector_summary(feed)
         self.console.line("")
         self.console.line("summary", style="bold")
         sent = cameras.sent
-        for line in summary_lines(self.results, sent, self.options.cameras, cameras.seconds):
+        for line in summary_lines(self.results, sent, self.options.cameras, cameras.seconds, connector):
             self.console.line(f"  {line}")
         if cameras.failed:
             self.console.error(f"{cameras.failed} frames could not be published: {cameras.first_error}")
-        return EXIT_OK if not cameras.failed and self.results.accounted >= sent else EXIT_FAILED
+        ok = not cameras.failed and self.results.accounted >= sent
+        if feed is not None and connector is not None:
+            if feed.exit_code != 0:
+                self.console.error(
+                    f"the camera connector exited with {feed.exit_code} when stopped; its log ends with:\n"
+                    f"{log_tail(feed.child.log_path)}"
+                )
+            ok = ok and feed.exit_code == 0 and self.results.connector_results >= connector.frames
+        return EXIT_OK if ok else EXIT_FAILED
+
+    def _connector_summary(self, feed: ConnectorFeed | None) -> ConnectorSummary | None:
+        """The connector's frames and its cameras' last status (an unreadable status is said, not fatal)."""
+        if feed is None:
+            return None
+        try:
+            statuses = feed.statuses()
+        except (CompactedTopicError, KafkaException) as error:
+            self.console.error(f"cannot read the cameras' status: {error}")
+            statuses = []
+        clips = {camera.camera_id: camera.path.name for camera in feed.cameras}
+        return ConnectorSummary(feed.frames, statuses, clips)
 
 
 def run_demo(options: DemoOptions, console: Console | None = None) -> int:

@@ -65,12 +65,24 @@ def demo(
         "the summary names it).",
         show_default=False,
     ),
+    video_cameras: list[Path] = typer.Option(
+        None,
+        "--video-camera",
+        help="A video file read in a loop by the camera connector (stream-worker connect) as one more "
+        "camera, video-1, video-2, ... (repeatable; default: the longest clip in $LPR_WEIGHTS_DIR/../videos, "
+        "if any).",
+        show_default=False,
+    ),
+    no_video_camera: bool = typer.Option(
+        False, "--no-video-camera", help="No video camera: the camera connector is not started."
+    ),
 ) -> None:
     """Run the whole pipeline on this machine and show the plate events live.
 
     Starts what is not given (local Kafka broker, models, local Triton) and a worker.
 
-    Simulated cameras publish the frames; each event and dead letter is printed, then a summary.
+    Simulated cameras publish the frames, and the camera connector reads a looped video as one more
+    camera; each event and dead letter is printed, then a summary.
 
     Everything the demo starts is stopped when it ends, fails, or gets Ctrl-C or SIGTERM.
     """
@@ -87,5 +99,7 @@ def demo(
         weights_dir=weights_dir,
         repository=repository,
         plate_images=plate_images,
+        video_cameras=video_cameras or (),
+        video_camera=not no_video_camera,
     )
     raise typer.Exit(run_demo(options))

@@ -34,6 +34,11 @@ class Liveness:
             if pid is not None:
                 self.watchdog.watch(pid)
 
+    def retire(self, service: ServiceChild) -> None:
+        """A child the demo is stopping on purpose: its exit is no failure (the watchdog keeps it)."""
+        if service in self.services:
+            self.services.remove(service)
+
     def kill_all(self) -> None:
         if self.watchdog is not None:
             self.watchdog.kill_all()

@@ -35,6 +35,8 @@ class DemoOptions:
     partitions: int = 3
     settle_timeout_s: float = 60.0
     plate_images: Path | None = None  # where the plate pictures go; None: `plate_images_dir`
+    video_cameras: Sequence[Path] = ()  # clips read by the camera connector; none: the default clip
+    video_camera: bool = True  # False: no video camera, no connector
 
     @property
     def frames_per_camera(self) -> int:

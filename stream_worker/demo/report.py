@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from stream_worker.connector.status import CameraStatus
+
 
 @dataclass
 class Results:
@@ -29,9 +31,26 @@ class Results:
     never_delivered: int = 0  # published frames the broker never delivered to the worker
     plate_pictures: int = 0  # plate pictures written (events' plates and sightings' best reads)
     plate_pictures_dir: Path | None = None
+    connector_cameras: frozenset[str] = frozenset()  # their frames are the connector's, not the demo's
 
     @property
     def accounted(self) -> int:
+        """Results of the frames the demo published (the simulated cameras')."""
+        return self.results - self.connector_results
+
+    @property
+    def connector_results(self) -> int:
+        """Results of the frames the camera connector published (the video cameras')."""
+        cameras = self.connector_cameras
+        if not cameras:
+            return 0
+        return sum(1 for event in self.events.values() if event["camera_id"] in cameras) + sum(
+            1 for headers in self.dead_letters.values() if headers.get("camera_id") in cameras
+        )
+
+    @property
+    def results(self) -> int:
+        """Every plate event and dead letter, whoever published the frame."""
         return len(self.events) + len(self.dead_letters)
 
     def add_event(self, event: dict[str, Any], received_at: float) -> bool:
@@ -144,15 +163,55 @@ def _end_to_end_ms(event: dict[str, Any]) -> float | None:
     return (processed - captured).total_seconds() * 1000
 
 
-def summary_lines(results: Results, published: int, cameras: int, produce_seconds: float) -> list[str]:
-    """The closing summary: counts, plate texts, dead-letter reasons, throughput, latencies."""
+@dataclass(frozen=True)
+class ConnectorSummary:
+    """The video cameras' part: frames the connector published (read back) and each camera's last
+    status record."""
+
+    frames: int
+    statuses: Sequence[CameraStatus] = ()
+    clips: dict[str, str] = field(default_factory=dict)  # camera id -> clip file name
+
+
+def connector_lines(results: Results, connector: ConnectorSummary) -> list[str]:
+    cameras = sorted(results.connector_cameras)
+    events = sum(1 for event in results.events.values() if event["camera_id"] in results.connector_cameras)
+    dead = results.connector_results - events
+    names = ", ".join(f"{camera} ({connector.clips[camera]})" if camera in connector.clips else camera
+                      for camera in cameras)  # fmt: skip
+    lines = [
+        f"connector frames  {connector.frames} by {names}, read back from the frames topic "
+        f"(not in 'frames published'): {events} plate events, {dead} dead letters, "
+        f"missing {max(0, connector.frames - results.connector_results)}"
+    ]
+    for status in connector.statuses:
+        lines.append(
+            f"camera {status.camera_id:<10} {status.state}: {status.frames_decoded} frames decoded, "
+            f"{status.frames_published} published, {status.frames_static} static (motion gate), "
+            f"{status.frames_dropped} dropped, {status.reconnects} reconnects"
+        )
+    return lines
+
+
+def summary_lines(
+    results: Results,
+    published: int,
+    cameras: int,
+    produce_seconds: float,
+    connector: ConnectorSummary | None = None,
+) -> list[str]:
+    """The closing summary: counts, plate texts, dead-letter reasons, throughput, latencies. With
+    the camera connector, its frames and results are counted apart and make part of `missing`."""
     events = list(results.events.values())
     with_plates = sum(1 for event in events if event["plates"])
     plates = Counter(plate["text"] for event in events for plate in event["plates"])
     reasons = Counter(headers.get("error.reason", "?") for headers in results.dead_letters.values())
     missing = max(0, published - results.accounted)
+    if connector is not None:
+        missing += max(0, connector.frames - results.connector_results)
     lines = [
         f"frames published  {published} by {cameras} camera(s) in {produce_seconds:.1f} s",
+        *(connector_lines(results, connector) if connector is not None else []),
         f"plate events      {len(events)} ({with_plates} with a plate, {len(events) - with_plates} without)",
         "plates read       " + (", ".join(f"{text} x{n}" for text, n in plates.most_common()) or "none"),
         f"dead letters      {len(results.dead_letters)}"
@@ -186,7 +245,7 @@ def summary_lines(results: Results, published: int, cameras: int, produce_second
     if results.first_published_at is not None and results.last_received_at is not None:
         span = max(results.last_received_at - results.first_published_at, 1e-6)
         lines.append(
-            f"throughput        {results.accounted / span:.1f} frames/s (first frame sent to last result)"
+            f"throughput        {results.results / span:.1f} frames/s (first frame sent to last result)"
         )
     if events:
         worker = [float(event["latency_ms"]) for event in events]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from stream_worker.console import Console
 from stream_worker.demo.cameras import Cameras
+from stream_worker.demo.connector_feed import ConnectorFeed
 from stream_worker.demo.report import Results
 from stream_worker.demo.services import ServiceChild, log_tail
 from stream_worker.demo.viewer import Viewer
@@ -54,6 +55,7 @@ class Settler:
         cameras: Cameras,
         check: Callable[[], None],
         settle_timeout_s: float,
+        feed: ConnectorFeed | None = None,
     ) -> None:
         self.console = console
         self.viewer = viewer
@@ -61,10 +63,13 @@ class Settler:
         self.cameras = cameras
         self.check = check  # raises when a child died
         self.settle_timeout_s = settle_timeout_s
+        self.feed = feed  # the camera connector's, stopped when the simulated cameras are done
 
     def until_results(self, worker: ServiceChild) -> None:
         """Until every frame sent has its result, the rest provably lost by the broker, or no result
-        came for `settle_timeout_s` (said on stderr); progress bars meanwhile."""
+        came for `settle_timeout_s` (said on stderr); progress bars meanwhile. With the camera
+        connector, also until it has stopped (when the simulated cameras are done: its clips loop
+        forever) and every frame it published has its result."""
         planned = self.cameras.options.planned_frames
         results = self.results
         with self.console.counters({"published": planned, "results": planned}) as bars:
@@ -76,20 +81,42 @@ class Settler:
                     idle_since = now
                 self.check()
                 bars.update("published", self.cameras.handed_over)
+                feed = self.feed
+                if feed is not None:
+                    feed.poll()
                 if self.cameras.producing:
                     bars.update("results", results.accounted)
                     idle_since = now
                     continue
                 sent = self.cameras.sent
                 bars.update("results", results.accounted, total=sent)
-                if results.accounted >= sent:
+                if feed is not None:
+                    if not feed.stop_asked and not feed.played_once():
+                        if now - idle_since <= self.settle_timeout_s:
+                            continue  # each clip once whole (idle_since: when the cameras ended)
+                        self.console.error(
+                            f"the camera connector published nothing for {self.settle_timeout_s:.0f} s; "
+                            f"its log ends with:\n{log_tail(feed.child.log_path)}"
+                        )
+                    feed.stop()
+                    if not feed.settled():
+                        if feed.stopping_for_s <= self.settle_timeout_s:
+                            idle_since = now  # its last frames are still coming
+                            continue
+                        self.console.error(
+                            f"the camera connector's frames were not all read back within "
+                            f"{self.settle_timeout_s:.0f} s of its stop; counting the {feed.frames} read"
+                        )
+                        feed.give_up()
+                    sent += feed.frames
+                if results.results >= sent:
                     return
                 if now - idle_since > BROKER_SKIP_SETTLE_S and self._broker_skipped(worker, sent):
                     return
                 if now - idle_since > self.settle_timeout_s:
                     self.console.error(
                         f"no new results for {self.settle_timeout_s:.0f} s with "
-                        f"{sent - results.accounted} frames unaccounted for; worker log ends with:\n"
+                        f"{sent - results.results} frames unaccounted for; worker log ends with:\n"
                         f"{log_tail(worker.log_path)}"
                     )
                     return
@@ -108,14 +135,15 @@ class Settler:
                 self.viewer.show_new()
 
     def _broker_skipped(self, worker: ServiceChild, sent: int) -> bool:
-        """True when every frame the worker received has its result and the rest never reached it.
+        """True when every frame the worker received has its result and the rest never reached it
+        (`sent`: the demo's frames and the connector's).
 
         The local Tansu broker now and then skips a record on a live fetch (README, Limitations):
         waiting longer would not bring those frames, and the summary names the broker, not the
         worker, as where they went missing.
         """
         received = read_frames_in(worker.metrics_url)
-        if received is None or received != self.results.accounted or received >= sent:
+        if received is None or received != self.results.results or received >= sent:
             return False
         self.results.never_delivered = sent - received
         return True

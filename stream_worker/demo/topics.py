@@ -33,6 +33,7 @@ class DemoTopics:
     alerts: str = "alerts"
     watchlist: str = "watchlist"  # compacted
     cameras: str = "cameras"  # compacted: each camera's settings
+    camera_status: str = "camera-status"  # compacted: the connector's, with video cameras only
 
     @classmethod
     def for_run(cls, run_id: str | None) -> DemoTopics:
@@ -44,12 +45,17 @@ class DemoTopics:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return astuple(self)
+        """Every topic but the camera status (`with_connector`)."""
+        return tuple(name for name in astuple(self) if name != self.camera_status)
+
+    def with_connector(self, connector: bool) -> tuple[str, ...]:
+        """The topics of a run: the camera status too when the camera connector runs."""
+        return (*self.names, self.camera_status) if connector else self.names
 
     @property
     def compacted(self) -> tuple[str, ...]:
         """The tables (latest value per key) rather than streams."""
-        return (self.watchlist, self.cameras)
+        return (self.watchlist, self.cameras, self.camera_status)
 
     @property
     def viewed(self) -> tuple[str, ...]:
@@ -57,12 +63,13 @@ class DemoTopics:
         return (self.plates, self.dead_letters, self.sightings, self.alerts)
 
 
-def create(bootstrap: str, topics: DemoTopics, partitions: int) -> None:
-    """The streams with `partitions` each, the watch list and the camera settings compacted;
-    DemoError when the broker refuses."""
+def create(bootstrap: str, topics: DemoTopics, partitions: int, connector: bool = False) -> None:
+    """The streams with `partitions` each, the watch list and the camera settings compacted (and
+    the camera status, for the connector); DemoError when the broker refuses."""
+    names = topics.with_connector(connector)
     try:
-        create_topics(bootstrap, [name for name in topics.names if name not in topics.compacted], partitions)
-        for name in topics.compacted:
+        create_topics(bootstrap, [name for name in names if name not in topics.compacted], partitions)
+        for name in (name for name in names if name in topics.compacted):
             ensure_compacted_topic(bootstrap, name)
     except (BrokerError, KafkaException, CompactedTopicError) as error:
         raise DemoError(f"cannot create topics on --bootstrap-servers {bootstrap}: {error}") from error
