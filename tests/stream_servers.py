@@ -5,6 +5,9 @@ lists it in `pytest_plugins`).
 - `rtsp_server`: GStreamer's RTSP server over every clip (mount = the clip's stem), one per test module.
 - `rtsp_servers`: a factory for servers of one test (other mounts, auth, a 1080p25 mount, kill and
   restart), each closed at the test's end.
+- `mjpeg_server`: the HTTP MJPEG server over every clip (`mjpeg_server.url(clip.stem)`, and
+  `mjpeg_server.base_url() + "/not-video"`: an HTML page), one per test module.
+- `mjpeg_servers`: a factory like `rtsp_servers`.
 - `black_hole`: (host, port) of a TCP listener that accepts connections and never answers.
 
 Where GStreamer's RTSP server is not installed the RTSP fixtures skip, saying what to install;
@@ -22,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from stream_worker.launchers.mjpeg import LocalMjpegServer, MjpegMount
 from stream_worker.launchers.rtsp import LocalRtspServer, Mount, rtsp_server_unavailable
 
 VIDEO_SUFFIXES = {".mp4", ".mov", ".mkv", ".avi"}
@@ -86,6 +90,35 @@ def rtsp_servers(rtsp_available: None, video_clips: list[Path]) -> Iterator[Call
 
     def make(mounts: Sequence[Mount] | None = None, **kwargs: Any) -> LocalRtspServer:
         server = LocalRtspServer(mounts if mounts is not None else clip_mounts(video_clips), **kwargs)
+        servers.append(server)
+        return server.start()
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def clip_mjpeg_mounts(clips: Sequence[Path]) -> list[MjpegMount]:
+    """One looped MJPEG mount per clip, named by the clip's stem."""
+    return [MjpegMount(clip.stem, clip) for clip in clips]
+
+
+@pytest.fixture(scope="module")
+def mjpeg_server(video_clips: list[Path]) -> Iterator[LocalMjpegServer]:
+    """Every clip looped at its frame rate: `mjpeg_server.url(clip.stem)`. Shared by a module's
+    tests: kill or restart only servers of your own (`mjpeg_servers`)."""
+    with LocalMjpegServer(clip_mjpeg_mounts(video_clips)) as server:
+        yield server
+
+
+@pytest.fixture
+def mjpeg_servers(video_clips: list[Path]) -> Iterator[Callable[..., LocalMjpegServer]]:
+    """make(mounts=None, **kwargs) -> a started LocalMjpegServer (mounts default: every clip);
+    kwargs as LocalMjpegServer's (port, user, password). Closed at the test's end."""
+    servers: list[LocalMjpegServer] = []
+
+    def make(mounts: Sequence[MjpegMount] | None = None, **kwargs: Any) -> LocalMjpegServer:
+        server = LocalMjpegServer(mounts if mounts is not None else clip_mjpeg_mounts(video_clips), **kwargs)
         servers.append(server)
         return server.start()
 
