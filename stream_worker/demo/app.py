@@ -7,7 +7,10 @@ alerts service as child processes (`python -m stream_worker run`, `... sightings
 exactly what production runs; services.py), publishes frames from N simulated cameras at a
 frame rate, and prints every plate event, dead letter, sighting and alert as it arrives, then a
 summary. The sample photos repeat, so each camera sees one vehicle standing in view: its frames'
-reads make one sighting and one alert (the gaps are stretched to bridge a slow frame rate). Each
+reads make one sighting and one alert (the gaps are stretched to bridge a slow frame rate). When
+there is a video (`<weights dir>/../videos`, or --video-camera), the camera connector (`python -m
+stream_worker connect`) reads it in a loop as one more camera (video_cameras.py), its frames
+counted apart from the demo's own (connector_feed.py). Each
 camera is set up (before the worker starts) with a zone over the street and plate pictures on, so
 the events name the plate's zone and the viewer saves each plate's picture to --plate-images.
 

@@ -19,6 +19,7 @@ commands = typer.Typer()  # this package's commands; cli.py adds them to the roo
         "Examples:\n\n"
         "  LPR_WEIGHTS_DIR=../shared/weights stream-worker demo\n\n"
         "  stream-worker demo photos/ --cameras 6 --fps 5 --duration 30\n\n"
+        "  stream-worker demo --video-camera gate.mp4 --video-camera street.mkv\n\n"
         "  stream-worker demo clip.mp4 --bootstrap-servers kafka:9092 --triton-url triton:8001\n\n"
         "Exit codes: 0 every frame published came back as an event or a dead letter, 1 a server or "
         "the worker failed or frames went unaccounted for, 2 nothing to publish, an unusable path, "
@@ -81,8 +82,8 @@ def demo(
 
     Starts what is not given (local Kafka broker, models, local Triton) and a worker.
 
-    Simulated cameras publish the frames, and the camera connector reads a looped video as one more
-    camera; each event and dead letter is printed, then a summary.
+    Simulated cameras publish the frames and, when there is a video, the camera connector reads it in
+    a loop as one more camera; each event and dead letter is printed, then a summary.
 
     Everything the demo starts is stopped when it ends, fails, or gets Ctrl-C or SIGTERM.
     """

@@ -29,11 +29,13 @@ from support import EXPECTED_PLATE, edit_distance
 
 from stream_worker.cameras.geometry import point_in_polygon
 from stream_worker.children import Watchdog, terminate
+from stream_worker.connector.status import CameraStatus
 from stream_worker.console import Console
 from stream_worker.demo.app import CORRUPT_FRAME, DemoError, DemoOptions, camera_frames, resolve_inputs
 from stream_worker.demo.cameras import camera_ids
 from stream_worker.demo.cameras_settings import STREET_ZONE, demo_settings
 from stream_worker.demo.report import (
+    ConnectorSummary,
     Results,
     alert_row,
     dead_letter_row,
@@ -43,6 +45,7 @@ from stream_worker.demo.report import (
     summary_lines,
 )
 from stream_worker.demo.topics import SAMPLE_PLATE, DemoTopics
+from stream_worker.demo.video_cameras import VideoCamera, default_video, video_cameras
 from stream_worker.demo.viewer import Viewer, prune_picture_runs
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
 
@@ -201,11 +204,103 @@ def test_demo_topics_are_the_defaults_locally_and_run_specific_elsewhere() -> No
     local = DemoTopics.for_run(None)
     assert local.names == ("frames", "plates", "frames.dlq", "sightings", "alerts", "watchlist", "cameras")
     assert local.viewed == ("plates", "frames.dlq", "sightings", "alerts")
-    assert local.compacted == ("watchlist", "cameras")
+    assert local.compacted == ("watchlist", "cameras", "camera-status")
+    assert local.with_connector(False) == local.names
+    assert local.with_connector(True) == (*local.names, "camera-status")
     external = DemoTopics.for_run("abc123")
     assert external.watchlist == "stream-worker-demo-abc123.watchlist"
     assert external.cameras == "stream-worker-demo-abc123.cameras"
-    assert all(name.startswith("stream-worker-demo-abc123.") for name in external.names)
+    assert external.camera_status == "stream-worker-demo-abc123.camera-status"
+    assert all(name.startswith("stream-worker-demo-abc123.") for name in external.with_connector(True))
+
+
+# --- the video cameras (the camera connector's) ---------------------------------------------
+
+VIDEOS = weights_dir().parent / "videos"
+
+
+def test_the_default_video_camera_is_the_longest_clip_beside_the_weights() -> None:
+    """gate-van (10 s) over gate-truck (5.75 s) and the dashcam (1.6 s): a whole pass per loop."""
+    cameras = video_cameras([], weights_dir(), enabled=True)
+    assert [(camera.camera_id, camera.path.name) for camera in cameras] == [
+        ("video-1", "gate-van-H133OE123.mov")
+    ]
+    assert cameras[0].seconds == pytest.approx(10.0, abs=0.1)
+    assert default_video(weights_dir()) == VIDEOS / "gate-van-H133OE123.mov"
+
+
+def test_equally_long_clips_are_chosen_by_name(tmp_path: Path) -> None:
+    (tmp_path / "videos").mkdir()
+    clip = (VIDEOS / "gate-truck-Y663YO750.mp4").read_bytes()
+    for name in ("b.mp4", "a.mp4", "notes.txt"):
+        (tmp_path / "videos" / name).write_bytes(clip)
+    assert default_video(tmp_path / "weights") == tmp_path / "videos" / "a.mp4"
+
+
+def test_no_videos_means_no_video_camera(tmp_path: Path) -> None:
+    assert video_cameras([], tmp_path / "weights", enabled=True) == []
+    assert video_cameras([], weights_dir(), enabled=False) == []
+
+
+def test_video_cameras_given_are_numbered_in_order_and_checked(tmp_path: Path) -> None:
+    truck, van = VIDEOS / "gate-truck-Y663YO750.mp4", VIDEOS / "gate-van-H133OE123.mov"
+    cameras = video_cameras([truck, van], tmp_path / "weights", enabled=True)
+    assert [(camera.camera_id, camera.path) for camera in cameras] == [("video-1", truck), ("video-2", van)]
+    with pytest.raises(DemoError, match="no such file") as raised:
+        video_cameras([tmp_path / "missing.mp4"], weights_dir(), enabled=True)
+    assert raised.value.exit_code == 2
+    with pytest.raises(DemoError, match="exclude each other") as raised:
+        video_cameras([truck], weights_dir(), enabled=False)
+    assert raised.value.exit_code == 2
+
+
+def test_a_video_camera_is_its_clip_looped_at_4_fps_with_motion_gating() -> None:
+    camera = VideoCamera("video-1", Path("../shared/videos/gate-van-H133OE123.mov"), 10.0)
+    settings = camera.settings
+    assert settings.source is not None and settings.motion is not None
+    assert settings.source.url == str((VIDEOS / "gate-van-H133OE123.mov").resolve())  # absolute
+    assert (settings.source.loop, settings.source.fps, settings.motion.enabled) == (True, 4.0, True)
+    assert settings.plate_images and settings.display_name == "demo video-1 (gate-van-H133OE123.mov)"
+
+
+def _status(**fields: object) -> CameraStatus:
+    defaults: dict[str, object] = {
+        "camera_id": "video-1", "state": "stopped", "state_since": 0.0, "last_error": None,
+        "source": "/videos/gate.mov", "replica": "demo", "updated_at": 0.0, "decoded_fps": 0.0,
+        "published_fps": 0.0, "frames_decoded": 44, "frames_published": 40, "frames_static": 4,
+        "frames_dropped": 0, "delivery_errors": 0, "reconnects": 0, "motion_share": 0.9,
+        "last_frame_at": None,
+    }  # fmt: skip
+    return CameraStatus(**{**defaults, **fields})  # type: ignore[arg-type]
+
+
+def test_the_connectors_frames_are_accounted_for_apart() -> None:
+    """The demo's `missing` compares its own frames with their results, and the connector's frames
+    (read back) with the video camera's results; neither can hide the other's loss."""
+    results = Results(connector_cameras=frozenset({"video-1"}))
+    assert results.add_event(_event("a", ["B840OK197"], 100.0), 1.0)  # cam-1's
+    for index in range(3):
+        video = {**_event(f"v{index}", [], 90.0), "camera_id": "video-1", "frame_id": f"video-1:s:{index}"}
+        assert results.add_event(video, 1.0)
+    assert results.add_dead_letter({"camera_id": "video-1", "source.offset": "9"}, 1.0)
+    assert (results.accounted, results.connector_results, results.results) == (1, 4, 5)
+    connector = ConnectorSummary(frames=5, statuses=[_status()], clips={"video-1": "gate.mov"})
+    lines = summary_lines(results, published=1, cameras=1, produce_seconds=1.0, connector=connector)
+    assert lines[0] == "frames published  1 by 1 camera(s) in 1.0 s"
+    assert lines[1] == (
+        "connector frames  5 by video-1 (gate.mov), read back from the frames topic "
+        "(not in 'frames published'): 3 plate events, 1 dead letters, missing 1"
+    )
+    assert lines[2] == (
+        "camera video-1    stopped: 44 frames decoded, 40 published, 4 static (motion gate), "
+        "0 dropped, 0 reconnects"
+    )
+    assert "missing           1" in lines  # the connector's frame without a result
+    assert "plate events      4 (1 with a plate, 3 without)" in lines  # every camera's
+    complete = ConnectorSummary(frames=4)
+    assert "missing           0" in summary_lines(results, 1, 1, 1.0, complete)
+    assert "missing           1" in summary_lines(results, 2, 1, 1.0, complete)  # the demo's frame
+    assert not any(line.startswith("connector") for line in summary_lines(results, 1, 1, 1.0))
 
 
 def test_demo_cameras_get_a_street_zone_over_the_sample_vans_plate_and_plate_pictures() -> None:
@@ -471,7 +566,11 @@ def _wait_without_leftovers(run: DemoRun, patience_s: float) -> list[ProcessInfo
 def _assert_the_worker_lost_nothing(output: str, exit_code: int) -> None:
     """Every frame accounted for, or the rest never delivered by the local broker, which now and
     then skips a record on a live fetch (README, Limitations): then the demo exits 1 and says so."""
-    found = re.search(r"missing +(\d+)(?: \(never delivered to the worker by the broker: (\d+)\))?", output)
+    found = re.search(
+        r"^  missing +(\d+)(?: \(never delivered to the worker by the broker: (\d+)\))?$",
+        output,
+        re.MULTILINE,
+    )
     assert found, output
     missing, never_delivered = int(found[1]), int(found[2] or 0)
     assert missing == never_delivered, output
@@ -481,7 +580,7 @@ def _assert_the_worker_lost_nothing(output: str, exit_code: int) -> None:
 def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
     commands = " | ".join(info.cmdline for info in run.seen.values())
     markers = ("tansu broker", "tritonserver", "triton_python_backend_stub", "stream_worker run")
-    for marker in (*markers, "stream_worker sightings", "stream_worker alerts"):
+    for marker in (*markers, "stream_worker sightings", "stream_worker alerts", "stream_worker connect"):
         assert marker in commands, f"never saw a {marker!r} process; saw: {commands}"
     assert "stream_worker.children" in commands
 
@@ -491,6 +590,8 @@ def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
 def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
     start_demo: Callable[..., DemoRun], tmp_path: Path
 ) -> None:
+    """With ../shared/videos present, the camera connector reads the longest clip (the van at the
+    gate, 10 s) as video-1 beside the simulated cameras, until they are done and it played once."""
     pictures = tmp_path / "plates"
     run = start_demo("--cameras", "2", "--fps", "2", "--duration", "3", "--plate-images", str(pictures))
     exit_code = run.process.wait(timeout=240)
@@ -502,17 +603,40 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
     assert "frames published  13 by 2 camera(s)" in output
     # The repeated car photo is one vehicle standing in each camera's view: one sighting each.
     sightings = [line.split() for line in output.splitlines() if "SIGHTING" in line.split()[1:2]]
-    assert sorted(cells[0] for cells in sightings) == ["cam-1", "cam-2"], output
-    assert all(edit_distance(cells[2], EXPECTED_PLATE) <= 1 for cells in sightings), output
-    assert "sightings         2 from" in output
+    simulated = [cells for cells in sightings if cells[0].startswith("cam-")]
+    assert sorted(cells[0] for cells in simulated) == ["cam-1", "cam-2"], output
+    assert all(edit_distance(cells[2], EXPECTED_PLATE) <= 1 for cells in simulated), output
+    # The van at the gate passes once per loop: its plate, read exactly, is video-1's sighting.
+    assert [cells[2] for cells in sightings if cells[0] == "video-1"] == ["H133OE123"], output
+    assert re.search(r"sightings +3 from \d+ reads \(", output), output
     # The van is on the watch list by its true text: one alert per camera, whatever it is read as.
     alerts = [line.split() for line in output.splitlines() if "ALERT" in line.split()[1:2]]
     assert sorted(cells[0] for cells in alerts) == ["cam-1", "cam-2"], output
     assert all(cells[2] == SAMPLE_PLATE and "(demo:" in cells for cells in alerts), output
     assert re.search(rf"alerts +2 \({SAMPLE_PLATE} on demo: (fuzzy|exact) x", output), output
     _assert_camera_settings_at_work(output, pictures, plate_rows=len(_van_rows(output)))
+    _assert_the_connector_was_accounted_for(output, "video-1", "gate-van-H133OE123.mov", clip_frames=40)
     _assert_saw_every_kind_of_child(run)
     assert _leftovers(run) == []
+
+
+def _assert_the_connector_was_accounted_for(output: str, camera: str, clip: str, clip_frames: int) -> None:
+    """Its frames (read back) each came back as an event of its camera (a row each), its status
+    says it stopped with that many frames published, and at least one loop of the clip was read."""
+    rows = [line.split() for line in output.splitlines() if line.split()[:1] == [camera]]
+    events = {cells[1] for cells in rows if cells[1].startswith(f"{camera}:")}  # frame ids
+    found = re.search(
+        rf"connector frames +(\d+) by {camera} \({re.escape(clip)}\), read back from the frames topic "
+        r"\(not in 'frames published'\): (\d+) plate events, (\d+) dead letters, missing 0",
+        output,
+    )
+    assert found is not None, output
+    frames, event_count, dead = (int(group) for group in found.groups())
+    assert frames == event_count == len(events) > 0 and dead == 0, output
+    status = re.search(rf"camera {camera} +stopped: (\d+) frames decoded, (\d+) published, ", output)
+    assert status is not None, output
+    decoded, published = int(status[1]), int(status[2])
+    assert published == frames and decoded >= clip_frames - 1, output  # one loop at least
 
 
 def _van_rows(output: str) -> list[str]:
@@ -531,7 +655,8 @@ def _assert_camera_settings_at_work(output: str, pictures: Path, plate_rows: int
     assert "zone 'street' (lower 40% of the frame), plate pictures on" in output, output
     assert plate_rows > 0 and all(row.endswith("zone street") for row in _van_rows(output)), output
     sightings = [line for line in output.splitlines() if "SIGHTING" in line.split()[1:2]]
-    assert sightings and all(", zone street, closed by" in line for line in sightings), output
+    simulated = [line for line in sightings if line.startswith("cam-")]  # the video has no zone
+    assert simulated and all(", zone street, closed by" in line for line in simulated), output
     summary = re.search(r"plate pictures +(\d+) in (\S+)", output)
     assert summary is not None and Path(summary[2]) == pictures, output
     files = sorted(pictures.glob("*.jpg"))
@@ -574,22 +699,18 @@ def test_demo_attaches_to_given_servers_and_starts_neither(
 ) -> None:
     from confluent_kafka.admin import AdminClient
 
+    truck = weights_dir().parent / "videos" / "gate-truck-Y663YO750.mp4"  # a clip named: video-1
     run = start_demo(
-        "--bootstrap-servers",
-        kafka_bootstrap,
-        "--triton-url",
-        triton_url,
-        "--cameras",
-        "1",
-        "--duration",
-        "2",
+        *("--bootstrap-servers", kafka_bootstrap, "--triton-url", triton_url),
+        *("--cameras", "1", "--duration", "2", "--video-camera", str(truck)),
     )
     exit_code = run.process.wait(timeout=240)
     output = run.wait_for_output()
     assert run.plate_seen.is_set(), output
     _assert_the_worker_lost_nothing(output, exit_code)
+    _assert_the_connector_was_accounted_for(output, "video-1", truck.name, clip_frames=23)
     commands = " | ".join(info.cmdline for info in run.seen.values())
-    assert "stream_worker run" in commands
+    assert "stream_worker run" in commands and "stream_worker connect" in commands
     assert "tansu" not in commands and "tritonserver" not in commands
     assert _leftovers(run) == []
     created = re.search(r"creating topics (stream-worker-demo-\w+)\.frames,", run.output)
