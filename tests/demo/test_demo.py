@@ -622,7 +622,7 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
 
 def _assert_the_connector_was_accounted_for(output: str, camera: str, clip: str, clip_frames: int) -> None:
     """Its frames (read back) each came back as an event of its camera (a row each), its status
-    says it stopped with that many frames published, and at least one loop of the clip was read."""
+    says it stopped, and at least one loop of the clip was read."""
     rows = [line.split() for line in output.splitlines() if line.split()[:1] == [camera]]
     events = {cells[1] for cells in rows if cells[1].startswith(f"{camera}:")}  # frame ids
     found = re.search(
@@ -636,7 +636,9 @@ def _assert_the_connector_was_accounted_for(output: str, camera: str, clip: str,
     status = re.search(rf"camera {camera} +stopped: (\d+) frames decoded, (\d+) published, ", output)
     assert status is not None, output
     decoded, published = int(status[1]), int(status[2])
-    assert published == frames and decoded >= clip_frames - 1, output  # one loop at least
+    # Its last status is written just before its producer's last flush: a frame or two may still
+    # have been on the way (delivered, read back, but not yet counted as published).
+    assert 0 < published <= frames and decoded >= clip_frames - 1, output  # one loop at least
 
 
 def _van_rows(output: str) -> list[str]:
