@@ -32,7 +32,7 @@ from typing import Any
 
 # Element -> the Debian package that ships it, for the error message when one is missing.
 REQUIRED_ELEMENTS = {
-    "filesrc": "gstreamer1.0-plugins-base (libgstreamer1.0-0)",
+    "filesrc": "libgstreamer1.0-0",
     "decodebin": "gstreamer1.0-plugins-base",
     "videoconvert": "gstreamer1.0-plugins-base",
     "videoscale": "gstreamer1.0-plugins-base",
