@@ -13,6 +13,9 @@ class FrameHeader(StrEnum):
     CAMERA_ID = "camera_id"  # falls back to the record key
     FRAME_ID = "frame_id"  # falls back to "topic:partition:offset"
     CAPTURED_AT = "captured_at"  # ISO-8601 or epoch milliseconds
+    # A static marker (the connector's motion gate): the record stands for frames in which nothing
+    # moved, its value is empty, and this says the frames' size, "WIDTHxHEIGHT".
+    STATIC = "static"
 
 
 class DeadLetterHeader(StrEnum):
@@ -58,6 +61,15 @@ class FrameHeaders(BaseModel):
         None,
         description="When the camera took the frame: ISO-8601 (naive means UTC) or epoch milliseconds.",
         examples=["2025-01-31T12:00:00.250Z", "1738324800250"],
+    )
+    static: str | None = Field(
+        None,
+        pattern=r"^[1-9][0-9]{0,4}x[1-9][0-9]{0,4}$",
+        description="Set by the camera connector on a static marker: a record with an empty value that "
+        "stands for frames its motion gate found still (the size of those frames, WIDTHxHEIGHT). The "
+        "worker answers it with an event that says examined false, so that consumers know the camera "
+        "was watched and nothing moved.",
+        examples=["1920x1080"],
     )
 
 

@@ -20,9 +20,10 @@ Frames of one camera arrive in order on one partition and this step runs on the 
 consumption order, so each camera's gate sees its frames in order. Its clock is the frame's
 `captured_at`, or the time the worker consumed it when the camera sends none. Cameras with a
 `source` are left alone: the connector reads and gates them already, and gating its output again
-would throw away the pre-roll it published on purpose. A frame whose grey copy cannot be decoded
-goes to Triton, which says what is wrong with it (a dead letter). Memory is bounded: the gates of
-at most `max_cameras` cameras, the least recently seen dropped first (its next frame then starts
+would throw away the pre-roll it published on purpose; its static markers (a record with no
+image and the header `static`, standing for frames it found still) get their not-examined event.
+A frame whose grey copy cannot be decoded goes to Triton, which says what is wrong with it (a dead
+letter). Memory is bounded: the gates of at most `max_cameras` cameras, the least recently seen dropped first (its next frame then starts
 a new background: a heartbeat), and one held frame per camera.
 """
 
@@ -99,6 +100,8 @@ class MotionGating:
         camera_id = frame.camera_id
         settings = self.settings_of(camera_id)
         motion = settings.motion
+        if frame.static is not None:  # the connector's static marker: its frames were gated there
+            return [Decided(frame, NotExamined(*frame.static))]
         if motion is None or not motion.enabled or settings.source is not None:
             camera = self._cameras.pop(camera_id, None)
             held = self._decide_alone(camera) if camera is not None and camera.held else []

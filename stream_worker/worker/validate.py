@@ -14,6 +14,7 @@ from stream_worker.contracts import ErrorReason, ErrorStage, FrameHeader
 
 Headers = list[tuple[str, bytes | None]]
 _EPOCH_MS = re.compile(r"^-?\d{1,16}$")
+_SIZE = re.compile(r"^([1-9][0-9]{0,4})x([1-9][0-9]{0,4})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class Frame:
     frame_id: str
     captured_at: datetime | None
     epoch: int  # the partition's assignment generation when consumed (stale results are dropped)
+    static: tuple[int, int] | None = None  # a static marker's frame size (FrameHeader.STATIC): no image
 
     @property
     def partition(self) -> tuple[str, int]:
@@ -99,9 +101,12 @@ def parse_captured_at(text: str) -> datetime:
 def validate(record: InputRecord, max_frame_bytes: int, epoch: int = 0) -> Frame | Rejection:
     """A `Frame` ready for inference, or why the record goes to the dead-letter topic."""
     try:
-        if not record.value:
+        static = _static_size(_text(_last_header(record.headers, FrameHeader.STATIC), "header static"))
+        if static is not None and record.value:
+            raise _Invalid(ErrorReason.INVALID_HEADER, "a static marker (header static) must have no value")
+        if not record.value and static is None:
             raise _Invalid(ErrorReason.EMPTY_FRAME, "the record has no value (JPEG bytes expected)")
-        if len(record.value) > max_frame_bytes:
+        if record.value and len(record.value) > max_frame_bytes:
             raise _Invalid(
                 ErrorReason.FRAME_TOO_LARGE,
                 f"{len(record.value)} bytes exceed --max-frame-bytes {max_frame_bytes}",
@@ -125,4 +130,14 @@ def validate(record: InputRecord, max_frame_bytes: int, epoch: int = 0) -> Frame
         frame_id=frame_id or record.source_id,
         captured_at=captured_at,
         epoch=epoch,
+        static=static,
     )
+
+
+def _static_size(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    match = _SIZE.match(text)
+    if match is None:
+        raise _Invalid(ErrorReason.INVALID_HEADER, f"header static {text[:32]!r} is not WIDTHxHEIGHT")
+    return int(match.group(1)), int(match.group(2))

@@ -207,7 +207,7 @@ def test_a_worker_dead_letter_matches_the_header_schema():
 
 
 def test_header_names_are_the_documented_ones():
-    assert [h.value for h in FrameHeader] == ["camera_id", "frame_id", "captured_at"]
+    assert [h.value for h in FrameHeader] == ["camera_id", "frame_id", "captured_at", "static"]
     assert {h.value for h in DeadLetterHeader} >= {
         "error.stage",
         "error.reason",

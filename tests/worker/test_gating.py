@@ -214,3 +214,13 @@ def test_held_frames_are_dropped_with_their_partition_and_with_the_gating_settin
     after = frame(1.25)
     assert gate.check(after, now=0.0) == [Decided(held, NotExamined(1280, 720)), Decided(after)]
     assert len(gate) == 0
+
+
+def test_a_connector_static_marker_is_not_examined_whatever_the_settings():
+    source = CameraSettings(source=CameraSource(url="/a.mp4"), motion=MOTION)
+    gate = gating({"cam": source})
+    record = InputRecord("frames", 0, 1, b"cam", b"", [("static", b"1920x1080")], received_at=0.0)
+    marker = Frame(record, "cam", "m1", T0, epoch=1, static=(1920, 1080))
+    assert gate.check(marker, now=0.0) == [Decided(marker, NotExamined(1920, 1080))]
+    plain = gating({})  # a camera without any settings: still not examined, nothing to look at
+    assert plain.check(marker, now=0.0) == [Decided(marker, NotExamined(1920, 1080))]

@@ -117,3 +117,28 @@ header_names = st.sampled_from(["camera_id", "frame_id", "captured_at", "other"]
 def test_any_bytes_yield_a_frame_or_a_rejection(value, key, headers):
     outcome = validate(record(value=value, key=key, headers=headers), max_frame_bytes=32)
     assert isinstance(outcome, Frame | Rejection)
+
+
+# --- the connector's static markers ----------------------------------------------------------
+
+
+def test_a_static_marker_is_a_frame_without_image_with_its_size():
+    frame = validate(record(value=b"", headers=[("static", b"1920x1080")]), max_frame_bytes=1000)
+    assert isinstance(frame, Frame)
+    assert frame.static == (1920, 1080)
+    assert validate(record(), max_frame_bytes=1000).static is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("value", "static", "reason"),
+    [
+        (JPEG, b"1920x1080", ErrorReason.INVALID_HEADER),  # a marker carries no image
+        (b"", b"1920*1080", ErrorReason.INVALID_HEADER),
+        (b"", b"0x1080", ErrorReason.INVALID_HEADER),
+        (b"", b"1920x1080x3", ErrorReason.INVALID_HEADER),
+        (b"", b"\xff", ErrorReason.INVALID_HEADER),
+    ],
+)
+def test_bad_static_markers_are_rejected(value, static, reason):
+    rejected = validate(record(value=value, headers=[("static", static)]), max_frame_bytes=1000)
+    assert isinstance(rejected, Rejection) and rejected.reason is reason
