@@ -23,8 +23,9 @@ consumption order, so each camera's gate sees its frames in order. Its clock is 
 would throw away the pre-roll it published on purpose; its static markers (a record with no
 image and the header `static`, standing for frames it found still) get their not-examined event.
 A frame whose grey copy cannot be decoded goes to Triton, which says what is wrong with it (a dead
-letter). Memory is bounded: the gates of at most `max_cameras` cameras, the least recently seen dropped first (its next frame then starts
-a new background: a heartbeat), and one held frame per camera.
+letter). Memory is bounded: the gates of at most `max_cameras` cameras, the least recently seen
+dropped first (its next frame then starts a new background: a heartbeat), and one held frame per
+camera.
 """
 
 from __future__ import annotations
