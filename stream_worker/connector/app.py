@@ -96,6 +96,7 @@ class ConnectorService(LoopService):
             backoff_cap_s=settings.backoff_cap_s,
             queue_frames=settings.queue_frames,
             decode_threads=settings.decode_threads,
+            static_key_frames_s=settings.static_key_frames_s,
             hwaccel=settings.hwaccel,
             environ=dict(os.environ),
         )

@@ -68,6 +68,7 @@ class ReaderOptions:
     backoff_cap_s: float = 8.0
     queue_frames: int = 20
     decode_threads: int = 1
+    static_key_frames_s: float = 0.0  # with motion: static this long, decode key frames only (0: off)
     hwaccel: str | None = None
     environ: Mapping[str, str] = field(default_factory=dict)
 
@@ -140,6 +141,9 @@ class CameraReader:
         self._arrival_timed = False
         self._use_hwaccel = bool(options.hwaccel)
         self._secrets: list[str] = []  # the resolved URL's, for `redact`
+        self._codec: Any = None
+        self._static_since: float | None = None  # stream time the current static stretch began
+        self.key_frames_only = False
         self._thread = threading.Thread(target=self._run, name=f"camera-{spec.camera_id}", daemon=True)
 
     # --- control ---------------------------------------------------------------------------
@@ -296,6 +300,9 @@ class CameraReader:
         self._sampler.reset()
         self._clock.reset()
         self._arrival_timed = not self._is_file and container.format.name in ARRIVAL_TIMED_FORMATS
+        self._codec = stream.codec_context
+        self._static_since = None
+        self.key_frames_only = False
         rate = stream.average_rate or stream.guessed_rate
         self._times = StreamTime(1.0 / float(rate) if rate else 1.0 / self.spec.source.fps)
         if self._motion is not None:
@@ -311,6 +318,8 @@ class CameraReader:
         for packet in container.demux(stream):
             if self._stop.is_set():
                 return streamed
+            if self.key_frames_only:  # frames come a key-frame interval apart: packets show it lives
+                last_frame = time.monotonic()
             for frame in packet.decode():
                 streamed = True
                 last_frame = time.monotonic()
@@ -354,8 +363,26 @@ class CameraReader:
             stats.motion += 1
         elif decision is Decision.STATIC:
             stats.static += 1
+        self._key_frames_when_static(t, decision)
         for held, held_wall in self._pre_roll.admit(t, (frame, wall), decision):
             self._emit(held, held_wall)
+
+    def _key_frames_when_static(self, t: float, decision: Decision) -> None:
+        """Decode only key frames once the scene has been static `static_key_frames_s`; every frame
+        again as soon as one shows motion. A heartbeat does not end a static stretch."""
+        if self.options.static_key_frames_s <= 0 or self._codec is None:
+            return
+        if decision in (Decision.MOTION, Decision.POST_ROLL):
+            self._static_since = None
+            if self.key_frames_only:
+                self._codec.skip_frame = "DEFAULT"
+                self.key_frames_only = False
+            return
+        if self._static_since is None:
+            self._static_since = t
+        elif not self.key_frames_only and t - self._static_since >= self.options.static_key_frames_s:
+            self._codec.skip_frame = "NONKEY"
+            self.key_frames_only = True
 
     def _emit(self, frame: Any, wall: float) -> None:
         jpeg = self._encoder.encode(frame)

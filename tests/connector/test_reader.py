@@ -85,11 +85,14 @@ def test_a_full_queue_drops_the_oldest_frames_and_counts_them():
     assert reader.queue.dropped == 44 and reader.stats.queued == 47
 
 
-def still_then_moving(path: Path, seconds_still: float, seconds_moving: float, fps: int = 10) -> None:
+def still_then_moving(
+    path: Path, seconds_still: float, seconds_moving: float, fps: int = 10, key_frame_every: int = 12
+) -> None:
     """A grey scene, a block crossing it for `seconds_moving`, the grey scene again."""
     with av.open(str(path), "w") as container:
         stream = container.add_stream("mpeg4", rate=fps)
         stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
+        stream.codec_context.gop_size = key_frame_every
         total = int((2 * seconds_still + seconds_moving) * fps)
         for index in range(total):
             image = np.full((240, 320, 3), 100, dtype=np.uint8)
@@ -123,6 +126,25 @@ def test_motion_gating_publishes_the_motion_with_its_pre_and_post_roll_and_heart
         12.8,  # a heartbeat 4 s after the last frame published
     ]
     assert (stats.sampled, stats.motion, stats.static, stats.queued) == (65, 5, 47, 23)
+
+
+def test_a_static_scene_decodes_only_its_key_frames_until_one_shows_motion(tmp_path):
+    video = tmp_path / "scene.mp4"
+    still_then_moving(video, seconds_still=6, seconds_moving=2, key_frame_every=10)  # a key frame a second
+    motion = MotionSettings(pre_roll_s=1.0, post_roll_s=1.0, heartbeat_s=4.0)
+    options = ReaderOptions(queue_frames=200, static_key_frames_s=2.0)
+    reader = CameraReader(spec(str(video), motion, fps=10), options)
+    frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED, timeout_s=40)
+    times = [datetime.fromisoformat(f.captured_at).timestamp() for f in frames]
+    offsets = [round(t - times[0], 1) for t in times]
+    # Every frame of the first 2 s static (0-2.0 s: 21), then key frames only (3, 4, 5 s) until the
+    # one at 6 s shows the block; then every frame through the motion, 1 s of post-roll and 2 s
+    # static again (6.1-11.0 s: 50), then key frames only (12, 13 s).
+    assert reader.stats.decoded == 21 + 3 + 1 + 50 + 2
+    assert offsets[:3] == [0.0, 4.0, 5.0]  # the first frame, a heartbeat, a key frame as pre-roll
+    assert offsets[3:33] == [round(6.0 + n / 10, 1) for n in range(30)]  # the motion, nothing missed
+    assert offsets[33:] == [13.0]  # a heartbeat
+    assert reader.stats.decoded < 140  # of the clip's 140 frames
 
 
 class _Mjpeg(http.server.BaseHTTPRequestHandler):
