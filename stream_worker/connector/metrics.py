@@ -67,8 +67,8 @@ class CamerasCollector(Collector):
         )
         since = GaugeMetricFamily(
             f"{PREFIX}_camera_seconds_since_last_frame",
-            "Seconds since the camera's last decoded frame (absent before its first; with --static-key-frames-s "
-            "a static camera's frames come a key-frame interval apart).",
+            "Seconds since the camera's last decoded frame (absent before its first; with "
+            "--static-key-frames-s a static camera's frames come a key-frame interval apart).",
             labels=["camera"],
         )
         motion = GaugeMetricFamily(
