@@ -5,7 +5,7 @@ Pure numpy/OpenCV, no Kafka. Masks are filled dark red, semi-transparent, and ou
 plates are ignored); each zone is outlined in its own colour with its name on a label inside it
 near its first point. Polygons are scaled from 0..1 to the image exactly as the worker scales them
 (x * width, y * height), clamped to the last pixel so that an edge on the border stays visible.
-The sizes follow `recognize --annotate` (stream_worker/recognize.py) so the two look alike.
+The sizes follow `recognize --annotate` (stream_worker/tools/recognize.py) so the two look alike.
 """
 
 from __future__ import annotations
