@@ -97,6 +97,7 @@ class ConnectorService(LoopService):
             queue_frames=settings.queue_frames,
             decode_threads=settings.decode_threads,
             static_key_frames_s=settings.static_key_frames_s,
+            static_markers=settings.static_markers,
             hwaccel=settings.hwaccel,
             environ=dict(os.environ),
         )
@@ -304,6 +305,7 @@ class ConnectorService(LoopService):
                 frames_dropped=record.frames_dropped + past["frames_dropped"],
                 reconnects=record.reconnects + past["reconnects"],
                 delivery_errors=record.delivery_errors + past["delivery_errors"],
+                static_markers=(record.static_markers or 0) + past["static_markers"],
             )
         key = camera_id.encode()
         if self.publisher.produce_raw(

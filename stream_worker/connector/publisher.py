@@ -3,7 +3,8 @@ cameras' queues in turn, never waits when librdkafka's own bounded buffer is ful
 in their cameras' queues, which drop their oldest), and counts each camera's deliveries.
 
 A frame: key = camera id, value = the JPEG, headers camera_id, frame_id, captured_at (the input
-contract's `FrameHeader`).
+contract's `FrameHeader`); a static marker: the same with an empty value and the header static
+(the frame's WIDTHxHEIGHT).
 """
 
 from __future__ import annotations
@@ -60,11 +61,17 @@ class FramePublisher:
             (FrameHeader.FRAME_ID.value, frame.frame_id.encode()),
             (FrameHeader.CAPTURED_AT.value, frame.captured_at.encode()),
         ]
+        if frame.static is not None:
+            headers.append((FrameHeader.STATIC.value, frame.static.encode()))
         stats = frame.stats
+        marker = frame.static is not None
 
         def delivered(error: KafkaError | None, _message: Message) -> None:
             if error is None:
-                stats.published += 1
+                if marker:
+                    stats.markers += 1
+                else:
+                    stats.published += 1
                 return
             stats.delivery_errors += 1
             if error.fatal():

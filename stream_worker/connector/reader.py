@@ -19,11 +19,12 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from stream_worker.cameras.motion import MIN_WIDTH, CameraMotion, Decision, PreRoll
+from stream_worker.cameras.motion import MIN_WIDTH, CameraMotion, Decision
 from stream_worker.connector.backoff import backoff_s
 from stream_worker.connector.clock import StreamClock
 from stream_worker.connector.encoding import JpegEncoder
 from stream_worker.connector.frame_queue import DropOldestQueue
+from stream_worker.connector.hold import StaticHold
 from stream_worker.connector.sampler import FpsSampler, StreamTime
 from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify
 from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings, Polygon
@@ -69,6 +70,7 @@ class ReaderOptions:
     queue_frames: int = 20
     decode_threads: int = 1
     static_key_frames_s: float = 0.0  # with motion: static this long, decode key frames only (0: off)
+    static_markers: bool = True  # with motion: a static frame is published as a marker (no image)
     hwaccel: str | None = None
     environ: Mapping[str, str] = field(default_factory=dict)
 
@@ -85,8 +87,9 @@ class CameraStats:
     sampled: int = 0  # frames kept by the sampler
     motion: int = 0  # sampled frames with motion
     static: int = 0  # sampled frames the gate held back (not published unless as pre-roll)
-    queued: int = 0  # frames handed to the queue
-    published: int = 0  # frames the broker acknowledged
+    queued: int = 0  # records handed to the queue (frames and static markers)
+    published: int = 0  # frames (with their image) the broker acknowledged
+    markers: int = 0  # static markers the broker acknowledged
     delivery_errors: int = 0
     reconnects: int = 0  # opens after the first (a file's loop is not one)
     sessions: int = 0  # streams opened
@@ -99,8 +102,9 @@ class OutFrame:
     camera_id: str
     frame_id: str
     captured_at: str
-    jpeg: bytes
+    jpeg: bytes  # empty for a static marker
     stats: CameraStats
+    static: str | None = None  # a static marker: the frame's size, "WIDTHxHEIGHT"
 
 
 class _End(Enum):
@@ -133,7 +137,7 @@ class CameraReader:
         held = 0
         if spec.motion is not None:
             held = min(MAX_PRE_ROLL_FRAMES, int(spec.motion.pre_roll_s * spec.source.fps) + 1)
-        self._pre_roll: PreRoll[tuple[Any, float]] = PreRoll(
+        self._hold: StaticHold[tuple[Any, float]] = StaticHold(
             spec.motion.pre_roll_s if spec.motion is not None else 0.0, held
         )
         self._session = ""
@@ -180,6 +184,7 @@ class CameraReader:
                 if end is _End.STOP:
                     break
                 if end is _End.ENDED:
+                    self._let_go(self._hold.clear())  # the frames held at the end: static
                     self._set_state(CameraState.ENDED)
                     log.info("camera ended", extra=self._where())
                     return
@@ -294,6 +299,7 @@ class CameraReader:
 
     def _begin_session(self, container: Any, stream: Any, new: bool) -> None:
         """A new session (frame ids `<camera>:<session>:<n>`) per open, except a file's loop."""
+        self._let_go(self._hold.clear())  # the last session's held frames: static
         if new:
             self._session = f"{time.time_ns() // 1_000_000:x}"
             self._sequence = 0
@@ -307,7 +313,6 @@ class CameraReader:
         self._times = StreamTime(1.0 / float(rate) if rate else 1.0 / self.spec.source.fps)
         if self._motion is not None:
             self._motion.reset()
-        self._pre_roll.clear()
 
     def _decode(self, container: Any, stream: Any) -> bool:
         """Decode until the end of the stream or a stop; whether any frame came. Raises Stalled when
@@ -364,8 +369,14 @@ class CameraReader:
         elif decision is Decision.STATIC:
             stats.static += 1
         self._key_frames_when_static(t, decision)
-        for held, held_wall in self._pre_roll.admit(t, (frame, wall), decision):
-            self._emit(held, held_wall)
+        self._let_go(self._hold.admit(t, (frame, wall), decision))
+
+    def _let_go(self, frames: list[tuple[tuple[Any, float], bool]]) -> None:
+        for (frame, wall), examined in frames:
+            if examined:
+                self._emit(frame, wall)
+            elif self.options.static_markers:
+                self._emit(frame, wall, static=True)
 
     def _key_frames_when_static(self, t: float, decision: Decision) -> None:
         """Decode only key frames once the scene has been static `static_key_frames_s`; every frame
@@ -384,11 +395,13 @@ class CameraReader:
             self._codec.skip_frame = "NONKEY"
             self.key_frames_only = True
 
-    def _emit(self, frame: Any, wall: float) -> None:
-        jpeg = self._encoder.encode(frame)
+    def _emit(self, frame: Any, wall: float, static: bool = False) -> None:
+        """Queue the frame with its JPEG, or as a static marker (its size, no image)."""
+        jpeg = b"" if static else self._encoder.encode(frame)
         frame_id = f"{self.camera_id}:{self._session}:{self._sequence}"
         self._sequence += 1
-        self.queue.put(OutFrame(self.camera_id, frame_id, iso_utc(wall), jpeg, self.stats))
+        size = f"{frame.width}x{frame.height}" if static else None
+        self.queue.put(OutFrame(self.camera_id, frame_id, iso_utc(wall), jpeg, self.stats, size))
         self.stats.queued += 1
         self._on_frame()
 

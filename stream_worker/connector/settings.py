@@ -91,6 +91,12 @@ class ConnectorSettings(ServiceSettings):
         "every 2 s); motion is then noticed up to one key-frame interval late, without pre-roll. "
         "0: every frame is decoded.",
     )
+    static_markers: bool = Field(
+        True,
+        description="With motion gating: each sampled frame the gate finds static is published as a "
+        "static marker (no image, the header static=WIDTHxHEIGHT), which the worker answers with a "
+        "not-examined event, so that the sightings service sees the camera watched.",
+    )
     decode_threads: int = Field(
         1, ge=0, le=64, description="FFmpeg decoding threads per camera (0: FFmpeg decides)."
     )

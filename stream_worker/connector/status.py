@@ -36,6 +36,7 @@ class CameraStatus:
     reconnects: int
     motion_share: float | None  # sampled frames with motion / sampled frames; None without motion
     last_frame_at: float | None
+    static_markers: int | None = None  # added later: None in older records
 
     def to_json(self) -> bytes:
         return orjson.dumps(asdict(self))
@@ -102,6 +103,7 @@ def snapshot(
         reconnects=stats.reconnects,
         motion_share=round(stats.motion / gated, 4) if with_motion and gated else None,
         last_frame_at=round(stats.last_frame_at, 3) if stats.last_frame_at is not None else None,
+        static_markers=stats.markers,
     )
 
 

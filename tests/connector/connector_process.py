@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import av
+import numpy as np
 from service_processes import ServiceProcess, TopicReader
 from stream_servers import videos_dir
 
@@ -96,3 +98,24 @@ def wait_for_frames(
 
     wait_until(enough, f"{count} frames of {camera_id}", connectors, timeout_s)
     return of_camera(reader, camera_id)
+
+
+def still_then_moving(
+    path: Path, seconds_still: float, seconds_moving: float, fps: int = 10, key_frame_every: int = 12
+) -> None:
+    """A grey scene, a block crossing it for `seconds_moving`, the grey scene again."""
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("mpeg4", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
+        stream.codec_context.gop_size = key_frame_every
+        total = int((2 * seconds_still + seconds_moving) * fps)
+        for index in range(total):
+            image = np.full((240, 320, 3), 100, dtype=np.uint8)
+            moving = seconds_still * fps <= index < (seconds_still + seconds_moving) * fps
+            if moving:
+                x = 20 + (index - int(seconds_still * fps)) * 12
+                image[80:160, x : x + 60] = 230
+            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)

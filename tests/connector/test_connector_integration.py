@@ -30,12 +30,14 @@ from connector_process import (
     of_camera,
     read_statuses,
     set_source,
+    still_then_moving,
     wait_for_frames,
     wait_until,
 )
 
-from stream_worker.cameras.store import remove_settings
+from stream_worker.cameras.store import remove_settings, write_settings
 from stream_worker.connector.partitioner import partition_for
+from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings
 
 pytestmark = pytest.mark.integration
 
@@ -284,3 +286,44 @@ def test_two_replicas_share_the_cameras_and_one_takes_over_when_the_other_dies(
         [second],
     )
     assert second.stop() == 0
+
+
+def test_a_gated_camera_publishes_static_markers_the_worker_takes(
+    kafka_bootstrap, topics, start_connector, frames, tmp_path
+):
+    from stream_worker.worker.validate import Frame, InputRecord, validate
+
+    video = tmp_path / "scene.mp4"
+    still_then_moving(video, seconds_still=3, seconds_moving=1)
+    motion = MotionSettings(pre_roll_s=0.5, post_roll_s=0.5, heartbeat_s=10.0)
+    settings = CameraSettings(source=CameraSource(url=str(video), fps=5), motion=motion)
+    write_settings(kafka_bootstrap, "gated", settings, topics.cameras)
+    connector = start_connector()
+    wait_until(
+        lambda: (
+            read_statuses(kafka_bootstrap, topics.status).get("gated", None) is not None
+            and read_statuses(kafka_bootstrap, topics.status)["gated"].state == "ended"
+        ),
+        "the gated camera's end",
+        [connector],
+    )
+    records = wait_for_frames(frames, "gated", 35, [connector])  # 7 s at 5 fps: every one, image or marker
+    records.sort(key=lambda r: int(r.headers["frame_id"].split(b":")[2]))
+    assert [int(r.headers["frame_id"].split(b":")[2]) for r in records] == list(range(35))
+    markers = [r for r in records if "static" in r.headers]
+    images = [r for r in records if "static" not in r.headers]
+    assert markers and images and len(markers) + len(images) == 35
+    for marker in markers:
+        assert not marker.value and marker.headers["static"] == b"320x240"
+        taken = validate(
+            InputRecord(topics.frames, marker.partition, marker.offset, marker.key, marker.value,
+                        list(marker.headers.items()), received_at=0.0),
+            max_frame_bytes=1 << 20,
+        )  # fmt: skip
+        assert isinstance(taken, Frame) and taken.static == (320, 240)
+    assert all(image.value[:2] == b"\xff\xd8" for image in images)
+    status = read_statuses(kafka_bootstrap, topics.status)["gated"]
+    assert status.static_markers == len(markers) and status.frames_published == len(images)
+    assert connector.metric('stream_worker_connector_camera_static_markers_total{camera="gated"}') == len(
+        markers
+    )

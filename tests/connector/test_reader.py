@@ -9,12 +9,12 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 
 import av
 import numpy as np
 import pytest
 from conftest import weights_dir
+from connector_process import still_then_moving
 
 from stream_worker.connector.reader import CameraReader, OutFrame, ReaderOptions, ReaderSpec
 from stream_worker.connector.states import CameraState
@@ -85,27 +85,6 @@ def test_a_full_queue_drops_the_oldest_frames_and_counts_them():
     assert reader.queue.dropped == 44 and reader.stats.queued == 47
 
 
-def still_then_moving(
-    path: Path, seconds_still: float, seconds_moving: float, fps: int = 10, key_frame_every: int = 12
-) -> None:
-    """A grey scene, a block crossing it for `seconds_moving`, the grey scene again."""
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("mpeg4", rate=fps)
-        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
-        stream.codec_context.gop_size = key_frame_every
-        total = int((2 * seconds_still + seconds_moving) * fps)
-        for index in range(total):
-            image = np.full((240, 320, 3), 100, dtype=np.uint8)
-            moving = seconds_still * fps <= index < (seconds_still + seconds_moving) * fps
-            if moving:
-                x = 20 + (index - int(seconds_still * fps)) * 12
-                image[80:160, x : x + 60] = 230
-            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-
-
 def test_motion_gating_publishes_the_motion_with_its_pre_and_post_roll_and_heartbeats(tmp_path):
     video = tmp_path / "scene.mp4"
     still_then_moving(video, seconds_still=6, seconds_moving=1)  # motion 6.0-7.0 s of 13 s
@@ -114,10 +93,12 @@ def test_motion_gating_publishes_the_motion_with_its_pre_and_post_roll_and_heart
     frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED, timeout_s=40)
     stats = reader.stats
     numbers = [int(f.frame_id.rsplit(":", 1)[1]) for f in frames]
-    assert numbers == list(range(len(frames)))
+    assert numbers == list(range(65))  # every sampled frame once, in order: an image or a marker
     times = [datetime.fromisoformat(f.captured_at).timestamp() for f in frames]
-    offsets = [round(t - times[0], 1) for t in times]
-    assert offsets == [
+    assert times == sorted(times)
+    images = [round(t - times[0], 1) for t, f in zip(times, frames, strict=True) if f.static is None]
+    markers = [f for f in frames if f.static is not None]
+    assert images == [
         0.0,  # the first frame (no background yet)
         4.0,  # a heartbeat
         *(5.0, 5.2, 5.4, 5.6, 5.8),  # the pre-roll, held while static, published when motion starts
@@ -125,7 +106,9 @@ def test_motion_gating_publishes_the_motion_with_its_pre_and_post_roll_and_heart
         *(7.0, 7.2, 7.4, 7.6, 7.8, 8.0, 8.2, 8.4, 8.6, 8.8),  # 2 s of post-roll
         12.8,  # a heartbeat 4 s after the last frame published
     ]
-    assert (stats.sampled, stats.motion, stats.static, stats.queued) == (65, 5, 47, 23)
+    assert len(markers) == 65 - 23 and {(m.jpeg, m.static) for m in markers} == {(b"", "320x240")}
+    assert all(f.jpeg[:2] == b"\xff\xd8" for f in frames if f.static is None)
+    assert (stats.sampled, stats.motion, stats.static, stats.queued) == (65, 5, 47, 65)
 
 
 def test_a_static_scene_decodes_only_its_key_frames_until_one_shows_motion(tmp_path):
@@ -136,7 +119,8 @@ def test_a_static_scene_decodes_only_its_key_frames_until_one_shows_motion(tmp_p
     reader = CameraReader(spec(str(video), motion, fps=10), options)
     frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED, timeout_s=40)
     times = [datetime.fromisoformat(f.captured_at).timestamp() for f in frames]
-    offsets = [round(t - times[0], 1) for t in times]
+    offsets = [round(t - times[0], 1) for t, f in zip(times, frames, strict=True) if f.static is None]
+    assert len(frames) == reader.stats.decoded  # every decoded frame sampled: an image or a marker
     # Every frame of the first 2 s static (0-2.0 s: 21), then key frames only (3, 4, 5 s) until the
     # one at 6 s shows the block; then every frame through the motion, 1 s of post-roll and 2 s
     # static again (6.1-11.0 s: 50), then key frames only (12, 13 s).

@@ -1,0 +1,60 @@
+"""The connector's pre-roll ring that also says what it lets go: every sampled frame comes out
+exactly once, in stream order, either examined (published with its image) or static (published as
+a static marker, a record with no image, so that the worker answers it with a not-examined event
+and the sightings service sees the camera watched while nothing moves).
+
+The rule is `cameras.motion.PreRoll`'s: a static frame is held for `seconds` (at most `max_items`);
+motion releases the held frames as pre-roll, then itself; a post-roll or heartbeat frame comes out
+alone, the held frames (older) then being static. Pure.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Generic, TypeVar
+
+from stream_worker.cameras.motion import TIME_EPSILON_S, Decision
+
+T = TypeVar("T")
+
+Out = tuple[T, bool]  # (the frame, examined)
+
+
+class StaticHold(Generic[T]):
+    def __init__(self, seconds: float, max_items: int) -> None:
+        if seconds < 0 or max_items < 0:
+            raise ValueError("seconds and max_items must not be negative")
+        self.seconds = seconds
+        self.max_items = max_items
+        self._held: deque[tuple[float, T]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def clear(self) -> list[Out[T]]:
+        """Let go of every held frame, as static (a stream that ends or starts again)."""
+        out = [(item, False) for _, item in self._held]
+        self._held.clear()
+        return out
+
+    def admit(self, t: float, item: T, decision: Decision) -> list[Out[T]]:
+        """What comes out now, in order: frames that fell out of the ring (static), then those this
+        frame releases."""
+        held = self._held
+        out: list[Out[T]] = []
+        if held and t < held[-1][0]:
+            out += self.clear()  # time went backwards: what is held is not before this frame
+        while held and held[0][0] < t - self.seconds - TIME_EPSILON_S:
+            out.append((held.popleft()[1], False))
+        if decision is Decision.STATIC:
+            if self.seconds > 0 and self.max_items > 0:
+                held.append((t, item))
+                if len(held) > self.max_items:
+                    out.append((held.popleft()[1], False))
+            else:
+                out.append((item, False))
+            return out
+        out += [(held_item, decision is Decision.MOTION) for _, held_item in held]
+        held.clear()
+        out.append((item, True))
+        return out
