@@ -166,8 +166,9 @@ def score(arm: Arm, views: Sequence[PlannedView], stream_s: float) -> dict[str, 
     all_in = sum(cpu.values())
     per_hour = 3600 / stream_s
     return {
-        "frames": len(frames),
-        "frames_mb": round(sum(len(m.value() or b"") for m in frames) / 1e6, 1),
+        "frames": sum(1 for m in frames if m.value()),
+        "static_markers": sum(1 for m in frames if not m.value()),
+        "frames_mb": round(sum(_record_bytes(m) for m in frames) / 1e6, 2),
         "cpu_s": cpu,
         "pipeline_cpu_s_per_camera_hour": round(pipeline * per_hour),
         "connector_cpu_s_per_camera_hour": round(cpu["connector"] * per_hour),
@@ -179,6 +180,12 @@ def score(arm: Arm, views: Sequence[PlannedView], stream_s: float) -> dict[str, 
         "sightings_outside_passes": len([s for s in sightings if s["sighting_id"] not in owned]),
         "rows": rows,
     }
+
+
+def _record_bytes(message: Any) -> int:
+    """What a record puts on the topic: value, key and headers."""
+    headers = sum(len(name) + len(value or b"") for name, value in message.headers() or ())
+    return len(message.value() or b"") + len(message.key() or b"") + headers
 
 
 def _captured_s(message: Any) -> float:
