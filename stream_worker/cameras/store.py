@@ -17,6 +17,9 @@ from stream_worker.service.compacted import (
 )
 
 DEFAULT_TOPIC = "cameras"
+# The camera connector's replicas share the cameras by the topic's partitions (a consumer group over
+# it): a topic created here gets as many as the connector and the deployments create it with.
+DEFAULT_PARTITIONS = 6
 
 CamerasSnapshot = CompactedSnapshot[str, CameraSettings]
 CamerasStoreError = CompactedTopicError
@@ -51,7 +54,14 @@ def write_settings(
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Store the camera's settings (creating the compacted topic if needed); returns once stored."""
-    write_compacted(bootstrap_servers, topic, [encode_settings(camera_id, settings)], config, timeout_s)
+    write_compacted(
+        bootstrap_servers,
+        topic,
+        [encode_settings(camera_id, settings)],
+        config,
+        timeout_s,
+        DEFAULT_PARTITIONS,
+    )
 
 
 def remove_settings(
@@ -62,4 +72,6 @@ def remove_settings(
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Write the camera's tombstone: it is back to the defaults."""
-    write_compacted(bootstrap_servers, topic, [encode_removal(camera_id)], config, timeout_s)
+    write_compacted(
+        bootstrap_servers, topic, [encode_removal(camera_id)], config, timeout_s, DEFAULT_PARTITIONS
+    )

@@ -17,6 +17,7 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from stream_worker.cameras.store import DEFAULT_PARTITIONS as CAMERAS_PARTITIONS
 from stream_worker.service.settings import ServiceSettings, load
 
 ENV_PREFIX = "STREAM_WORKER_CONNECT_"
@@ -60,7 +61,7 @@ class ConnectorSettings(ServiceSettings):
         description="Compacted topic of each camera's status (key: camera id), read by `cameras status`.",
     )
     cameras_partitions: int = Field(
-        6,
+        CAMERAS_PARTITIONS,
         ge=1,
         le=1000,
         description="Partitions of the cameras topic when the connector creates it (an existing topic "

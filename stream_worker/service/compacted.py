@@ -264,13 +264,14 @@ def write_compacted(
     records: Sequence[tuple[bytes, bytes | None]],
     config: Mapping[str, object] | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    partitions: int = DEFAULT_PARTITIONS,
 ) -> int:
-    """Write (key, value) records (None: tombstone), creating the compacted topic if needed;
-    returns once every record is stored (how many), else raises CompactedTopicError naming the
-    records that failed."""
+    """Write (key, value) records (None: tombstone), creating the compacted topic if needed (with
+    `partitions`); returns once every record is stored (how many), else raises CompactedTopicError
+    naming the records that failed."""
     if not records:
         return 0
-    ensure_compacted_topic(bootstrap_servers, topic, config, timeout_s=timeout_s)
+    ensure_compacted_topic(bootstrap_servers, topic, config, partitions=partitions, timeout_s=timeout_s)
     producer = Producer(
         {
             "partitioner": "murmur2_random",
