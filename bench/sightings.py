@@ -51,7 +51,6 @@ from bench.masks import pass_settings
 from bench.passes import KINDS, Difficulty, ScenePass, make_pass
 from bench.report import write_json
 from bench.sightings_score import Outputs, PlannedPass, render, score
-from stream_worker.alerts.store import WatchlistStoreError, write_changes
 from stream_worker.cameras.records import encode_settings
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.contracts.watchlist import WatchEntry
@@ -60,6 +59,7 @@ from stream_worker.launchers.broker import create_topics, free_port
 from stream_worker.launchers.service import ServiceChild, ServiceStartError
 from stream_worker.service.compacted import CompactedTopicError, write_compacted
 from stream_worker.tools.produce import producer_config
+from stream_worker.watchlists.topic import WatchlistStoreError, write_changes
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCENES = REPO_ROOT.parent / "shared" / "evalset" / "scenes"

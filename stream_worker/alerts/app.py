@@ -42,7 +42,6 @@ from stream_worker.alerts.passes import AlertEngine, Outgoing, PassRules
 from stream_worker.alerts.recent import RecentPasses
 from stream_worker.alerts.settings import AlertsSettings, load_settings
 from stream_worker.alerts.sightings import SightingAlerts, SightingOutgoing, SightingRules
-from stream_worker.alerts.store import WatchlistStoreError
 from stream_worker.contracts import PlateEvent, PlateSighting
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
@@ -51,6 +50,7 @@ from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.plate_records import PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.watchlists.topic import WatchlistStoreError
 
 log = logging.getLogger("stream_worker.alerts")
 

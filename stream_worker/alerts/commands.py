@@ -12,15 +12,15 @@ from pathlib import Path
 
 from confluent_kafka import KafkaException
 
-from stream_worker.alerts.csvfile import CsvImportError, parse_csv, write_csv
-from stream_worker.alerts.store import (
+from stream_worker.contracts.watchlist import WatchEntry, new_entry, validate_plate
+from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
+from stream_worker.watchlists.csvfile import CsvImportError, parse_csv, write_csv
+from stream_worker.watchlists.topic import (
     WatchlistSnapshot,
     WatchlistStoreError,
     read_watchlist,
     write_changes,
 )
-from stream_worker.contracts.watchlist import WatchEntry, new_entry, validate_plate
-from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
 
 
 def add(

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from stream_worker.alerts.store import DEFAULT_TIMEOUT_S, WatchlistStoreError
 from stream_worker.contracts.watchlist import WatchEntry, decode_record
 from stream_worker.plates.matching import Matcher
 from stream_worker.service.compacted import CompactedFollower, CompactedTopicError
+from stream_worker.watchlists.topic import DEFAULT_TIMEOUT_S, WatchlistStoreError
 
 
 class WatchlistFollower:

@@ -10,11 +10,11 @@ from dataclasses import astuple, dataclass
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from stream_worker.alerts.store import WatchlistStoreError, write_changes
 from stream_worker.contracts.watchlist import new_entry
 from stream_worker.demo.options import DemoError
 from stream_worker.launchers.broker import BrokerError, create_topics
 from stream_worker.service.compacted import CompactedTopicError, ensure_compacted_topic
+from stream_worker.watchlists.topic import WatchlistStoreError, write_changes
 
 # The van in samples/car.jpg, by its true text: the recognizer reads it B840OK197 (a fuzzy match).
 SAMPLE_PLATE = "B840CK197"

@@ -15,10 +15,10 @@ from confluent_kafka import Producer
 from service_processes import WAIT_S, ServiceProcess, TopicReader
 from support import EXPECTED_PLATE
 
-from stream_worker.alerts.store import write_changes
 from stream_worker.contracts import PlateEvent, PlateSighting
 from stream_worker.contracts.alerts import MatchKind
 from stream_worker.launchers.broker import create_topics
+from stream_worker.watchlists.topic import write_changes
 from tests.alerts.test_alerts_integration import alerts, entry
 
 pytestmark = pytest.mark.integration

@@ -17,11 +17,11 @@ from confluent_kafka import Producer
 from plate_events import T0, Pass, plate, plate_event, timeline
 from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
 
-from stream_worker.alerts.store import write_changes
 from stream_worker.contracts import AlertOrigin, PlateAlert, PlateEvent
 from stream_worker.contracts.alerts import MatchKind
 from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.launchers.broker import create_topics
+from stream_worker.watchlists.topic import write_changes
 
 pytestmark = pytest.mark.integration
 

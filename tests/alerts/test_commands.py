@@ -8,8 +8,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from stream_worker.alerts.store import read_watchlist
 from stream_worker.cli import app
+from stream_worker.watchlists.topic import read_watchlist
 
 runner = CliRunner()
 CLOSED = "127.0.0.1:9"  # nothing listens there

@@ -9,14 +9,14 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from stream_worker.alerts.store import (
+from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.watchlists.topic import (
     SkippedRecord,
     WatchlistStoreError,
     ensure_topic,
     read_watchlist,
     write_changes,
 )
-from stream_worker.contracts.watchlist import WatchEntry
 
 ADDED = datetime(2026, 3, 1, tzinfo=UTC)
 CLOSED = "127.0.0.1:9"  # nothing listens there

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from stream_worker.alerts.csvfile import COLUMNS, CsvImportError, RowProblem, parse_csv, write_csv
 from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.watchlists.csvfile import COLUMNS, CsvImportError, RowProblem, parse_csv, write_csv
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 HEADER = "plate,list,label,max_distance,expires_at\n"
