@@ -8,6 +8,12 @@ read. The alert is raised on the pass's FIRST matching read, without waiting for
 (an alert is wanted while the vehicle is still in view); later reads of the pass publish nothing.
 Consumers get exactly one alert per pass and no follow-ups (no better read, no end of pass).
 
+Frames the worker's motion gate did not examine (`examined: false`: nothing moved) are no evidence
+that the vehicle left, as for the sightings' groups: the gap is measured in examined time (the
+stream time such frames cover is left out), and they keep the camera's open passes alive against
+the wall-clock rule. A vehicle standing at a barrier, still, between two bursts of reads stays one
+pass with one alert. `max_pass_s` still counts in stream time.
+
 Ids and commits: an alert's id is made from the position of its pass's first matching read
 (alert.py), so a pass must be read again from that read after a crash. The commit position of a
 partition therefore never passes the first read of a pass that is open or whose alert the broker
@@ -48,6 +54,7 @@ class Pass:
     first_time: float  # capture time (epoch s) of the first matching read
     last_time: float
     last_wall: float  # monotonic seconds when the last matching read was consumed
+    last_examined: float = 0.0  # last_time less the camera's stream time not examined by then
     closed: bool = False
     delivered: bool = False
 
@@ -76,6 +83,8 @@ class AlertEngine:
         self._wall_clock = wall_clock
         self._commits: dict[int, PartitionCommits] = {}
         self._open: dict[tuple[int, str], dict[str, Pass]] = {}  # (partition, camera) -> plate -> pass
+        # (partition, camera) -> [latest capture time, stream seconds not examined so far]
+        self._clocks: dict[tuple[int, str], list[float]] = {}
         self._unsettled: dict[int, list[Pass]] = {}  # partition -> passes still holding an offset
 
     # --- assignment ------------------------------------------------------------------------
@@ -91,6 +100,8 @@ class AlertEngine:
         dropped = 0
         for camera in [key for key in self._open if key[0] == partition]:
             dropped += len(self._open.pop(camera))
+        for camera in [key for key in self._clocks if key[0] == partition]:
+            del self._clocks[camera]
         self._commits.pop(partition, None)
         self._unsettled.pop(partition, None)
         return dropped
@@ -124,10 +135,21 @@ class AlertEngine:
             return []
         when = event.captured_at or event.processed_at
         time = when.timestamp()
-        passes = self._open.setdefault((partition, event.camera_id), {})
+        camera = (partition, event.camera_id)
+        clock = self._clocks.setdefault(camera, [time, 0.0])
+        if event.examined is False:  # nothing looked for: no evidence that a plate has gone
+            if time > clock[0]:
+                clock[1] += time - clock[0]
+                clock[0] = time
+            for open_pass in self._open.get(camera, {}).values():
+                open_pass.last_wall = now
+            return []
+        clock[0] = max(clock[0], time)
+        examined_time = time - clock[1]
+        passes = self._open.setdefault(camera, {})
         for plate, open_pass in list(passes.items()):
             if (
-                time - open_pass.last_time > self.rules.gap_s
+                examined_time - open_pass.last_examined > self.rules.gap_s
                 or time - open_pass.first_time >= self.rules.max_pass_s
             ):
                 self._close(passes.pop(plate))
@@ -141,16 +163,17 @@ class AlertEngine:
                 if known is not None:
                     known.last_offset, known.last_wall = offset, now
                     known.last_time = max(known.last_time, time)
+                    known.last_examined = max(known.last_examined, examined_time)
                     continue
                 key = (partition, event.camera_id, match.entry.plate)
-                started = Pass(key, commits, offset, offset, time, time, now)
+                started = Pass(key, commits, offset, offset, time, time, now, examined_time)
                 passes[match.entry.plate] = started
                 commits.hold(offset)
                 self._unsettled[partition].append(started)
                 alert = build_alert(event, reading, match, source, self._wall_clock())
                 outgoing.append(Outgoing(alert, started))
         if not passes:
-            del self._open[(partition, event.camera_id)]
+            del self._open[camera]
         return outgoing
 
     def expire(self, now: float) -> int:

@@ -115,6 +115,46 @@ def test_wall_clock_silence_ends_a_pass():
     assert len(driver.feed("gate-1", T0 + 0.2, "B840CK197")) == 1  # a new pass, a new alert
 
 
+def unexamined(driver: Driver, camera: str, time: float) -> list:
+    """A frame the worker's motion gate did not send to the recognizer (nothing moved)."""
+    offset = driver.offsets[0]
+    driver.offsets[0] += 1
+    driver.wall += 0.1
+    not_looked = event(camera, time, offset=offset).model_copy(update={"examined": False})
+    return driver.engine.add(0, offset, not_looked, driver.matcher, driver.wall)
+
+
+def test_a_vehicle_standing_still_between_two_bursts_of_reads_is_one_pass():
+    driver = Driver(PassRules(gap_s=3.0))
+    assert len(driver.feed("gate-1", T0, "B840CK197")) == 1
+    for k in range(1, 200):  # 20 s of static frames: the van waits at the barrier
+        assert unexamined(driver, "gate-1", T0 + 0.1 * k) == []
+    assert driver.engine.expire(driver.wall + 1.0) == 0  # static frames keep the pass alive
+    assert driver.feed("gate-1", T0 + 20.0, "B840CK197") == []  # it drives off: the same pass
+    assert driver.engine.open_passes() == 1
+
+
+def test_examined_time_past_the_gap_still_ends_the_pass():
+    driver = Driver(PassRules(gap_s=3.0))
+    driver.feed("gate-1", T0, "B840CK197")
+    for k in range(1, 50):
+        unexamined(driver, "gate-1", T0 + 0.1 * k)  # 4.9 s not examined
+    assert driver.feed("gate-1", T0 + 7.0) == []  # 2.1 s examined, within the gap
+    assert driver.engine.open_passes() == 1
+    assert driver.feed("gate-1", T0 + 8.1) == []  # 3.2 s examined without the plate
+    assert driver.engine.open_passes() == 0
+    assert len(driver.feed("gate-1", T0 + 8.2, "B840CK197")) == 1  # the next pass alerts again
+
+
+def test_static_frames_of_one_camera_leave_another_cameras_pass_to_its_gap():
+    driver = Driver(PassRules(gap_s=3.0))
+    driver.feed("gate-2", T0, "B840CK197")
+    for k in range(1, 60):
+        unexamined(driver, "gate-1", T0 + 0.1 * k)
+    assert driver.feed("gate-2", T0 + 3.5) == []
+    assert driver.engine.open_passes() == 0
+
+
 def test_a_long_pass_alerts_again_after_max_pass_s():
     driver = Driver(PassRules(gap_s=3.0, max_pass_s=10.0))
     alerts = [out for k in range(60) for out in driver.feed("gate-1", T0 + 0.5 * k, "B840CK197")]
