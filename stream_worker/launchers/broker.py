@@ -83,8 +83,19 @@ class LocalBroker:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    @property
+    def pids(self) -> list[int]:
+        """Tansu's and (durable) its object store's: each leads its own process group, which a
+        watchdog must stop should our process die without stopping them (stream_worker.children)."""
+        store_pid = self._store.pid if self._store is not None else None
+        return [pid for pid in (self.pid, store_pid) if pid is not None]
+
     def is_running(self) -> bool:
         return self._process is not None and self._process.is_running()
+
+    def is_serving(self) -> bool:
+        """Tansu runs and, durable, so does the object store it keeps its data in."""
+        return self.is_running() and (self._store is None or self._store.is_running())
 
     def start(self, timeout_s: float = 30.0) -> LocalBroker:
         """Start the broker and return once a Kafka client can read its metadata."""

@@ -291,6 +291,10 @@ class LocalObjectStore:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
     def is_running(self) -> bool:
         return self._process is not None and self._process.is_running()
 

@@ -8,6 +8,7 @@ retried and is lost (README, Limitations). Plain acks=all retries store it after
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -159,3 +160,21 @@ def test_broker_command_durable_keeps_its_data_in_the_given_folder(tmp_path: Pat
                     cli.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     cli.kill()
+
+
+@pytest.mark.integration
+def test_a_durable_broker_names_both_its_process_groups_and_is_serving_only_with_both(tmp_path: Path) -> None:
+    broker = LocalBroker(data_dir=tmp_path / "data").start()
+    try:
+        tansu, store = broker.pids
+        assert tansu == broker.pid and store != tansu
+        assert [os.getpgid(pid) for pid in (tansu, store)] == [tansu, store]  # each leads its group
+        assert broker.is_serving()
+        os.kill(store, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while broker.is_serving() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert broker.is_running() and not broker.is_serving()
+    finally:
+        broker.stop()
+    assert broker.pids == [] and not broker.is_serving()
