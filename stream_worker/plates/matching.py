@@ -101,13 +101,13 @@ def _confusion_classes() -> dict[str, str]:
 _CANONICAL = str.maketrans(_confusion_classes())
 
 
-def _canonical(text: str) -> str:
+def canonical(text: str) -> str:
     """The text with every cheap confusion made equal: its plain edit distance to another
     canonical text is at most the weighted distance between the originals."""
     return text.translate(_CANONICAL)
 
 
-def _deletions(text: str, edits: int) -> set[str]:
+def deletions(text: str, edits: int) -> set[str]:
     """`text` with up to `edits` characters deleted, every way."""
     variants = frontier = {text}
     for _ in range(edits):
@@ -141,7 +141,7 @@ class Matcher:
                 self._unindexed.append(entry)
                 continue
             self._query_edits = max(self._query_edits, edits)
-            for variant in _deletions(_canonical(entry.plate), edits):
+            for variant in deletions(canonical(entry.plate), edits):
                 self._index.setdefault(variant, []).append(entry)
 
     def __len__(self) -> int:
@@ -177,7 +177,7 @@ class Matcher:
         seen = {text}
         indexed = (
             entry
-            for variant in _deletions(_canonical(text), self._query_edits)
+            for variant in deletions(canonical(text), self._query_edits)
             for entry in self._index.get(variant, ())
         )
         for entry in itertools.chain(indexed, self._unindexed):

@@ -1,0 +1,35 @@
+"""Keys that make the history store's fuzzy plate search an index lookup instead of a table scan.
+
+`fold(text)` writes a plate the way the recognizer would (`normalise_plate`) with every cheap
+confusion of the watch-list matcher made equal (O/C/0, B/8, 5/4, E/Y: `plates.matching.canonical`):
+the sightings' `text_key` column. `variants(key)` is the key and every string made by deleting
+one character from it: the `plate_variants` rows written beside each distinct key.
+
+Why it finds everything a search should: a weighted distance (`plates.matching.plate_distance`)
+below 2.0 leaves at most one edit that is not a cheap confusion, and folding removes the cheap
+ones, so two folded keys are at most one plain edit apart; a substitution or an insertion of one
+character is undone by deleting one character on each side (symmetric deletion). So every text
+within 1.5 (or the default 1.0) of a query shares a variant with it; the search then keeps only
+the texts whose real weighted distance is within its tolerance.
+"""
+
+from __future__ import annotations
+
+from stream_worker.contracts.watchlist import normalise_plate
+from stream_worker.plates.matching import canonical, deletions
+
+# The deletions stored per key: the widest tolerance a fuzzy search can honour is below EDITS + 1.
+EDITS = 1
+
+
+def fold(text: str) -> str:
+    """The plate normalised, its cheap confusions made equal: `в 840 ск 197` -> `88400K197`, the
+    key of `B840CK197`, `B840OK197` and `8840CK197` alike."""
+    return canonical(normalise_plate(text))
+
+
+def variants(key: str, edits: int = EDITS) -> frozenset[str]:
+    """`key` (a `fold` result) and every string made by deleting up to `edits` of its characters."""
+    if edits < 0:
+        raise ValueError(f"edits must be >= 0, got {edits}")
+    return frozenset(deletions(key, edits))
