@@ -27,6 +27,7 @@ from stream_worker.nets import commands as nets
 from stream_worker.service.options import REPO_ROOT
 from stream_worker.sightings import commands as sightings
 from stream_worker.tools import commands as tools
+from stream_worker.up import commands as up
 from stream_worker.worker import commands as worker
 
 app = typer.Typer(
@@ -66,6 +67,7 @@ _add(sightings.commands, "sightings")
 _add(alerts.commands, "alerts")
 _add(connector.commands, "connect")
 _add(demo.commands, "demo")
+_add(up.commands, "up")
 
 
 # --- bench ------------------------------------------------------------------------- (issue 5)

@@ -1,0 +1,1 @@
+"""`stream-worker up`: the whole stack on one machine, supervised, its data in one directory."""

@@ -1,0 +1,82 @@
+"""`stream-worker up` (cli.py adds the command to the root app). The body imports app.py, and
+through it the launchers and the Kafka client, only when it runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from stream_worker.service.options import DEFAULT_REPOSITORY
+
+commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
+
+
+# --- up ---------------------------------------------------------------------------- (issue 28)
+@commands.command(
+    epilog=(
+        "Examples:\n\n"
+        "  LPR_WEIGHTS_DIR=../shared/weights stream-worker up\n\n"
+        "  stream-worker up --data-dir /srv/stream-worker --console-host 0.0.0.0\n\n"
+        "  stream-worker cameras set gate --file gate.yaml   # then, in another terminal: a camera\n\n"
+        "Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 could not start (the message says why)."
+    )
+)
+def up(
+    data_dir: Path | None = typer.Option(
+        None,
+        "--data-dir",
+        file_okay=False,
+        help="Where everything is kept across restarts: the broker's topics, the history database, "
+        "the console's users, the logs (default ~/.local/share/stream-worker).",
+        show_default=False,
+    ),
+    broker_port: int = typer.Option(
+        9092, "--broker-port", min=1, max=65535, help="The local broker's port (cameras, tail, produce)."
+    ),
+    console_host: str = typer.Option(
+        "127.0.0.1", "--console-host", help="Address the console binds (0.0.0.0: every interface)."
+    ),
+    console_port: int = typer.Option(8080, "--console-port", min=1, max=65535, help="The console's port."),
+    triton_url: str | None = typer.Option(
+        None,
+        "--triton-url",
+        help="Use this Triton (gRPC HOST:PORT) instead of exporting the models and starting the local one.",
+        show_default=False,
+    ),
+    weights_dir: Path | None = typer.Option(
+        None,
+        "--weights-dir",
+        help="Folder holding the weights the models are exported from (default: $LPR_WEIGHTS_DIR).",
+        show_default=False,
+    ),
+    repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
+    partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of each stream topic created."),
+    session_timeout_ms: int = typer.Option(
+        10000,
+        "--session-timeout-ms",
+        min=1000,
+        help="The services' consumer group session: a service that died gets its partitions back this "
+        "soon after its restart.",
+    ),
+) -> None:
+    """Run the whole stack on this machine until Ctrl-C: broker, Triton, worker, services, store, console.
+
+    The local broker keeps its topics in the data directory, the store its database; a child that
+    dies is started again. Cameras are added in the console or with `stream-worker cameras set`.
+    """
+    from stream_worker.up.app import UpOptions, run_up
+    from stream_worker.up.options import default_data_dir
+
+    options = UpOptions(
+        data_dir=(data_dir or default_data_dir()).expanduser().resolve(),
+        broker_port=broker_port,
+        console_host=console_host,
+        console_port=console_port,
+        triton_url=triton_url,
+        repository=repository,
+        weights_dir=weights_dir,
+        partitions=partitions,
+        session_timeout_ms=session_timeout_ms,
+    )
+    raise typer.Exit(run_up(options))
