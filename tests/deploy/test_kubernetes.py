@@ -285,7 +285,9 @@ def test_references_resolve(rendered: dict[str, list[dict]]) -> None:
                     ref = item.get("valueFrom", {}).get("configMapKeyRef")
                     where = f"{build} {owner} {item['name']}"
                     assert not ref or ref["key"] in config_maps.get(ref["name"], {}), where
-        templates = [obj["spec"]["template"] for obj in objects if obj["kind"] == "Deployment"]
+        templates = [
+            obj["spec"]["template"] for obj in objects if obj["kind"] in ("Deployment", "StatefulSet")
+        ]
         for service in by_kind(objects, "Service"):
             selector = service["spec"]["selector"].items()
             matches = [t for t in templates if selector <= t["metadata"]["labels"].items()]

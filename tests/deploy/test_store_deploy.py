@@ -1,0 +1,165 @@
+"""The history store and its PostgreSQL in Compose and Kubernetes: the database's password only
+from a file or Secret of the user's own, named by reference in the store's database URL; the store
+reads the topics the sightings and alerts services write; PostgreSQL is reached by the store alone,
+the store's metrics by Prometheus alone, its console on loopback (Compose) or through its Service."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from deploy.test_compose import load_compose
+from deploy.test_kubernetes import _clients, one, pod_templates, reachable
+
+DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy"
+PASSWORD_REFERENCE = "${POSTGRES_PASSWORD}"
+POSTGRES_SECRET = "stream-worker-postgres"
+
+
+# --- Compose ---------------------------------------------------------------------------------
+
+
+def test_compose_postgres_is_the_official_image_with_a_volume_a_healthcheck_and_no_password() -> None:
+    compose = load_compose()
+    postgres = compose["services"]["postgres"]
+    assert postgres["image"].startswith("postgres:")
+    assert "POSTGRES_PASSWORD" not in postgres["environment"], "the password comes from the env file"
+    (env_file,) = postgres["env_file"]
+    assert env_file["path"] == "./postgres.env" and env_file["required"] is True  # no default password
+    volume, target = postgres["volumes"][0].split(":")
+    assert volume in compose["volumes"] and postgres["environment"]["PGDATA"].startswith(target + "/")
+    assert "pg_isready" in postgres["healthcheck"]["test"]
+    assert "ports" not in postgres, "only the containers of the stack reach the database"
+
+
+def test_compose_store_url_names_the_password_by_reference_and_the_postgres_service() -> None:
+    compose = load_compose({"POSTGRES_USER": "history", "POSTGRES_DB": "plates"})
+    services = compose["services"]
+    store, postgres = services["store"], services["postgres"]
+    url = store["environment"]["STREAM_WORKER_STORE_DATABASE_URL"]
+    assert url == f"postgresql+psycopg://history:{PASSWORD_REFERENCE}@postgres:5432/plates"
+    assert postgres["environment"]["POSTGRES_USER"] == "history"
+    assert postgres["environment"]["POSTGRES_DB"] == "plates"
+    assert store["env_file"] == postgres["env_file"], "the store fills the reference from the same file"
+    assert store["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert store["depends_on"]["topic-init"]["condition"] == "service_completed_successfully"
+    assert "/postgres.env" in (DEPLOY_DIR / ".gitignore").read_text().splitlines()
+    example = (DEPLOY_DIR / "postgres.example.env").read_text().splitlines()
+    assert [line for line in example if not line.startswith("#")] == ["POSTGRES_PASSWORD=<password>"]
+
+
+def test_compose_store_reads_what_the_services_write_and_publishes_its_console_on_loopback() -> None:
+    compose = load_compose({"SIGHTINGS_TOPIC": "passes", "ALERTS_TOPIC": "hits", "CONSOLE_PORT": "9443"})
+    services = compose["services"]
+    store = services["store"]
+    environment = store["environment"]
+    assert store["entrypoint"] == ["stream-worker", "store"]
+    assert store["image"] == services["worker"]["image"]
+    assert environment["STREAM_WORKER_STORE_BOOTSTRAP_SERVERS"] == "kafka:9092"
+    assert (
+        environment["STREAM_WORKER_STORE_SIGHTINGS_TOPIC"]
+        == services["sightings"]["environment"]["STREAM_WORKER_SIGHTINGS_OUTPUT_TOPIC"]
+        == "passes"
+    )
+    assert (
+        environment["STREAM_WORKER_STORE_ALERTS_TOPIC"]
+        == services["alerts"]["environment"]["STREAM_WORKER_ALERTS_OUTPUT_TOPIC"]
+        == "hits"
+    )
+    console = int(environment["STREAM_WORKER_STORE_CONSOLE_PORT"])
+    assert store["ports"] == [f"127.0.0.1:9443:{console}"]
+    assert environment["STREAM_WORKER_STORE_CONSOLE_HOST"] == "0.0.0.0"  # inside its container
+    metrics = int(environment["STREAM_WORKER_STORE_METRICS_PORT"])
+    assert f"127.0.0.1:{metrics}/healthz" in " ".join(store["healthcheck"]["test"])
+    assert store["read_only"] is True and store["cap_drop"] == ["ALL"]
+    data_volume, data_dir = store["volumes"][0].split(":")
+    assert data_volume in compose["volumes"] and environment["STREAM_WORKER_STORE_DATA_DIR"] == data_dir
+    config = yaml.safe_load((DEPLOY_DIR / "prometheus" / "prometheus.yml").read_text())
+    (dns,) = {job["job_name"]: job for job in config["scrape_configs"]}["store"]["dns_sd_configs"]
+    assert dns["names"] == ["store"] and dns["port"] == metrics
+    other_ports = {
+        int(value) for service in services.values() for key, value in service.get("environment", {}).items()
+        if key.endswith("_METRICS_PORT") and service is not store
+    }  # fmt: skip
+    assert metrics not in other_ports
+
+
+# --- Kubernetes ------------------------------------------------------------------------------
+
+
+def _env(container: dict) -> dict[str, dict]:
+    return {item["name"]: item for item in container.get("env", [])}
+
+
+def test_kubernetes_postgres_takes_its_password_from_the_secret_and_keeps_its_data(rendered) -> None:
+    for build, objects in rendered.items():
+        statefulset = one(objects, "StatefulSet", "postgres")
+        (container,) = statefulset["spec"]["template"]["spec"]["containers"]
+        assert container["image"].startswith("postgres:"), build
+        ref = _env(container)["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]
+        assert (ref["name"], ref["key"]) == (POSTGRES_SECRET, "password"), build
+        (claim,) = statefulset["spec"]["volumeClaimTemplates"]
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        assert _env(container)["PGDATA"]["value"].startswith(mounts[claim["metadata"]["name"]] + "/"), build
+        service = one(objects, "Service", "postgres")
+        assert statefulset["spec"]["serviceName"] == service["metadata"]["name"], build
+
+
+def test_kubernetes_store_reads_the_services_topics_and_the_password_by_reference(rendered) -> None:
+    for build, objects in rendered.items():
+        settings = one(objects, "ConfigMap", "store-settings")["data"]
+        workers = one(objects, "ConfigMap", "stream-worker-settings")["data"]
+        sightings = one(objects, "ConfigMap", "sightings-settings")["data"]
+        alerts = one(objects, "ConfigMap", "alerts-settings")["data"]
+        assert settings["STREAM_WORKER_STORE_BOOTSTRAP_SERVERS"] == workers["STREAM_WORKER_BOOTSTRAP_SERVERS"]
+        assert (
+            settings["STREAM_WORKER_STORE_SIGHTINGS_TOPIC"]
+            == sightings["STREAM_WORKER_SIGHTINGS_OUTPUT_TOPIC"]
+        )
+        assert settings["STREAM_WORKER_STORE_ALERTS_TOPIC"] == alerts["STREAM_WORKER_ALERTS_OUTPUT_TOPIC"]
+        url = settings["STREAM_WORKER_STORE_DATABASE_URL"]
+        postgres = one(objects, "StatefulSet", "postgres")["spec"]["template"]["spec"]["containers"][0]
+        user, database = (_env(postgres)[name]["value"] for name in ("POSTGRES_USER", "POSTGRES_DB"))
+        assert url == f"postgresql+psycopg://{user}:{PASSWORD_REFERENCE}@postgres:5432/{database}", build
+        pod = one(objects, "Deployment", "store")["spec"]["template"]
+        (container,) = pod["spec"]["containers"]
+        assert container["command"] == ["stream-worker", "store"], build
+        env = _env(container)
+        ref = env["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]
+        assert (ref["name"], ref["key"]) == (POSTGRES_SECRET, "password"), build
+        kafka = env["STREAM_WORKER_STORE_KAFKA_CONFIG"]["valueFrom"]["secretKeyRef"]
+        assert kafka["name"] == "stream-worker-kafka", build
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert ports == {
+            "console": int(settings["STREAM_WORKER_STORE_CONSOLE_PORT"]),
+            "metrics": int(settings["STREAM_WORKER_STORE_METRICS_PORT"]),
+        }, build
+        assert int(pod["metadata"]["annotations"]["prometheus.io/port"]) == ports["metrics"], build
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}, build
+        secrets = {v["name"]: v["secret"]["secretName"] for v in pod["spec"]["volumes"] if "secret" in v}
+        assert secrets["console-users"] == "stream-worker-console-users", build
+        service = one(objects, "Service", "store")
+        assert [p["targetPort"] for p in service["spec"]["ports"]] == ["console"], build
+
+
+def test_only_the_store_reaches_postgres_and_only_prometheus_the_store_metrics(rendered) -> None:
+    for build, objects in rendered.items():
+        templates = pod_templates(objects)
+        clients = {
+            **_clients(objects),
+            "store": (_clients(objects)["worker"][0], templates["store"]["metadata"]["labels"]),
+        }
+        admitted = {
+            name
+            for name, client in clients.items()
+            if reachable(objects, templates["postgres"], 5432, client)
+        }
+        assert admitted == {"store"}, build
+        admitted = {
+            name for name, client in clients.items() if reachable(objects, templates["store"], 9112, client)
+        }
+        assert admitted == {"prometheus"}, build
+        console = {
+            name for name, client in clients.items() if reachable(objects, templates["store"], 8080, client)
+        }
+        assert console == set(clients), f"{build}: the console signs people in itself"
