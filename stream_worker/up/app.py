@@ -55,6 +55,7 @@ class Up:
         self.triton: TritonChild | None = None
         self.triton_url = options.triton_url
         self.services: list[ServiceProcess] = []
+        self._last_status: tuple[str, dict[str, object]] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -174,6 +175,9 @@ class Up:
             "triton_url": self.triton_url,
             "children": self.supervisor.status() if self.supervisor is not None else {},
         }
+        if (state, fields) == self._last_status:
+            return  # rewritten only when something changed
+        self._last_status = (state, fields)
         try:
             up_status.write(options.status_path, state, fields)
         except OSError as error:
