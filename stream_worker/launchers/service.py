@@ -62,9 +62,11 @@ class ServiceChild:
         self._log_mode = "ab" if append_log else "wb"
         self._cwd = cwd
         self.process: subprocess.Popen[bytes] | None = None
+        self.log_offset = 0  # where the output of the last start begins in the log (appended to)
 
     def start(self) -> ServiceChild:
         with self.log_path.open(self._log_mode) as log_file:
+            self.log_offset = log_file.tell() if self._log_mode == "ab" else 0
             self.process = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,
@@ -107,6 +109,17 @@ class ServiceChild:
                     with contextlib.suppress(ValueError):
                         lines.append(json.loads(line))
         return lines
+
+    def said(self) -> list[str]:
+        """The lines of the last start's output that are no JSON log record: what it says to a
+        person (the store's console prints its first admin password so, once)."""
+        try:
+            with self.log_path.open("rb") as log_file:
+                log_file.seek(self.log_offset)
+                text = log_file.read().decode(errors="replace")
+        except OSError:
+            return []
+        return [line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("{")]
 
     def log_tail(self, chars: int = LOG_TAIL_CHARS) -> str:
         try:

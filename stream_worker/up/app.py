@@ -13,7 +13,6 @@ stops every child should `up` itself be killed. `<data dir>/up.json` says what r
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import logging
 import signal
@@ -185,18 +184,8 @@ class Up:
 
 
 def _announcements(store: ServiceProcess) -> list[str]:
-    """What the store's output says for a person (the admin password of a first start), from this
-    start's part of its log."""
-    with contextlib.suppress(OSError):
-        with store.log_path.open("rb") as log_file:
-            log_file.seek(store.log_start)
-            text = log_file.read().decode(errors="replace")
-        return [
-            line.strip()
-            for line in text.splitlines()
-            if not line.startswith("{") and any(word in line.lower() for word in ANNOUNCEMENT_WORDS)
-        ]
-    return []
+    """What the store's last start said for a person (the admin password of a first start)."""
+    return [line for line in store.child.said() if any(word in line.lower() for word in ANNOUNCEMENT_WORDS)]
 
 
 def run_up(options: UpOptions, console: Console | None = None) -> int:

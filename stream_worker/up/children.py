@@ -126,17 +126,12 @@ class ServiceProcess:
         self.child = service.ServiceChild(
             command, args, logs_dir / f"{name}.log", metrics_port=self.port, append_log=True
         )
-        self.log_start = 0  # where the log of the last start begins
 
     @property
     def log_path(self) -> Path:
         return self.child.log_path
 
     def start(self, stopping: threading.Event) -> None:
-        try:
-            self.log_start = self.log_path.stat().st_size
-        except OSError:
-            self.log_start = 0
         self.child.start()
 
     def wait_ready(self, stopping: threading.Event) -> None:

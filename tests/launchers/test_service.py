@@ -53,3 +53,15 @@ def test_a_service_that_exits_at_once_is_reported_by_wait_ready(tmp_path: Path) 
 
 def test_stop_before_start_is_none(tmp_path: Path) -> None:
     assert ServiceChild("sightings", [], tmp_path / "x.log").stop() is None
+
+
+def test_said_is_what_the_last_start_printed_beside_its_json_log(tmp_path: Path) -> None:
+    log_path = tmp_path / "sightings.log"
+    log_path.write_text("an earlier run said this\n")
+    args = sightings_args("127.0.0.1:1", "bad", "--silence-s", "-1")
+    service = ServiceChild("sightings", args, log_path, metrics_port=1, append_log=True).start()
+    assert service.process is not None and service.process.wait(60) == 2
+    said = service.said()
+    assert said and any("--silence-s" in line for line in said)  # its settings error, plain text
+    assert "an earlier run said this" not in said and not any(line.startswith("{") for line in said)
+    assert log_path.read_text().startswith("an earlier run said this\n")
