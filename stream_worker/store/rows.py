@@ -1,0 +1,121 @@
+"""What the history store's reads return (search.py, queries.py): plain pydantic models that the
+CLI prints, the console renders and the HTTP API serialises as they are.
+
+Times are UTC and timezone-aware whatever the database (SQLite gives naive values back: `utc` marks
+them). The JSON columns (`candidates`, `record`) come back as the writer stored them.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+import orjson
+from pydantic import BaseModel, Field
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """`value` as an aware UTC datetime (naive values are UTC: that is how the store writes them)."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class SightingRow(BaseModel):
+    """One stored sighting, as a search result or a live-feed item lists it."""
+
+    seq: int = Field(description="The store's own order: later rows have larger numbers.")
+    sighting_id: str
+    camera_id: str
+    text: str
+    distance: float | None = Field(
+        None, description="Weighted edit distance of `text` from the searched text (search results only)."
+    )
+    format_valid: bool | None
+    confidence: float | None
+    reads: int | None
+    direction: str | None
+    zone: str | None
+    first_seen: datetime
+    last_seen: datetime
+    has_picture: bool
+
+
+class SightingDetail(SightingRow):
+    """A sighting with everything kept of it: the vote's candidates and the whole PlateSighting
+    (`record`, without the picture, which `queries.picture` returns)."""
+
+    closed_at: datetime | None
+    stored_at: datetime | None
+    candidates: list[dict[str, Any]]
+    record: dict[str, Any]
+
+
+class CameraSeen(BaseModel):
+    """A camera that has stored sightings, and when the latest of them was last seen."""
+
+    camera_id: str
+    last_seen: datetime
+
+
+class AlertRow(BaseModel):
+    """One stored alert, with its acknowledgement."""
+
+    seq: int
+    alert_id: str
+    sighting_id: str | None
+    camera_id: str
+    list: str
+    label: str | None
+    plate: str = Field(description="The watch-list entry's plate.")
+    candidate: str = Field(description="The text read that matched it.")
+    match_kind: str
+    distance: float
+    confidence: float | None
+    origin: str | None
+    captured_at: datetime | None
+    alerted_at: datetime
+    acknowledged_at: datetime | None
+    acknowledged_by: str | None
+
+
+class AuditRow(BaseModel):
+    """One change made through the console, the API or `store forget`: who, when, what."""
+
+    seq: int
+    at: datetime
+    user: str
+    action: str
+    detail: dict[str, Any] | list[Any] | str | int | float | bool | None
+
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of newest-first rows; pass `next_cursor` back for the next page (None: the last)."""
+
+    items: list[T]
+    next_cursor: str | None = None
+
+
+def encode_cursor(at: datetime, seq: int) -> str:
+    """An opaque keyset position: the last row's time and seq, URL-safe."""
+    stamp = utc(at)
+    assert stamp is not None
+    payload = orjson.dumps([stamp.isoformat(), seq])
+    return base64.urlsafe_b64encode(payload).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    """The position `encode_cursor` made; ValueError for anything else."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        stamp, seq = orjson.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        at = datetime.fromisoformat(stamp)
+    except (ValueError, TypeError, UnicodeError, orjson.JSONDecodeError) as error:
+        raise ValueError("not a cursor this store made") from error
+    if not isinstance(seq, int) or isinstance(seq, bool) or at.tzinfo is None:
+        raise ValueError("not a cursor this store made")
+    return at.astimezone(UTC), seq

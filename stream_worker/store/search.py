@@ -1,0 +1,172 @@
+"""Plate search over the stored sightings: exact or fuzzy text, camera, zone, direction and time,
+newest first, one page at a time.
+
+Exact: `text = normalise_plate(Q)` on the (text, last_seen) index. Fuzzy: the folded keys that
+share a deletion variant with the query's (plate_keys.py: every text within the tolerance does)
+come from `plate_variants`; the distinct texts stored under those keys are kept only when the
+alerts' own weighted distance (`plates.matching.plate_distance`) from the query is within
+`max_distance`, so a fuzzy search finds what the watch list would have alerted on; then the
+sightings with those texts, like an exact search of several texts.
+
+Pages are a keyset over (last_seen, seq), both descending: a page's `next_cursor` is the last
+row's position, and the next page starts strictly after it, so rows stored meanwhile (newer, or
+with later seq) neither repeat nor shift the pages being read.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlalchemy import Connection, and_, or_, select
+
+from stream_worker.contracts.sightings import Direction
+from stream_worker.contracts.watchlist import normalise_plate
+from stream_worker.plates.matching import CHEAP_COST, EDIT_COST, plate_distance
+from stream_worker.store.plate_keys import EDITS, fold, variants
+from stream_worker.store.rows import Page, SightingRow, decode_cursor, encode_cursor, utc
+from stream_worker.store.schema import plate_variants, sightings
+
+MAX_LIMIT = 200
+# The widest tolerance the stored variants serve: fewer than EDITS + 1 whole edits.
+MAX_FUZZY_DISTANCE = (EDITS + 1) * EDIT_COST - CHEAP_COST
+MAX_TEXT_LENGTH = 32  # the text columns' width
+
+
+class SearchQuery(BaseModel):
+    """What to look for. Every filter is optional and they combine with AND; without `text`, all
+    sightings match (newest first). `since` is inclusive and `until` exclusive, both on `last_seen`
+    (when the vehicle was last read); naive times are UTC."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(None, description="The plate, spelled any way (`в 840 ск 197` = `B840CK197`).")
+    fuzzy: bool = Field(True, description="Also texts within max_distance of `text` (O/0, B/8... cost 0.5).")
+    max_distance: float = Field(
+        1.0,
+        ge=0,
+        le=MAX_FUZZY_DISTANCE,
+        description="Fuzzy tolerance, inclusive, in the alerts' weighted edit distance: 1.0 allows one "
+        "whole edit or two cheap confusions.",
+    )
+    camera: str | None = None
+    zone: str | None = None
+    direction: Direction | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = Field(50, ge=1, le=MAX_LIMIT)
+    cursor: str | None = Field(None, description="A page's `next_cursor`, for the page after it.")
+
+    @field_validator("text")
+    @classmethod
+    def _plate(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        plate = normalise_plate(value)
+        if not plate:
+            raise ValueError("the plate text is empty")
+        if len(plate) > MAX_TEXT_LENGTH:
+            raise ValueError(f"the plate text is longer than {MAX_TEXT_LENGTH} characters")
+        return plate
+
+    @field_validator("since", "until")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return utc(value)
+
+    @field_validator("cursor")
+    @classmethod
+    def _cursor(cls, value: str | None) -> str | None:
+        if value is not None:
+            decode_cursor(value)
+        return value
+
+
+SearchPage = Page[SightingRow]
+
+SUMMARY_COLUMNS = (
+    sightings.c.seq,
+    sightings.c.sighting_id,
+    sightings.c.camera_id,
+    sightings.c.text,
+    sightings.c.format_valid,
+    sightings.c.confidence,
+    sightings.c.reads,
+    sightings.c.direction,
+    sightings.c.zone,
+    sightings.c.first_seen,
+    sightings.c.last_seen,
+    sightings.c.has_picture,
+)
+
+
+def near_texts(connection: Connection, text: str, max_distance: float) -> dict[str, float]:
+    """The stored texts within `max_distance` of the normalised `text`, with their distances."""
+    if max_distance > MAX_FUZZY_DISTANCE:
+        raise ValueError(
+            f"max_distance {max_distance} is beyond what the variants serve ({MAX_FUZZY_DISTANCE})"
+        )
+    keys = select(plate_variants.c.text_key).where(plate_variants.c.variant.in_(sorted(variants(fold(text)))))
+    stored = connection.execute(
+        select(sightings.c.text).where(sightings.c.text_key.in_(keys.scalar_subquery())).distinct()
+    ).scalars()
+    near = {}
+    for candidate in stored:
+        distance = plate_distance(text, candidate, max_distance)
+        if distance <= max_distance:
+            near[candidate] = distance
+    return near
+
+
+def search(connection: Connection, query: SearchQuery) -> SearchPage:
+    """One page of the sightings `query` finds, newest first (last_seen, then seq)."""
+    conditions: list[Any] = []
+    distances: dict[str, float] = {}
+    if query.text is not None:
+        if query.fuzzy and query.max_distance > 0:
+            distances = near_texts(connection, query.text, query.max_distance)
+        else:
+            distances = {query.text: 0.0}
+        if not distances:
+            return SearchPage(items=[])
+        texts = sorted(distances)
+        conditions.append(sightings.c.text == texts[0] if len(texts) == 1 else sightings.c.text.in_(texts))
+    if query.camera is not None:
+        conditions.append(sightings.c.camera_id == query.camera)
+    if query.zone is not None:
+        conditions.append(sightings.c.zone == query.zone)
+    if query.direction is not None:
+        conditions.append(sightings.c.direction == query.direction.value)
+    if query.since is not None:
+        conditions.append(sightings.c.last_seen >= query.since)
+    if query.until is not None:
+        conditions.append(sightings.c.last_seen < query.until)
+    if query.cursor is not None:
+        at, seq = decode_cursor(query.cursor)
+        # A plain range on last_seen (indexes serve it) and the tie broken by seq.
+        conditions.append(
+            and_(sightings.c.last_seen <= at, or_(sightings.c.last_seen < at, sightings.c.seq < seq))
+        )
+    statement = (
+        select(*SUMMARY_COLUMNS)
+        .where(*conditions)
+        .order_by(sightings.c.last_seen.desc(), sightings.c.seq.desc())
+        .limit(query.limit + 1)
+    )
+    rows = connection.execute(statement).mappings().all()
+    items = [summary(row, distances.get(row["text"])) for row in rows[: query.limit]]
+    next_cursor = None
+    if len(rows) > query.limit:
+        last = items[-1]
+        next_cursor = encode_cursor(last.last_seen, last.seq)
+    return SearchPage(items=items, next_cursor=next_cursor)
+
+
+def summary(row: Any, distance: float | None = None) -> SightingRow:
+    """A SightingRow from a row of SUMMARY_COLUMNS (times made aware UTC)."""
+    values = dict(row)
+    values["first_seen"] = utc(values["first_seen"])
+    values["last_seen"] = utc(values["last_seen"])
+    values["has_picture"] = bool(values["has_picture"])
+    return SightingRow(distance=distance, **values)

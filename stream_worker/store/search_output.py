@@ -1,0 +1,123 @@
+"""`stream-worker search`'s work: read the times given on the command line, run one search
+against the database URL and print its page (a table, or one JSON object per line).
+
+Exit codes: 0 sightings printed, 1 none found, 2 invalid query, 3 database unreachable or not
+migrated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import orjson
+
+from stream_worker.store.rows import SightingRow
+
+_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+FOUND, NOTHING_FOUND, INVALID, UNREACHABLE = 0, 1, 2, 3
+
+
+def parse_time(text: str, now: datetime | None = None) -> datetime:
+    """An ISO 8601 time (naive: UTC) or a span back from now: `90s`, `15m`, `2h`, `7d`, `2w`."""
+    spelled = text.strip()
+    match = _AGO.match(spelled.lower())
+    if match:
+        amount, unit = match.groups()
+        return (now or datetime.now(UTC)) - timedelta(seconds=float(amount) * _UNITS[unit])
+    try:
+        value = datetime.fromisoformat(spelled)
+    except ValueError:
+        raise ValueError(f"{text!r} is neither an ISO 8601 time nor a span like 15m, 2h, 7d") from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+COLUMNS = (
+    ("LAST SEEN (UTC)", "last_seen"),
+    ("CAMERA", "camera_id"),
+    ("PLATE", "text"),
+    ("DIST", "distance"),
+    ("DIRECTION", "direction"),
+    ("ZONE", "zone"),
+    ("READS", "reads"),
+    ("CONF", "confidence"),
+    ("PICTURE", "has_picture"),
+    ("SIGHTING", "sighting_id"),
+)
+
+
+def table(rows: list[SightingRow]) -> str:
+    """The rows as aligned columns under a header."""
+    header = [title for title, _ in COLUMNS]
+    cells = [
+        [
+            ("yes" if row.has_picture else "no") if name == "has_picture" else _cell(getattr(row, name))
+            for _, name in COLUMNS
+        ]
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(COLUMNS))]
+    lines = (
+        "  ".join(value.ljust(width) for value, width in zip(line, widths, strict=True))
+        for line in [header, *cells]
+    )
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def run(
+    database_url: str,
+    fields: dict[str, object],
+    as_json: bool,
+    echo: Callable[[str], None],
+    echo_err: Callable[[str], None],
+) -> int:
+    """Search with the SearchQuery `fields`, print the page, say how to get the next one."""
+    from pydantic import ValidationError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from stream_worker.store.database import Database
+    from stream_worker.store.search import SearchQuery, search
+
+    try:
+        query = SearchQuery.model_validate(fields)
+    except ValidationError as error:
+        for problem in error.errors():
+            where = ".".join(str(part) for part in problem["loc"]) or "query"
+            echo_err(f"error: {where}: {problem['msg']}")
+        return INVALID
+    database = Database(database_url)
+    try:
+        with database.connect() as connection:
+            page = search(connection, query)
+    except SQLAlchemyError as error:
+        echo_err(
+            f"error: cannot search the database: {type(error).__name__}: {getattr(error, 'orig', error)}"
+        )
+        return UNREACHABLE
+    finally:
+        database.dispose()
+    if as_json:
+        for row in page.items:
+            echo(orjson.dumps(row.model_dump(mode="json")).decode())
+    elif page.items:
+        echo(table(page.items))
+    if page.next_cursor is not None:
+        echo_err(f"more: add --cursor {page.next_cursor}")
+    if not page.items:
+        if not as_json:
+            echo_err("no sighting found")
+        return NOTHING_FOUND
+    return FOUND
