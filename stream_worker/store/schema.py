@@ -1,0 +1,127 @@
+"""The history store's tables, one SQLAlchemy `MetaData` for SQLite and PostgreSQL alike.
+
+Migrations (`migrations/`) create and change them; nothing else calls `create_all`. Every row that
+Kafka delivered carries its message's own id under a unique constraint, which is what makes the
+writer idempotent: a batch read again after a crash inserts nothing twice. `seq` is the store's
+own order (autoincrement), what the live feed and the pages follow, on any number of replicas.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+)
+
+PLATE = 32  # longer than any plate text the recognizer reads
+ID = 64  # UUID text
+NAME = 128  # camera ids, list names, zones, user names
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _time(name: str, nullable: bool = True) -> Column:
+    return Column(name, DateTime(timezone=True), nullable=nullable)
+
+
+sightings = Table(
+    "sightings",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("sighting_id", String(ID), nullable=False, unique=True),
+    Column("camera_id", String(NAME), nullable=False),
+    Column("text", String(PLATE), nullable=False),
+    Column("text_key", String(PLATE), nullable=False),  # plate_keys.fold(text)
+    Column("format_valid", Boolean),
+    Column("confidence", Float),
+    Column("reads", Integer),
+    Column("direction", String(16)),
+    Column("zone", String(NAME)),  # the best read's zone
+    _time("first_seen", nullable=False),
+    _time("last_seen", nullable=False),
+    _time("closed_at"),
+    Column("candidates", JSON),
+    Column("record", JSON),  # the PlateSighting without the best read's picture
+    Column("has_picture", Boolean, nullable=False, default=False),
+    _time("stored_at"),
+    Index(None, "text", "last_seen"),
+    Index(None, "text_key", "last_seen"),
+    Index(None, "camera_id", "last_seen"),
+    Index(None, "last_seen"),
+    Index(None, "zone", "last_seen"),
+)
+
+pictures = Table(
+    "pictures",
+    metadata,
+    Column(
+        "sighting_id",
+        String(ID),
+        ForeignKey("sightings.sighting_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("jpeg", LargeBinary, nullable=False),
+)
+
+# One row per distinct folded plate and each of its one-deletion variants (plate_keys.variants):
+# the symmetric-deletion index fuzzy search goes through.
+plate_variants = Table(
+    "plate_variants",
+    metadata,
+    Column("variant", String(PLATE), primary_key=True),
+    Column("text_key", String(PLATE), primary_key=True),
+)
+
+alerts = Table(
+    "alerts",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("alert_id", String(ID), nullable=False, unique=True),
+    Column("sighting_id", String(ID)),
+    Column("camera_id", String(NAME), nullable=False),
+    Column("list", String(NAME), nullable=False),
+    Column("label", String(256)),
+    Column("plate", String(PLATE), nullable=False),  # the entry's plate
+    Column("candidate", String(PLATE)),
+    Column("match_kind", String(16)),
+    Column("distance", Float),
+    Column("confidence", Float),
+    Column("origin", String(16)),
+    _time("captured_at"),
+    _time("alerted_at", nullable=False),
+    Column("record", JSON),
+    _time("acknowledged_at"),
+    Column("acknowledged_by", String(NAME)),
+    _time("stored_at"),
+    Index(None, "alerted_at"),
+    Index(None, "plate", "alerted_at"),
+    Index(None, "camera_id", "alerted_at"),
+    Index(None, "acknowledged_at"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    _time("at", nullable=False),
+    Column("user", String(NAME), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("detail", JSON),
+)
