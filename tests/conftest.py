@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 from containers import docker_available, server_source, triton_container, triton_image_build
 
-# Real RTSP/MJPEG servers and a black hole for the camera tests (tests/stream_servers.py).
-pytest_plugins = ["stream_servers"]
+# Real RTSP/MJPEG servers and a black hole for the camera tests (tests/stream_servers.py); a real
+# PostgreSQL for the history store (tests/postgres.py).
+pytest_plugins = ["stream_servers", "postgres"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODEL_REPOSITORY = REPO_ROOT / "model_repository"

@@ -50,3 +50,14 @@ def test_an_unreachable_database_is_a_clear_error_without_its_password() -> None
     with pytest.raises(DatabaseError) as failed:
         database.check()
     assert "hunter2" not in str(failed.value) and "127.0.0.1" in str(failed.value)
+
+
+@pytest.mark.integration
+def test_migrations_on_a_real_postgresql(postgres_url: str) -> None:
+    database = Database(postgres_url)
+    assert database.migrate() == "0001"
+    assert database.migrate() == "0001"
+    with database.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+    database.check()
+    database.dispose()
