@@ -1,0 +1,103 @@
+"""Builders of the PlateSightings and PlateAlerts the history store's tests write (importable:
+pytest's pythonpath has tests/). Each id is derived from the arguments' `name`, so a test names its
+records and finds them again."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from stream_worker.contracts.alerts import PlateAlert
+from stream_worker.contracts.sightings import PlateSighting
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+# Not a real photo: a few bytes that start and end like a JPEG (the store keeps them as given).
+FAKE_JPEG = b"\xff\xd8\xff\xe0store-test\xff\xd9"
+
+
+def sighting_id(name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"sighting:{name}"))
+
+
+def alert_id(name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"alert:{name}"))
+
+
+def plate_sighting(
+    name: str,
+    text: str,
+    last_seen: datetime = T0,
+    camera_id: str = "gate",
+    zone: str | None = None,
+    direction: str | None = "approaching",
+    picture: bytes | None = None,
+    candidates: list[tuple[str, float]] | None = None,
+) -> PlateSighting:
+    """One sighting of `text`, last seen at `last_seen` (first seen 3 s before)."""
+    best_read: dict[str, object] = {
+        "frame_id": f"{camera_id}/{name}",
+        "event_id": f"event-{name}",
+        "source": {"topic": "frames", "partition": 0, "offset": 7},
+        "captured_at": last_seen,
+        "text": text,
+        "confidence": 0.97,
+        "box": {"x1": 100, "y1": 200, "x2": 260, "y2": 240},
+    }
+    if picture is not None:
+        best_read["image"] = base64.b64encode(picture).decode()
+    if zone is not None:
+        best_read["zone"] = zone
+    return PlateSighting.model_validate(
+        {
+            "sighting_id": sighting_id(name),
+            "camera_id": camera_id,
+            "text": text,
+            "confidence": 0.91,
+            "format_valid": True,
+            "candidates": [{"text": t, "score": s} for t, s in (candidates or [(text, 0.91)])],
+            "reads": 6,
+            "first_seen": last_seen - timedelta(seconds=3),
+            "last_seen": last_seen,
+            "direction": direction,
+            "best_read": best_read,
+            "closed_by": "gap",
+            "closed_at": last_seen + timedelta(seconds=2),
+            "source": {"topic": "plates", "partition": 0, "first_offset": 10, "last_offset": 15},
+        }
+    )
+
+
+def plate_alert(
+    name: str,
+    plate: str,
+    candidate: str | None = None,
+    alerted_at: datetime = T0,
+    camera_id: str = "gate",
+    list_name: str = "stolen",
+    sighting: str | None = None,
+) -> PlateAlert:
+    """One alert of the watch-list entry `plate` on the read `candidate` (default: the plate)."""
+    return PlateAlert.model_validate(
+        {
+            "alert_id": alert_id(name),
+            "origin": "sighting" if sighting else "read",
+            "sighting_id": sighting_id(sighting) if sighting else None,
+            "candidate_rank": 0 if sighting else None,
+            "list": list_name,
+            "label": f"label of {plate}",
+            "plate": plate,
+            "match_kind": "exact" if candidate in (None, plate) else "fuzzy",
+            "distance": 0.0 if candidate in (None, plate) else 0.5,
+            "candidate": candidate or plate,
+            "confidence": 0.9,
+            "camera_id": camera_id,
+            "frame_id": f"{camera_id}/{name}",
+            "event_id": f"event-{name}",
+            "captured_at": alerted_at - timedelta(seconds=1),
+            "box": {"x1": 100, "y1": 200, "x2": 260, "y2": 240},
+            "source": {"topic": "plates", "partition": 0, "offset": 3},
+            "frame_source": {"topic": "frames", "partition": 0, "offset": 3},
+            "alerted_at": alerted_at,
+        }
+    )
