@@ -10,7 +10,8 @@ the real clips through the whole stack, one camera per clip. `gating` (bench/gat
 motion gating saves on a long live camera read by the connector, gated and ungated side by side.
 `connector-memory` (bench/connector_memory.py): many file-source cameras on one connector, its RSS.
 `motion` (bench/motion.py): what the motion gate leaves out of ../shared/videos, and the CPU of
-its grey copy of a JPEG.
+its grey copy of a JPEG. `store-search` (bench/store_search.py): plate searches and the writer's
+rate in the history store at a million sightings, SQLite and PostgreSQL side by side.
 """
 
 from __future__ import annotations
@@ -125,6 +126,10 @@ def main(argv: Sequence[str]) -> int:
         from bench.gating import main as gating_main
 
         return gating_main(argv[1:])
+    if argv and argv[0] == "store-search":  # its own flags: bench/store_search.py
+        from bench.store_search import main as store_search_main
+
+        return store_search_main(argv[1:])
     if argv and argv[0] == "videos":  # its own flags: bench/videos.py
         from bench.videos import main as videos_main
 
