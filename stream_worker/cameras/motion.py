@@ -12,8 +12,14 @@ background), the code our own. Per camera:
   the camera's masks that differ from it by more than `pixel_threshold` after a 3x3 blur (camera
   noise and JPEG blocks stay under it). A whole-scene change (lights on, a cloud, the camera
   moved: at least `SCENE_CHANGE_SHARE` changed) counts as motion once and replaces the background,
-  so the gate does not stay open for the seconds an average would take to catch up. A vehicle that
-  stops fades into the background within seconds; the post-roll and the heartbeat still look at it.
+  so the gate does not stay open for the seconds an average would take to catch up. A change that
+  stays (a vehicle that stops, a gate left open, a cut to another view) is taken into the
+  background once the frames have stood still for `settle_s` (each within the pixel threshold of
+  the frame that began the stillness, on at most `still_share` of the pixels): the average alone
+  would take 8 to 10 s to fade a strong change under the threshold, and every frame of it would be
+  motion (measured on bench gating's stream: about 500 frames of 1944 published). Something that
+  moves, however slowly, is not still against a frame a second old. The post-roll and the
+  heartbeat still look at what stopped.
 - `MotionGate` turns (stream time, changed share) into a `Decision` per frame: motion, post-roll
   (within `post_roll_s` after the last motion), heartbeat (one frame every `heartbeat_s` while
   static, and the first frame, which has no background yet), or static.
@@ -42,6 +48,7 @@ from stream_worker.contracts.cameras import CameraSettings, MotionSettings
 
 MIN_WIDTH = 160  # `reduce` keeps at least this many columns: a plate-carrying vehicle is still 10+ px
 BACKGROUND_S = 5.0  # the background's time constant, seconds of stream time
+SETTLE_S = 1.0  # a change still this long is taken into the background at once (see the module)
 SCENE_CHANGE_SHARE = 0.5  # this share changed at once: lighting or the camera moved, not a vehicle
 TIME_EPSILON_S = 1e-6  # timestamps in float seconds: 10 heartbeats of 1 s are 10 s, not 9.999...
 DEFAULT_MAX_HELD = 64  # frames a `PreRoll` holds at most, whatever its seconds and the frame rate
@@ -93,21 +100,35 @@ class MotionDetector:
     """The changed share of one camera's frames against its running background (see the module)."""
 
     def __init__(
-        self, pixel_threshold: int, masks: Sequence[Polygon] = (), background_s: float = BACKGROUND_S
+        self,
+        pixel_threshold: int,
+        masks: Sequence[Polygon] = (),
+        background_s: float = BACKGROUND_S,
+        settle_s: float | None = None,
+        still_share: float = 0.0,
     ) -> None:
+        """`settle_s` None: a change fades only by the running average (the detector alone);
+        `CameraMotion` settles after `SETTLE_S`, still meaning at most `still_share` changed."""
         if background_s <= 0:
             raise ValueError("background_s must be positive")
+        if settle_s is not None and settle_s <= 0:
+            raise ValueError("settle_s must be positive (or None: never settle)")
         self.pixel_threshold = pixel_threshold
         self.masks = tuple(tuple(tuple(point) for point in polygon) for polygon in masks)
         self.background_s = background_s
+        self.settle_s = settle_s
+        self.still_share = still_share
         self._background: np.ndarray | None = None
         self._last_t = 0.0
+        self._still: np.ndarray | None = None  # the frame the current stillness began with
+        self._still_since = 0.0
         self._unmasked: np.ndarray | None = None  # True where measured, at the size of the frames
         self._unmasked_count = 0
 
     def reset(self) -> None:
         """Forget the background: the next frame becomes it (and measures nothing)."""
         self._background = None
+        self._still = None
 
     def measure(self, t: float, gray: np.ndarray) -> float | None:
         """The share (0..1) of the unmasked pixels of `gray` (a reduced uint8 frame, see `reduce`)
@@ -120,18 +141,32 @@ class MotionDetector:
         if background is None or background.shape != frame.shape:
             self._start(t, frame)
             return None
-        if self._unmasked_count == 0:
-            share = 0.0  # everything masked: nothing here can move
-        else:
-            changed = np.abs(frame - background) > self.pixel_threshold
-            share = int(np.count_nonzero(changed & self._unmasked)) / self._unmasked_count
-        if share >= SCENE_CHANGE_SHARE:
+        share = self._changed(frame, background)
+        if share >= SCENE_CHANGE_SHARE or (share > 0.0 and self._settled(t, frame)):
             self._background = frame
+            self._still = frame
+            self._still_since = t
         else:
             alpha = 1.0 - math.exp(-max(t - self._last_t, 0.0) / self.background_s)
             background += alpha * (frame - background)
         self._last_t = t
         return share
+
+    def _changed(self, frame: np.ndarray, other: np.ndarray) -> float:
+        if self._unmasked_count == 0:
+            return 0.0  # everything masked: nothing here can move
+        changed = np.abs(frame - other) > self.pixel_threshold
+        return int(np.count_nonzero(changed & self._unmasked)) / self._unmasked_count
+
+    def _settled(self, t: float, frame: np.ndarray) -> bool:
+        """Whether the frames have stood still for `settle_s` up to this one (see the module)."""
+        if self.settle_s is None:
+            return False
+        still = self._still
+        if still is None or self._changed(frame, still) > self.still_share:
+            self._still, self._still_since = frame, t
+            return False
+        return t - self._still_since >= self.settle_s - TIME_EPSILON_S
 
     def _start(self, t: float, frame: np.ndarray) -> None:
         if self._unmasked is None or self._unmasked.shape != frame.shape:
@@ -140,6 +175,7 @@ class MotionDetector:
             self._unmasked_count = int(np.count_nonzero(self._unmasked))
         self._background = frame
         self._last_t = t
+        self._still, self._still_since = frame, t
 
 
 class Decision(StrEnum):
@@ -197,10 +233,16 @@ class CameraMotion:
     """One camera's detector and gate: `observe` each frame in stream order."""
 
     def __init__(
-        self, settings: MotionSettings, masks: Sequence[Polygon] = (), background_s: float = BACKGROUND_S
+        self,
+        settings: MotionSettings,
+        masks: Sequence[Polygon] = (),
+        background_s: float = BACKGROUND_S,
+        settle_s: float | None = SETTLE_S,
     ) -> None:
         self.settings = settings
-        self.detector = MotionDetector(settings.pixel_threshold, masks, background_s)
+        self.detector = MotionDetector(
+            settings.pixel_threshold, masks, background_s, settle_s, settings.min_changed_share
+        )
         self.gate = MotionGate(settings)
         self._last_t: float | None = None
         self.resets = 0  # times the stream's time went backwards or jumped (not the first frame)

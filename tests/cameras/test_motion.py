@@ -181,6 +181,41 @@ def test_a_vehicle_standing_still_fades_into_the_background():
     assert all(s == 0.0 for s in shares[int(9 / 0.25) :])
 
 
+def test_a_change_that_stays_still_is_taken_into_the_background_after_settle_s():
+    # A cut to another still view (a third of the pixels: under the whole-scene share), or a
+    # vehicle that stopped: motion for settle_s, then the background is the new view at once
+    # instead of fading over 8 s or more.
+    detector = MotionDetector(25, background_s=5.0, settle_s=1.0, still_share=0.002)
+    frame = np.full((H, W), 100, np.uint8)
+    parked = with_block(frame, 0, 0, W // 3, H, value=220)
+    detector.measure(0.0, frame)
+    shares = [detector.measure(0.1 * i, parked) for i in range(1, 31)]
+    # still since its first frame (0.1 s): 1.1 s is the frame that settles it, measured as motion
+    assert all(s is not None and s > 0.3 for s in shares[:11])
+    assert all(s == 0.0 for s in shares[11:])
+    # without settling, the same change is still motion 3 s later
+    plain = MotionDetector(25, background_s=5.0)
+    plain.measure(0.0, frame)
+    assert [plain.measure(0.1 * i, parked) for i in range(1, 31)][-1] > 0.3
+
+
+def test_something_moving_slowly_never_settles():
+    # a block crawling one pixel every 0.2 s (5 px/s at the reduced size) keeps moving against
+    # a frame a second old, so it is not taken into the background and stays motion
+    detector = MotionDetector(25, background_s=5.0, settle_s=1.0, still_share=0.002)
+    frame = np.full((H, W), 100, np.uint8)
+    detector.measure(0.0, frame)
+    shares = [
+        detector.measure(0.1 * i, with_block(frame, 20 + i // 2, 30, 40, 40, 220)) for i in range(1, 81)
+    ]
+    assert all(s is not None and s > 0.05 for s in shares)
+
+
+def test_settle_needs_a_positive_time():
+    with pytest.raises(ValueError):
+        MotionDetector(25, settle_s=0.0)
+
+
 def test_background_follows_stream_time_not_frame_count():
     frame = np.full((H, W), 100, np.uint8)
     parked = with_block(frame, 50, 20, 40, 40, value=220)
@@ -272,6 +307,23 @@ def test_camera_static_scene_is_mostly_static_and_motion_is_seen():
     assert camera.observe(10.25, frame) == type(moved)(Decision.POST_ROLL, 0.0)
     assert camera.observe(11.0, frame).decision is Decision.POST_ROLL
     assert camera.observe(11.25, frame).decision is Decision.STATIC
+
+
+def test_camera_settles_a_change_that_stays_and_the_plain_detector_does_not():
+    frame = scene()
+    stopped = with_block(frame, 20, 20, 60, 60)  # a vehicle stopped in view (18 % of the frame)
+    settled, plain = (
+        CameraMotion(settings(post_roll_s=1.0)),
+        CameraMotion(settings(post_roll_s=1.0), settle_s=None),
+    )
+    for camera in (settled, plain):
+        camera.observe(0.0, frame)
+    after = {id(c): [c.observe(0.1 * i, stopped).decision for i in range(1, 51)] for c in (settled, plain)}
+    # settled: motion for the settle second, post-roll 1 s, then static (5 s in all)
+    assert after[id(settled)][:11] == [Decision.MOTION] * 11  # 0.1 .. 1.1 s
+    assert Decision.POST_ROLL in after[id(settled)][10:21]
+    assert after[id(settled)][-20:] == [Decision.STATIC] * 20
+    assert after[id(plain)] == [Decision.MOTION] * 50  # still fading 5 s later
 
 
 def test_camera_time_backwards_or_gap_starts_again():
