@@ -98,6 +98,7 @@ class ConnectorService(LoopService):
             decode_threads=settings.decode_threads,
             static_key_frames_s=settings.static_key_frames_s,
             static_markers=settings.static_markers,
+            static_marker_interval_s=settings.static_marker_interval_s,
             hwaccel=settings.hwaccel,
             environ=dict(os.environ),
         )

@@ -24,7 +24,7 @@ from stream_worker.connector.backoff import backoff_s
 from stream_worker.connector.clock import StreamClock
 from stream_worker.connector.encoding import JpegEncoder
 from stream_worker.connector.frame_queue import DropOldestQueue
-from stream_worker.connector.hold import StaticHold
+from stream_worker.connector.hold import MarkerThinner, StaticHold
 from stream_worker.connector.sampler import FpsSampler, StreamTime
 from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify
 from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings, Polygon
@@ -71,6 +71,7 @@ class ReaderOptions:
     decode_threads: int = 1
     static_key_frames_s: float = 0.0  # with motion: static this long, decode key frames only (0: off)
     static_markers: bool = True  # with motion: a static frame is published as a marker (no image)
+    static_marker_interval_s: float = 1.0  # one marker per this while static (0: one per static frame)
     hwaccel: str | None = None
     environ: Mapping[str, str] = field(default_factory=dict)
 
@@ -140,6 +141,7 @@ class CameraReader:
         self._hold: StaticHold[tuple[Any, float]] = StaticHold(
             spec.motion.pre_roll_s if spec.motion is not None else 0.0, held
         )
+        self._markers: MarkerThinner[tuple[Any, float]] = MarkerThinner(options.static_marker_interval_s)
         self._session = ""
         self._sequence = 0
         self._arrival_timed = False
@@ -184,7 +186,7 @@ class CameraReader:
                 if end is _End.STOP:
                     break
                 if end is _End.ENDED:
-                    self._let_go(self._hold.clear())  # the frames held at the end: static
+                    self._let_go(self._hold.clear(), end=True)  # the frames held at the end: static
                     self._set_state(CameraState.ENDED)
                     log.info("camera ended", extra=self._where())
                     return
@@ -299,7 +301,7 @@ class CameraReader:
 
     def _begin_session(self, container: Any, stream: Any, new: bool) -> None:
         """A new session (frame ids `<camera>:<session>:<n>`) per open, except a file's loop."""
-        self._let_go(self._hold.clear())  # the last session's held frames: static
+        self._let_go(self._hold.clear(), end=True)  # the last session's held frames: static
         if new:
             self._session = f"{time.time_ns() // 1_000_000:x}"
             self._sequence = 0
@@ -371,8 +373,16 @@ class CameraReader:
         self._key_frames_when_static(t, decision)
         self._let_go(self._hold.admit(t, (frame, wall), decision))
 
-    def _let_go(self, frames: list[tuple[tuple[Any, float], bool]]) -> None:
-        for (frame, wall), examined in frames:
+    def _let_go(self, frames: list[tuple[tuple[Any, float], bool]], end: bool = False) -> None:
+        """Publish what the hold lets go: examined frames with their image, static ones as markers
+        (thinned to one a `static_marker_interval_s`, see hold.MarkerThinner); `end`: the stream
+        ends or starts again, so the marker held back goes out too."""
+        out: list[tuple[tuple[Any, float], bool]] = []
+        for item, examined in frames:
+            out += self._markers.take(item[1], item, examined)
+        if end:
+            out += self._markers.flush()
+        for (frame, wall), examined in out:
             if examined:
                 self._emit(frame, wall)
             elif self.options.static_markers:

@@ -98,6 +98,13 @@ class ConnectorSettings(ServiceSettings):
         "static marker (no image, the header static=WIDTHxHEIGHT), which the worker answers with a "
         "not-examined event, so that the sightings service sees the camera watched.",
     )
+    static_marker_interval_s: float = Field(
+        1.0,
+        ge=0,
+        description="With static markers: one marker per this many seconds while a camera is static, "
+        "and one for the last static frame before each examined one (the not-examined time stays "
+        "exact for the sightings and alerts services). 0: a marker per static frame.",
+    )
     decode_threads: int = Field(
         1, ge=0, le=64, description="FFmpeg decoding threads per camera (0: FFmpeg decides)."
     )

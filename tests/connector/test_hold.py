@@ -1,7 +1,7 @@
 import pytest
 
 from stream_worker.cameras.motion import Decision, PreRoll
-from stream_worker.connector.hold import StaticHold
+from stream_worker.connector.hold import MarkerThinner, StaticHold
 
 M, P, H, S = Decision.MOTION, Decision.POST_ROLL, Decision.HEARTBEAT, Decision.STATIC
 
@@ -54,3 +54,48 @@ def test_time_going_backwards_lets_the_held_frames_go_first():
 def test_negative_sizes_are_refused():
     with pytest.raises(ValueError):
         StaticHold(-1.0, 4)
+
+
+# MarkerThinner
+
+
+def thin(thinner: MarkerThinner[float], out: list[tuple[float, bool]]) -> list[tuple[float, bool]]:
+    kept = [x for t, examined in out for x in thinner.take(t, t, examined)]
+    return kept + thinner.flush()
+
+
+def test_one_marker_a_second_and_the_last_static_frame_before_an_examined_one():
+    # 10 frames/s: a heartbeat, 3.3 s static, motion at 3.4 s, static again to 5.0 s
+    stream = [(round(0.1 * i, 1), i == 0 or 34 <= i <= 36) for i in range(51)]
+    out = thin(MarkerThinner(1.0), stream)
+    assert [t for t, _ in out] == sorted(t for t, _ in out)  # in order, each at most once
+    assert [t for t, examined in out if examined] == [0.0, 3.4, 3.5, 3.6]  # every examined frame
+    markers = [t for t, examined in out if not examined]
+    assert markers == [1.0, 2.0, 3.0, 3.3, 4.6, 5.0]  # a second apart; 3.3 before the motion; 5.0 at the end
+
+
+def test_interval_zero_keeps_every_marker():
+    stream = [(0.1 * i, i % 7 == 0) for i in range(30)]
+    assert thin(MarkerThinner(0.0), stream) == stream
+
+
+def test_thinned_after_the_hold_the_examined_frames_are_the_same():
+    stream = [(0.0, H)] + [(0.1 * i, S) for i in range(1, 40)] + [(4.0, M), (4.1, P), (4.2, P)]
+    stream += [(4.2 + 0.1 * i, S) for i in range(1, 120)] + [(16.2, H)]
+    held = feed(StaticHold(1.0, 64), stream)
+    out = thin(MarkerThinner(1.0), held)
+    assert [t for t, e in out if e] == [t for t, e in held if e]
+    assert len([1 for _, e in out if not e]) < len([1 for _, e in held if not e]) / 5
+
+
+def test_time_going_backwards_lets_the_marker_through():
+    thinner: MarkerThinner[float] = MarkerThinner(1.0)
+    assert thinner.take(5.0, 5.0, False) == [(5.0, False)]
+    assert thinner.take(5.5, 5.5, False) == []
+    assert thinner.take(1.0, 1.0, False) == [(1.0, False)]
+    assert thinner.flush() == []
+
+
+def test_a_negative_interval_is_refused():
+    with pytest.raises(ValueError):
+        MarkerThinner(-0.5)

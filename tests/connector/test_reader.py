@@ -89,7 +89,8 @@ def test_motion_gating_publishes_the_motion_with_its_pre_and_post_roll_and_heart
     video = tmp_path / "scene.mp4"
     still_then_moving(video, seconds_still=6, seconds_moving=1)  # motion 6.0-7.0 s of 13 s
     motion = MotionSettings(pre_roll_s=1.0, post_roll_s=2.0, heartbeat_s=4.0)
-    reader = CameraReader(spec(str(video), motion, fps=5), ReaderOptions(queue_frames=100))
+    options = ReaderOptions(queue_frames=100, static_marker_interval_s=0.0)  # a marker per static frame
+    reader = CameraReader(spec(str(video), motion, fps=5), options)
     frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED, timeout_s=40)
     stats = reader.stats
     numbers = [int(f.frame_id.rsplit(":", 1)[1]) for f in frames]
@@ -111,11 +112,28 @@ def test_motion_gating_publishes_the_motion_with_its_pre_and_post_roll_and_heart
     assert (stats.sampled, stats.motion, stats.static, stats.queued) == (65, 5, 47, 65)
 
 
+def test_static_markers_are_thinned_to_one_a_second_and_one_before_each_examined_frame(tmp_path):
+    video = tmp_path / "scene.mp4"
+    still_then_moving(video, seconds_still=6, seconds_moving=1)  # as above: motion 6.0-7.0 s of 13 s
+    motion = MotionSettings(pre_roll_s=1.0, post_roll_s=2.0, heartbeat_s=4.0)
+    reader = CameraReader(spec(str(video), motion, fps=5), ReaderOptions(queue_frames=100))  # default: 1 s
+    frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED, timeout_s=40)
+    assert [int(f.frame_id.rsplit(":", 1)[1]) for f in frames] == list(range(len(frames)))
+    times = [datetime.fromisoformat(f.captured_at).timestamp() for f in frames]
+    images = [round(t - times[0], 1) for t, f in zip(times, frames, strict=True) if f.static is None]
+    markers = [round(t - times[0], 1) for t, f in zip(times, frames, strict=True) if f.static is not None]
+    assert len(images) == 23 and images[:2] == [0.0, 4.0] and images[-1] == 12.8  # the same as above
+    # a second apart while static, and the last static frame before each examined stretch (3.8
+    # before the heartbeat at 4.0, 4.8 before the pre-roll at 5.0, 12.6 before the heartbeat)
+    assert markers == [1.0, 2.0, 3.0, 3.8, 4.8, 9.8, 10.8, 11.8, 12.6]
+    assert reader.stats.static == 47 and reader.stats.queued == 23 + 9
+
+
 def test_a_static_scene_decodes_only_its_key_frames_until_one_shows_motion(tmp_path):
     video = tmp_path / "scene.mp4"
     still_then_moving(video, seconds_still=6, seconds_moving=2, key_frame_every=10)  # a key frame a second
     motion = MotionSettings(pre_roll_s=1.0, post_roll_s=1.0, heartbeat_s=4.0)
-    options = ReaderOptions(queue_frames=200, static_key_frames_s=2.0)
+    options = ReaderOptions(queue_frames=200, static_key_frames_s=2.0, static_marker_interval_s=0.0)
     reader = CameraReader(spec(str(video), motion, fps=10), options)
     frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED, timeout_s=40)
     times = [datetime.fromisoformat(f.captured_at).timestamp() for f in frames]
