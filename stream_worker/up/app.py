@@ -31,6 +31,7 @@ from stream_worker.nets.weights import default_weights_dir
 from stream_worker.service.compacted import CompactedTopicError
 from stream_worker.up import status as up_status
 from stream_worker.up import topics as up_topics
+from stream_worker.up.announcements import announcements
 from stream_worker.up.children import BrokerChild, ServiceProcess, TritonChild
 from stream_worker.up.options import EXIT_FAILED, EXIT_OK, UpError, UpOptions
 from stream_worker.up.restarts import RestartPolicy
@@ -38,7 +39,6 @@ from stream_worker.up.supervisor import Supervisor
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 CHECK_INTERVAL_S = 0.5
-ANNOUNCEMENT_WORDS = ("password", "sign in", "sign-in", "token")  # what the store says once, for a person
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class Up:
         store = next((service for service in self.services if service.name == "store"), None)
         if store is not None:
             self.console.line(f"console: {options.console_url}", style="bold")
-            for line in _announcements(store):
+            for line in announcements(store.child):
                 self.console.line(line, style="bold")
         self.console.line(
             f"Kafka: {self.broker.bootstrap_servers} (e.g. stream-worker cameras set CAMERA --file cam.yaml "
@@ -181,11 +181,6 @@ class Up:
             up_status.write(options.status_path, state, fields)
         except OSError as error:
             log.warning("cannot write %s: %s", options.status_path, error)
-
-
-def _announcements(store: ServiceProcess) -> list[str]:
-    """What the store's last start said for a person (the admin password of a first start)."""
-    return [line for line in store.child.said() if any(word in line.lower() for word in ANNOUNCEMENT_WORDS)]
 
 
 def run_up(options: UpOptions, console: Console | None = None) -> int:
