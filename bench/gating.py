@@ -9,6 +9,12 @@ each process's CPU belongs to one arm: `gated` (the camera's settings have motio
 their bytes on the frames topic, CPU seconds of each process, CPU per camera-hour of broker +
 Triton + worker (the target: gated at most 1/4 of ungated), the connector's own, how many such
 cameras one 2-core host keeps up with all in, and each labelled plate's pass read exactly or not.
+
+`--offline` runs no server (and needs no idle machine): the stream decoded and sampled as the
+connector does, each frame through the connector's gate, hold and marker thinning, and its JPEG
+encoded at the camera's quality; printed per arm: frames and static markers published, the frames
+topic's bytes (headers estimated), and per pass the frames in view and how many are published.
+Minutes of one core; what it cannot say is the CPU, nor whether the plates are read.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ CAMERA = "gate-1"
 HOST_CORES = 2
 WINDOW_MARGIN_S = 3.0  # a sighting belongs to a pass when it overlaps the pass widened by this
 READY_TIMEOUT_S = 600.0
+RECORD_OVERHEAD_BYTES = (
+    110  # --offline: key and headers of a record, about (camera id, frame id, captured_at)
+)
 
 
 @dataclass
@@ -203,6 +212,103 @@ def _overlaps(sighting: dict[str, Any], start: float, end: float) -> bool:
     return first <= end and last >= start
 
 
+def gate_offline(
+    frames: Sequence[tuple[float, Any]], settings: CameraSettings, marker_interval_s: float
+) -> list[tuple[int, bool]]:
+    """(index, examined) of every record the connector publishes for `frames` ((stream time, reduced
+    grey) in order), by its own pieces: the motion gate, the pre-roll hold, the marker thinning."""
+    from stream_worker.cameras.motion import CameraMotion
+    from stream_worker.connector.hold import MarkerThinner, StaticHold
+    from stream_worker.connector.reader import MAX_PRE_ROLL_FRAMES
+
+    camera = CameraMotion.for_camera(settings)
+    if camera is None or settings.motion is None or settings.source is None:
+        return [(index, True) for index in range(len(frames))]
+    pre_roll_s = settings.motion.pre_roll_s
+    hold: StaticHold[int] = StaticHold(
+        pre_roll_s, min(MAX_PRE_ROLL_FRAMES, int(pre_roll_s * settings.source.fps) + 1)
+    )
+    thinner: MarkerThinner[int] = MarkerThinner(marker_interval_s)
+    out: list[tuple[int, bool]] = []
+    for index, (t, gray) in enumerate(frames):
+        for item, examined in hold.admit(t, index, camera.observe(t, gray).decision):
+            out += thinner.take(frames[item][0], item, examined)
+    for item, examined in hold.clear():
+        out += thinner.take(frames[item][0], item, examined)
+    return out + thinner.flush()
+
+
+def offline(path: Path, views: Sequence[PlannedView], fps: float, marker_interval_s: float) -> dict[str, Any]:
+    """Both arms' records over the stream, without servers (see the module)."""
+    import av
+
+    from stream_worker.cameras.motion import MIN_WIDTH
+    from stream_worker.connector.encoding import JpegEncoder
+    from stream_worker.connector.sampler import FpsSampler, StreamTime
+
+    gated = settings_of("gated", path, fps)
+    assert gated.source is not None
+    encoder, sampler = JpegEncoder(gated.source.jpeg_quality), FpsSampler(fps)
+    frames: list[tuple[float, Any]] = []
+    sizes: list[int] = []
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        stream.codec_context.thread_count = 1
+        times = StreamTime(1.0 / float(stream.average_rate or fps))
+        time_base = float(stream.time_base) if stream.time_base else None
+        for frame in container.decode(stream):
+            t = times.of(frame.pts, time_base)
+            if not sampler.keep(t):
+                continue
+            factor = max(1, frame.width // MIN_WIDTH)
+            gray = frame.reformat(width=frame.width // factor, height=frame.height // factor, format="gray")
+            frames.append((t, gray.to_ndarray()))
+            sizes.append(len(encoder.encode(frame)))
+    arms = {}
+    for arm in ARMS:
+        records = gate_offline(frames, settings_of(arm, path, fps), marker_interval_s)
+        examined = {index for index, is_examined in records if is_examined}
+        image_bytes = sum(sizes[index] for index in examined)
+        passes, in_view_bytes = [], 0
+        for view in views:
+            in_view = [i for i, (t, _) in enumerate(frames) if view.start_s <= t < view.end_s]
+            in_view_bytes += sum(sizes[i] for i in examined.intersection(in_view))
+            passes.append(
+                {"pass": view.name, "in_view": len(in_view), "published": len(examined.intersection(in_view))}
+            )
+        arms[arm] = {
+            "frames": len(examined),
+            "static_markers": len(records) - len(examined),
+            "frames_mb": round((image_bytes + RECORD_OVERHEAD_BYTES * len(records)) / 1e6, 2),
+            "in_view_mb": round(in_view_bytes / 1e6, 2),  # the images of frames with a vehicle in view
+            "passes": passes,
+        }
+    return arms
+
+
+def render_offline(arms: dict[str, Any]) -> str:
+    table = [{"arm": name, **{k: v for k, v in arms[name].items() if k != "passes"}} for name in ARMS]
+    gated, ungated = arms["gated"], arms["ungated"]
+    rows = [
+        {**row, "ungated": other["published"]}
+        for row, other in zip(gated["passes"], ungated["passes"], strict=True)
+    ]
+    return "\n".join(
+        [
+            format_table(table, ["arm", "frames", "static_markers", "frames_mb", "in_view_mb"]),
+            "",
+            "vehicle passes: sampled frames in view, and how many the gated arm publishes:",
+            format_table(rows, ["pass", "in_view", "published", "ungated"]),
+            "",
+            f"gated / ungated frames-topic bytes {_ratio(gated, ungated, 'frames_mb')} (target <= 0.25); "
+            "the frames with a vehicle in view alone are "
+            f"{_ratio(ungated, ungated, 'in_view_mb', 'frames_mb')}"
+            " of the ungated arm's (a gate that publishes all of them cannot go under that); CPU and "
+            "plates read: run without --offline on an idle machine",
+        ]
+    )
+
+
 def render(report: dict[str, Any]) -> str:
     arms = report["arms"]
     columns = [
@@ -239,8 +345,9 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _ratio(a: dict[str, Any], b: dict[str, Any], key: str) -> str:
-    return f"{a[key] / b[key]:.3f}" if b[key] else "-"
+def _ratio(a: dict[str, Any], b: dict[str, Any], key: str, b_key: str | None = None) -> str:
+    b_key = b_key or key
+    return f"{a[key] / b[b_key]:.3f}" if b[b_key] else "-"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -259,12 +366,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repository", type=Path, default=REPO_ROOT / "model_repository")
     p.add_argument("--report", type=Path, default=None, help="Write the JSON report here.")
     p.add_argument("--allow-busy", action="store_true", help=environment.ALLOW_BUSY_HELP)
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="No servers: the connector's gate over the stream, frames, markers and bytes per arm.",
+    )
+    p.add_argument(
+        "--static-marker-interval-s",
+        type=float,
+        default=1.0,
+        help="--offline: the connector's --static-marker-interval-s (0: a marker per static frame).",
+    )
     return p
 
 
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(list(argv))
     path, views = stream_file(args)
+    if args.offline:
+        print(render_offline(offline(path, views, args.fps, args.static_marker_interval_s)))
+        return 0
     if (idle := environment.load_or_refuse(args.allow_busy)) is None:
         return 2
     load_before, busy = idle
