@@ -5,7 +5,8 @@ sightings/commands.py (`sightings`), alerts/cli.py (`alerts`, the `watchlist` gr
 cameras/cli.py (the `cameras` group), demo/commands.py (`demo`), launchers/commands.py (`triton`,
 `broker`), nets/commands.py (the `models` group), evaluation/commands.py (`eval`) and
 tools/commands.py (`recognize`, `produce`, `tail`, the `schemas` group), connector/commands.py
-(`connect`, `cameras status`); the options several of
+(`connect`, `cameras status`), store/commands.py (the `store` group, `search`), up/commands.py
+(`up`); the options several of
 them share are in service/options.py. Only `bench` is here: the benchmarks are the repository's
 bench/ folder, not a package of stream_worker.
 
@@ -26,6 +27,7 @@ from stream_worker.launchers import commands as launchers
 from stream_worker.nets import commands as nets
 from stream_worker.service.options import REPO_ROOT
 from stream_worker.sightings import commands as sightings
+from stream_worker.store import commands as store
 from stream_worker.tools import commands as tools
 from stream_worker.up import commands as up
 from stream_worker.worker import commands as worker
@@ -98,6 +100,7 @@ def bench(ctx: typer.Context) -> None:
 app.add_typer(nets.models_app, name="models")
 app.add_typer(tools.schemas_app, name="schemas")
 app.add_typer(alerts.watchlist_app, name="watchlist")
+app.add_typer(store.store_app, name="store")
 # `cameras status` reads what the connector reports: the cameras package, below the services, cannot.
 cameras.cameras_app.registered_commands.extend(connector.status_commands.registered_commands)
 app.add_typer(cameras.cameras_app, name="cameras")

@@ -1,4 +1,4 @@
-"""The services' group consumer: one topic, manual commits, and what owning partitions entails.
+"""The services' group consumer: one topic (or a few), manual commits, and what owning partitions entails.
 
 Around librdkafka's Consumer it keeps, for the service on top:
 - ownership: which partitions are assigned now, each with an assignment epoch (bumped at every
@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
@@ -44,14 +44,15 @@ class GroupConsumer(ABC, Generic[R]):
     def __init__(
         self,
         config: Mapping[str, object],
-        topic: str,
+        topic: str | Sequence[str],
         metrics: ServiceMetrics,
         on_assign: PartitionsCallback,
         on_revoke: PartitionsCallback,
         on_lost: PartitionsCallback,
         client: ClientFactory = Consumer,
     ) -> None:
-        self.topic = topic
+        self.topics = [topic] if isinstance(topic, str) else list(topic)
+        self.topic = self.topics[0]
         self.closing = False
         self.gaps = GapHealer(on_settled=metrics.count_gap)
         self._metrics = metrics
@@ -59,9 +60,12 @@ class GroupConsumer(ABC, Generic[R]):
         self._epochs: dict[Partition, int] = {}
         self._owned: set[Partition] = set()
         self._paused: set[Partition] = set()
-        metrics.show_consumed_topic(topic)
+        for consumed in self.topics:
+            metrics.show_consumed_topic(consumed)
         self._client = client({**config, "stats_cb": self._statistics})
-        self._client.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost)
+        self._client.subscribe(
+            self.topics, on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
+        )
 
     @abstractmethod
     def _record(self, message: Message) -> R:

@@ -1,0 +1,286 @@
+"""The composition root of `stream-worker store`: consume sightings and alerts -> decode -> write
+one transaction -> commit offsets, on one thread; the console served beside it.
+
+Guarantees and how they are kept:
+- Nothing lost: a batch's offsets are committed only after its database transaction committed. A
+  crash (SIGKILL included) between the two reads the batch again.
+- Nothing twice: every row carries its message's id under a unique constraint and the writer
+  skips ids already stored (writer.py), so a batch read again writes nothing.
+- A database that fails (down, full, a lost connection): the batch is kept and written again with
+  a capped backoff, consumption stops meanwhile (nothing is committed past it), /readyz says so.
+- A record that is not the topic's contract is counted, logged and skipped (committed with the
+  rest): it would fail the same way on every replay.
+- SIGTERM/SIGINT: the batch in hand is written and committed, then the group is left.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
+
+from stream_worker.contracts import PlateAlert, PlateSighting
+from stream_worker.service.commits import Committer
+from stream_worker.service.deadlines import Deadlines
+from stream_worker.service.http import HealthServer, LoopClock
+from stream_worker.service.kafka import Partition
+from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.settings import ConfigError
+from stream_worker.store.consumer import StoreConsumer, StoreRecord
+from stream_worker.store.database import Database, DatabaseError
+from stream_worker.store.metrics import StoreMetrics
+from stream_worker.store.retention import expire
+from stream_worker.store.settings import StoreSettings, load_settings
+from stream_worker.store.writer import write_batch
+
+log = logging.getLogger("stream_worker.store")
+
+POLL_S = 0.2
+RETRY_FIRST_S, RETRY_MAX_S = 0.5, 10.0
+
+
+class Positions:
+    """The commit book: per partition, the position after the last record written to the database."""
+
+    def __init__(self) -> None:
+        self._written: dict[Partition, int] = {}
+        self._committed: dict[Partition, int] = {}
+
+    def written(self, records: Sequence[StoreRecord]) -> None:
+        for record in records:
+            partition = (record.topic, record.partition)
+            self._written[partition] = max(self._written.get(partition, 0), record.offset + 1)
+
+    def committable(self) -> dict[Partition, int]:
+        return {p: o for p, o in self._written.items() if self._committed.get(p) != o}
+
+    def mark_committed(self, positions: dict[Partition, int]) -> None:
+        self._committed.update(positions)
+
+    def forget(self, partitions: Sequence[Partition]) -> None:
+        for partition in partitions:
+            self._written.pop(partition, None)
+            self._committed.pop(partition, None)
+
+
+class StoreService(LoopService):
+    log = log
+    started_message = "store started"
+
+    def __init__(self, settings: StoreSettings) -> None:
+        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
+        self.settings = settings
+        self.metrics = StoreMetrics()
+        self.loop_clock = LoopClock()
+        self.http = HealthServer(
+            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        )
+        self.database = Database(settings.resolved_database_url())
+        self.database.migrate()
+        self.metrics.database_up.set(1)
+        self.positions = Positions()
+        self._pending: list[StoreRecord] = []  # consumed, not yet in the database
+        self._retry_s = 0.0
+        self._retry_at = 0.0
+        self._last_error = ""
+        self._next_retention = 0.0
+        self.consumer = StoreConsumer(settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost)
+        self.committer = Committer(self.consumer, self.positions, self.metrics, partition_of=lambda p: p)
+        self.console = _start_console(settings, self.database) if settings.console else None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def _started_fields(self) -> dict[str, Any]:
+        return {
+            "topics": [self.settings.sightings_topic, self.settings.alerts_topic],
+            "group_id": self.settings.group_id,
+            "database": self.database.safe_url,
+            "console": self.console.address if self.console else None,
+            "kafka_config": self.settings.redacted_kafka_config(),
+        }
+
+    def _turn(self) -> None:
+        if not self._pending:
+            self._pending = self.consumer.consume(self.settings.batch_records, POLL_S)
+        if self._pending and time.monotonic() >= self._retry_at:
+            self._write(self._pending)
+        elif self._pending:
+            time.sleep(min(POLL_S, self._retry_at - time.monotonic()))
+        self._retain()
+        self.loop_clock.tick()
+
+    def _shutdown(self) -> int:
+        self.deadlines.begin_shutdown()
+        if self._pending and self.fatal is None:
+            self._write(self._pending)
+        self._leave_group()
+        if self.console is not None:
+            self.console.stop()
+        self.database.dispose()
+        self.http.stop()
+        log.info(
+            "stopped",
+            extra={"seconds": round(self.deadlines.shutdown_seconds(), 3), "unwritten": len(self._pending)},
+        )
+        return 1 if self.fatal is not None else 0
+
+    # --- the pipeline ----------------------------------------------------------------------
+
+    def _decode(self, records: Sequence[StoreRecord]) -> tuple[list[PlateSighting], list[PlateAlert]]:
+        found_sightings, found_alerts = [], []
+        for record in records:
+            self.metrics.records_in.labels(record.topic).inc()
+            sighting_topic = record.topic == self.settings.sightings_topic
+            contract = PlateSighting if sighting_topic else PlateAlert
+            try:
+                if record.value is None:
+                    raise ValueError("no value (a tombstone)")
+                decoded = contract.model_validate_json(record.value)
+            except (ValidationError, ValueError) as error:
+                self.metrics.invalid_records.labels(record.topic).inc()
+                log.warning(
+                    f"skipped a record that is not a {contract.__name__}",
+                    extra={
+                        "topic": record.topic,
+                        "partition": record.partition,
+                        "offset": record.offset,
+                        "error": str(error).splitlines()[0][:300],
+                    },
+                )
+                continue
+            (found_sightings if sighting_topic else found_alerts).append(decoded)
+        return found_sightings, found_alerts
+
+    def _write(self, records: list[StoreRecord]) -> None:
+        owned = [r for r in records if self.consumer.owns((r.topic, r.partition))]
+        batch_sightings, batch_alerts = self._decode(owned)
+        started = time.perf_counter()
+        try:
+            with self.database.begin() as connection:
+                written = write_batch(connection, batch_sightings, batch_alerts)
+        except (SQLAlchemyError, DatabaseError) as error:
+            self._failed(error)
+            return
+        self.metrics.write_seconds.observe(time.perf_counter() - started)
+        self.metrics.database_up.set(1)
+        self._retry_s, self._retry_at, self._last_error = 0.0, 0.0, ""
+        self.metrics.rows_written.labels("sightings").inc(written.sightings)
+        self.metrics.rows_written.labels("alerts").inc(written.alerts)
+        self.metrics.rows_written.labels("pictures").inc(written.pictures)
+        self.positions.written(owned)
+        self._pending = []
+        self.committer.commit()
+
+    def _failed(self, error: Exception) -> None:
+        self.metrics.write_failures.inc()
+        self.metrics.database_up.set(0)
+        self._retry_s = min(RETRY_MAX_S, max(RETRY_FIRST_S, self._retry_s * 2))
+        self._retry_at = time.monotonic() + self._retry_s
+        self._last_error = _first_line(error)
+        log.warning(
+            "database write failed, writing the batch again",
+            extra={"error": self._last_error, "retry_in_s": self._retry_s, "records": len(self._pending)},
+        )
+
+    def _retain(self) -> None:
+        if self.settings.retention_days <= 0 or time.monotonic() < self._next_retention:
+            return
+        self._next_retention = time.monotonic() + self.settings.retention_every_s
+        try:
+            with self.database.begin() as connection:
+                deleted = expire(connection, self.settings.retention_days)
+        except (SQLAlchemyError, DatabaseError) as error:
+            log.warning("retention failed", extra={"error": _first_line(error)})
+            return
+        for table in ("sightings", "alerts", "pictures"):
+            self.metrics.retention_deleted.labels(table).inc(getattr(deleted, table))
+        if deleted.sightings or deleted.alerts:
+            log.info(
+                "retention deleted old rows", extra={"sightings": deleted.sightings, "alerts": deleted.alerts}
+            )
+
+    # --- rebalance -------------------------------------------------------------------------
+
+    def _on_assign(self, partitions: list[Partition]) -> None:
+        log.info("partitions assigned", extra={"partitions": [f"{t}:{p}" for t, p in partitions]})
+
+    def _on_revoke(self, partitions: list[Partition]) -> None:
+        if self.fatal is None and self._pending:
+            self._write(self._pending)  # what was consumed is written and committed before it goes
+        if self.fatal is None:
+            self.committer.commit()
+        self._pending = [r for r in self._pending if (r.topic, r.partition) not in partitions]
+        self.positions.forget(partitions)
+        log.info("partitions revoked", extra={"partitions": [f"{t}:{p}" for t, p in partitions]})
+
+    def _on_lost(self, partitions: list[Partition]) -> None:
+        self._pending = [r for r in self._pending if (r.topic, r.partition) not in partitions]
+        self.positions.forget(partitions)
+        log.warning("partitions lost", extra={"partitions": [f"{t}:{p}" for t, p in partitions]})
+
+    # --- observability ---------------------------------------------------------------------
+
+    def _readiness(self) -> tuple[bool, str]:
+        if self._last_error:
+            return False, f"database writes failing: {self._last_error}"
+        if not self.consumer.assigned():
+            return False, "no partitions assigned"
+        return True, f"{len(self.consumer.assigned())} partitions assigned"
+
+
+class _Console:
+    """The console's web server (uvicorn) on a thread of the store's process."""
+
+    def __init__(self, server: Any, thread: threading.Thread, address: str) -> None:
+        self._server, self._thread, self.address = server, thread, address
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
+
+
+def _start_console(settings: StoreSettings, database: Database) -> _Console | None:
+    try:
+        from stream_worker.store.web.server import start_console
+    except ImportError:  # the console's package is not there yet
+        log.warning("the console is not available in this build; serving the store only")
+        return None
+    server, thread, address = start_console(settings, database)
+    return _Console(server, thread, address)
+
+
+def _first_line(error: Exception) -> str:
+    original = getattr(error, "orig", None) or error
+    text = str(original).strip()
+    return text.splitlines()[0][:300] if text else type(original).__name__
+
+
+def main(cli_args: Sequence[str]) -> int:
+    """`stream-worker store`: 0 after a clean stop, 1 after a fatal Kafka error or a database that
+    cannot be reached or migrated at start, 2 for bad settings."""
+    try:
+        settings = _checked(cli_args)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        Database(settings.resolved_database_url()).migrate()
+    except DatabaseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return serve(lambda: _checked(cli_args), StoreService)
+
+
+def _checked(cli_args: Sequence[str]) -> StoreSettings:
+    settings = load_settings(cli_args)
+    try:
+        settings.resolved_database_url()
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return settings

@@ -1,0 +1,128 @@
+"""`stream-worker store` (the history store and its console; `store migrate`, `store forget`) and
+`stream-worker search` (cli.py adds them to the root app). The work is imported only when a command
+runs: store/app.py for the service, retention.py for forget, search_output.py for search.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
+
+RUN = "run"
+
+
+class RunByDefault(TyperGroup):
+    """`stream-worker store [FLAGS]` runs the service (`store run`); `store migrate|forget` the others."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
+            args = [RUN, *args]
+        return super().parse_args(ctx, args)
+
+
+store_app = typer.Typer(
+    cls=RunByDefault,
+    help="The history store: sightings and alerts into a database, with the console (store --help).",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker store --bootstrap-servers kafka:9092\n\n"
+        "  stream-worker store forget B840CK197 --yes"
+    ),
+    add_completion=False,
+)
+
+
+@store_app.command(
+    RUN,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def run(ctx: typer.Context) -> None:
+    """Store sightings and alerts, serve the console (the default; all flags: store run --help).
+
+    Every flag is also an env variable STREAM_WORKER_STORE_<NAME>. Exit codes: 0 stopped cleanly
+    (SIGTERM/SIGINT), 1 fatal Kafka error or database unreachable at start, 2 invalid settings.
+    """
+    from stream_worker.store.app import main
+
+    raise typer.Exit(main(ctx.args))
+
+
+def _database(database_url: str | None, data_dir: str | None) -> Any:
+    from stream_worker.store.database import Database, DatabaseError
+    from stream_worker.store.settings import load_settings
+
+    overrides: dict[str, object] = {}
+    if database_url:
+        overrides["database_url"] = database_url
+    if data_dir:
+        overrides["data_dir"] = data_dir
+    try:
+        settings = load_settings(None, **overrides)
+        database = Database(settings.resolved_database_url())
+        database.migrate()
+    except (ValueError, DatabaseError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(3) from None
+    return database
+
+
+DATABASE_URL = typer.Option(
+    None,
+    "--database-url",
+    help="As the store's (env STREAM_WORKER_STORE_DATABASE_URL); default: SQLite in --data-dir.",
+)
+DATA_DIR = typer.Option(None, "--data-dir", help="As the store's (env STREAM_WORKER_STORE_DATA_DIR).")
+
+
+@store_app.command("migrate")
+def migrate(database_url: str | None = DATABASE_URL, data_dir: str | None = DATA_DIR) -> None:
+    """Create or upgrade the database's schema (the store does it at start too). Exit 3: unreachable.
+
+    Example: stream-worker store migrate --database-url 'postgresql://store:${POSTGRES_PASSWORD}@db/history'
+    """
+    database = _database(database_url, data_dir)
+    from stream_worker.store.database import DatabaseError
+
+    try:
+        revision = database.migrate()
+    except DatabaseError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(3) from None
+    typer.echo(f"{database.safe_url}: schema at revision {revision}")
+
+
+@store_app.command("forget")
+def forget(
+    plate: str = typer.Argument(..., help="The plate whose history is erased (look-alike reads too)."),
+    yes: bool = typer.Option(False, "--yes", help="Do it without asking."),
+    database_url: str | None = DATABASE_URL,
+    data_dir: str | None = DATA_DIR,
+) -> None:
+    """Erase a plate's sightings, pictures and alerts (plates are personal data); audited.
+
+    Example: stream-worker store forget B840CK197 --yes. Exit codes: 0 erased, 1 declined,
+    2 bad plate, 3 database unreachable.
+    """
+    from stream_worker.contracts.watchlist import normalise_plate, plate_problem
+    from stream_worker.store.retention import forget as erase
+
+    if problem := plate_problem(normalise_plate(plate)):
+        typer.echo(f"error: {plate!r}: {problem}", err=True)
+        raise typer.Exit(2)
+    if not yes and not typer.confirm(f"Erase every sighting and alert of {plate} and its look-alikes?"):
+        raise typer.Exit(1)
+    database = _database(database_url, data_dir)
+    with database.begin() as connection:
+        deleted = erase(connection, plate)
+    typer.echo(
+        f"erased {deleted.sightings} sightings, {deleted.pictures} pictures and {deleted.alerts} alerts"
+    )
+
+
+# `stream-worker search` (engineer B) goes below.

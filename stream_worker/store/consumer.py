@@ -1,0 +1,44 @@
+"""The store's consumer: the shared group consumer (service/consumer.py) on the sightings and the
+alerts topics at once, records kept with their topic."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, Message
+
+from stream_worker.service import kafka
+from stream_worker.service.consumer import ClientFactory, GroupConsumer
+from stream_worker.service.kafka import Partition
+from stream_worker.service.metrics import ServiceMetrics
+from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES
+from stream_worker.store.settings import StoreSettings
+
+
+@dataclass(frozen=True, slots=True)
+class StoreRecord:
+    topic: str
+    partition: int
+    offset: int
+    value: bytes | None
+
+
+class StoreConsumer(GroupConsumer[StoreRecord]):
+    def __init__(
+        self,
+        settings: StoreSettings,
+        metrics: ServiceMetrics,
+        on_assign: Callable[[list[Partition]], None],
+        on_revoke: Callable[[list[Partition]], None],
+        on_lost: Callable[[list[Partition]], None],
+        client: ClientFactory = Consumer,
+    ) -> None:
+        config = kafka.consumer_config(
+            settings, settings.group_id, **{"queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES}
+        )
+        topics = [settings.sightings_topic, settings.alerts_topic]
+        super().__init__(config, topics, metrics, on_assign, on_revoke, on_lost, client=client)
+
+    def _record(self, message: Message) -> StoreRecord:
+        return StoreRecord(message.topic(), message.partition(), message.offset(), message.value())

@@ -1,0 +1,89 @@
+"""What the store deletes: rows past the retention period, and a plate's whole history on request
+(`stream-worker store forget PLATE`: plate texts are personal data).
+
+Pictures go with their sighting (a foreign key ON DELETE CASCADE, and explicitly here, since a
+SQLite connection without foreign keys would keep them). The fuzzy-search variants of a plate key
+no sighting has any more are deleted too, so a forgotten plate leaves no trace in the index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Connection, delete, exists, or_, select
+
+from stream_worker.contracts.watchlist import normalise_plate
+from stream_worker.store.plate_keys import fold
+from stream_worker.store.queries import add_audit
+from stream_worker.store.schema import alerts, pictures, plate_variants, sightings
+
+CHUNK = 500  # ids per DELETE statement: SQLite's parameter limit stays far away
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    sightings: int = 0
+    alerts: int = 0
+    pictures: int = 0
+    variants: int = 0
+
+
+def _delete_sightings(connection: Connection, ids: list[str]) -> tuple[int, int]:
+    removed_pictures = removed = 0
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        removed_pictures += connection.execute(
+            delete(pictures).where(pictures.c.sighting_id.in_(chunk))
+        ).rowcount
+        removed += connection.execute(delete(sightings).where(sightings.c.sighting_id.in_(chunk))).rowcount
+    return removed, removed_pictures
+
+
+def _delete_orphan_variants(connection: Connection, keys: set[str]) -> int:
+    removed = 0
+    for key in keys:
+        if not connection.execute(select(exists().where(sightings.c.text_key == key))).scalar():
+            removed += connection.execute(
+                delete(plate_variants).where(plate_variants.c.text_key == key)
+            ).rowcount
+    return removed
+
+
+def expire(connection: Connection, retention_days: float, now: datetime | None = None) -> Deleted:
+    """Delete sightings last seen and alerts raised more than `retention_days` ago (0: none)."""
+    if retention_days <= 0:
+        return Deleted()
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
+    old = connection.execute(
+        select(sightings.c.sighting_id, sightings.c.text_key).where(sightings.c.last_seen < cutoff)
+    ).all()
+    removed, removed_pictures = _delete_sightings(connection, [row.sighting_id for row in old])
+    removed_alerts = connection.execute(delete(alerts).where(alerts.c.alerted_at < cutoff)).rowcount
+    removed_variants = _delete_orphan_variants(connection, {row.text_key for row in old})
+    return Deleted(removed, removed_alerts, removed_pictures, removed_variants)
+
+
+def forget(connection: Connection, plate: str, user: str = "cli", now: datetime | None = None) -> Deleted:
+    """Erase every sighting whose text is `plate` or one of its look-alikes (the same folded key:
+    B840OK197 for B840CK197), its pictures, and the alerts on any of those texts."""
+    key = fold(plate)
+    found = connection.execute(
+        select(sightings.c.sighting_id, sightings.c.text).where(sightings.c.text_key == key)
+    ).all()
+    texts = {row.text for row in found} | {normalise_plate(plate)}
+    ids = [row.sighting_id for row in found]
+    removed, removed_pictures = _delete_sightings(connection, ids)
+    removed_alerts = 0
+    for start in range(0, max(len(ids), 1), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        removed_alerts += connection.execute(
+            delete(alerts).where(
+                or_(alerts.c.plate.in_(texts), alerts.c.candidate.in_(texts), alerts.c.sighting_id.in_(chunk))
+            )
+        ).rowcount
+    removed_variants = _delete_orphan_variants(connection, {key})
+    deleted = Deleted(removed, removed_alerts, removed_pictures, removed_variants)
+    # The audit row names the key's size, not the plate: the point is that it is gone.
+    add_audit(connection, user, "store.forget", {"sightings": removed, "alerts": removed_alerts}, now)
+    return deleted

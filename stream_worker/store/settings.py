@@ -1,0 +1,108 @@
+"""Settings of `stream-worker store`: each a flag and an env variable `STREAM_WORKER_STORE_<NAME>`.
+
+The Kafka, lifecycle and logging settings are the services' (`ServiceSettings`). The database is
+SQLite in the data directory unless `--database-url` names another (PostgreSQL in production,
+its password by reference: `postgresql://store:${POSTGRES_PASSWORD}@db/history`, resolved from the
+environment so that it never sits in a flag, a manifest or a log line).
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field, field_validator
+from pydantic_settings import SettingsConfigDict
+
+from stream_worker.service.settings import ServiceSettings, load
+
+ENV_PREFIX = "STREAM_WORKER_STORE_"
+
+
+def default_data_dir() -> Path:
+    """Where the store (and `stream-worker up`) keep their data unless told otherwise."""
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "stream-worker"
+
+
+class StoreSettings(ServiceSettings):
+    """Settings of `stream-worker store`. Each --flag-name is also the env variable
+    STREAM_WORKER_STORE_FLAG_NAME (e.g. --retention-days: STREAM_WORKER_STORE_RETENTION_DAYS); a
+    flag wins over its env variable.
+
+    Examples:
+      stream-worker store --bootstrap-servers kafka:9092
+      stream-worker store --database-url 'postgresql://store:${POSTGRES_PASSWORD}@db/history'
+    """
+
+    role: ClassVar[str] = "history store"
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, cli_prog_name="stream-worker store")
+
+    metrics_port: int = Field(
+        9112, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
+    )
+    group_id: str = Field("stream-worker-store", min_length=1, description="Kafka consumer group.")
+    sightings_topic: str = Field("sightings", min_length=1, description="Topic of PlateSighting records.")
+    alerts_topic: str = Field("alerts", min_length=1, description="Topic of PlateAlert records.")
+    watchlist_topic: str = Field(
+        "watchlist", min_length=1, description="The watch list (the console writes it)."
+    )
+    cameras_topic: str = Field(
+        "cameras", min_length=1, description="The cameras' settings (the console writes it)."
+    )
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Where the SQLite database (history.db) and the console's keys and first user live.",
+    )
+    database_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the database (sqlite:///FILE or "
+        "postgresql://USER:${PASSWORD}@HOST/DB); ${NAME} is read from the environment. Absent: sqlite "
+        "in --data-dir.",
+    )
+    batch_records: int = Field(
+        500, ge=1, le=10_000, description="Records written per database transaction, at most."
+    )
+    retention_days: float = Field(
+        30.0,
+        ge=0,
+        description="Sightings and alerts older than this are deleted, pictures with them (0: kept).",
+    )
+    retention_every_s: float = Field(300.0, gt=0, description="How often retention runs.")
+    # The console (store/web/): served by this process unless --no-console.
+    console: bool = Field(True, description="Serve the console and the HTTP API.")
+    console_host: str = Field("127.0.0.1", description="Address the console binds (0.0.0.0 in a container).")
+    console_port: int = Field(8080, ge=0, le=65535, description="The console's port (0: any free port).")
+    users_file: Path | None = Field(
+        None,
+        description="YAML/JSON file of the console's users (a Kubernetes Secret). Absent: an admin with a "
+        "random password is made on first start in --data-dir and its password printed once.",
+    )
+    secure_cookies: bool = Field(False, description="Session cookies only over HTTPS (set it behind TLS).")
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _references_only(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("empty")
+        return value
+
+    def resolved_database_url(self) -> str:
+        """The database URL with its ${NAME} references read from the environment."""
+        from stream_worker.store.database import default_url
+
+        if self.database_url is None:
+            return default_url(self.data_dir)
+        try:
+            return string.Template(self.database_url).substitute(os.environ)
+        except KeyError as missing:
+            raise ValueError(f"--database-url names ${{{missing.args[0]}}}, which is not set") from None
+        except ValueError:
+            raise ValueError("--database-url: a $ that is not ${NAME}") from None
+
+
+def load_settings(cli_args: Sequence[str] | None = None, **overrides: object) -> StoreSettings:
+    return load(StoreSettings, cli_args, **overrides)
