@@ -199,12 +199,13 @@ def test_times_in_other_zones_and_naive_times_are_utc(traffic: Database) -> None
 # --- pages --------------------------------------------------------------------------------------
 def _all_pages(database: Database, limit: int, **fields: object) -> list[list[str]]:
     pages, cursor = [], None
-    while True:
+    for _ in range(100):  # a cursor that does not move on fails here, not in an endless loop
         page = _search(database, limit=limit, cursor=cursor, **fields)
         pages.append([row.sighting_id for row in page.items])
         cursor = page.next_cursor
         if cursor is None:
             return pages
+    raise AssertionError(f"still paging after 100 pages: {pages[-3:]}")
 
 
 def test_pages_cover_every_row_once_in_order_even_with_equal_times(database: Database) -> None:
@@ -253,3 +254,40 @@ def test_a_cursor_is_opaque_and_checked() -> None:
 def test_bad_queries_are_refused_with_the_field_named(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         SearchQuery(**{"text": "B840CK197", **fields})
+
+
+# --- with retention and forget (retention.py) ---------------------------------------------------
+def test_a_forgotten_plate_and_its_look_alikes_are_found_no_more(database: Database) -> None:
+    from stream_worker.store.retention import forget
+
+    _write(
+        database,
+        plate_sighting("van", "B840CK197", _minutes(0)),
+        plate_sighting("misread", "B840OK197", _minutes(1)),
+        plate_sighting("neighbour", "B840HK197", _minutes(2)),
+        plate_sighting("other", "A123BC77", _minutes(3)),
+    )
+    with database.begin() as connection:
+        forget(connection, "B840CK197")
+    assert _search(database, "B840CK197", fuzzy=False).items == []
+    assert _search(database, "B840OK197", fuzzy=False).items == []
+    # Fuzzy still finds the other plate 1.0 away, never the erased ones.
+    assert _texts(_search(database, "B840CK197")) == ["B840HK197"]
+    assert _texts(_search(database)) == ["A123BC77", "B840HK197"]
+    # Stored again later, the plate is found again (its variants come back with it).
+    _write(database, plate_sighting("back", "B840OK197", _minutes(9)))
+    assert _texts(_search(database, "B840CK197")) == ["B840OK197", "B840HK197"]
+
+
+def test_expired_rows_leave_the_results_and_a_cursor_past_them_still_pages_on(database: Database) -> None:
+    from stream_worker.store.retention import expire
+
+    _write(database, *(plate_sighting(f"s{i}", "B840CK197", T0 + timedelta(days=i)) for i in range(6)))
+    first = _search(database, "B840CK197", limit=2)
+    assert [row.last_seen for row in first.items] == [T0 + timedelta(days=5), T0 + timedelta(days=4)]
+    with database.begin() as connection:  # keep 2.5 days back from day 5: days 3, 4, 5 stay
+        expire(connection, retention_days=2.5, now=T0 + timedelta(days=5.5))
+    second = _search(database, "B840CK197", limit=2, cursor=first.next_cursor)
+    assert [row.last_seen for row in second.items] == [T0 + timedelta(days=3)]
+    assert second.next_cursor is None
+    assert len(_search(database, "B840CK197").items) == 3
