@@ -70,6 +70,7 @@ _add(alerts.commands, "alerts")
 _add(connector.commands, "connect")
 _add(demo.commands, "demo")
 _add(up.commands, "up")
+_add(store.commands, "search")
 
 
 # --- bench ------------------------------------------------------------------------- (issue 5)

@@ -126,3 +126,58 @@ def forget(
 
 
 # `stream-worker search` (engineer B) goes below.
+@commands.command(
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker search B840CK197\n\n"
+        "  stream-worker search 'в 840 ск 197' --exact --camera gate --since 7d\n\n"
+        "  stream-worker search B840CK197 --since 2026-03-01 --until 2026-03-02T12:00 --json\n\n"
+        "  stream-worker search B840CK197 --database-url 'postgresql://store:${PGPASSWORD}@db/history'\n\n"
+        "Times: ISO 8601 (UTC unless an offset is given) or a span back from now (90s, 15m, 2h, 7d, 2w); "
+        "--since is inclusive, --until exclusive, both on when the vehicle was last seen. "
+        "Exit codes: 0 sightings printed, 1 none found, 2 invalid option, 3 database unreachable or "
+        "without the store's tables."
+    )
+)
+def search(
+    text: str = typer.Argument(..., help="The plate, spelled any way (B840CK197, 'в 840 ск 197')."),
+    fuzzy: bool = typer.Option(
+        True,
+        "--fuzzy/--exact",
+        help="Also texts within --max-distance (misreads O/0/C, B/8, 5/4, E/Y cost 0.5, other edits 1).",
+    ),
+    max_distance: float = typer.Option(1.0, "--max-distance", help="Fuzzy tolerance, inclusive (0 to 1.5)."),
+    camera: str | None = typer.Option(None, "--camera", help="Only this camera's sightings."),
+    zone: str | None = typer.Option(None, "--zone", help="Only sightings whose best read is in this zone."),
+    direction: str | None = typer.Option(
+        None, "--direction", help="approaching, receding, left, right or stationary."
+    ),
+    since: str | None = typer.Option(None, "--since", help="From this time (ISO 8601 or 2h, 7d...)."),
+    until: str | None = typer.Option(None, "--until", help="Before this time (ISO 8601 or 2h, 7d...)."),
+    limit: int = typer.Option(50, "--limit", help="Sightings per page (1 to 200)."),
+    cursor: str | None = typer.Option(None, "--cursor", help="The next page (the cursor a page prints)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line instead of a table."),
+    database_url: str | None = DATABASE_URL,
+    data_dir: str | None = DATA_DIR,
+) -> None:
+    """Where and when was this plate seen: stored sightings, newest first."""
+    from stream_worker.store.search_output import INVALID, UNREACHABLE, parse_time, run
+    from stream_worker.store.settings import load_settings
+
+    fields: dict[str, object] = {"text": text, "fuzzy": fuzzy, "max_distance": max_distance, "limit": limit}
+    fields.update(camera=camera, zone=zone, direction=direction, cursor=cursor)
+    try:
+        for name, value in (("since", since), ("until", until)):
+            fields[name] = parse_time(value) if value is not None else None
+    except ValueError as error:
+        typer.echo(f"error: --{name}: {error}", err=True)
+        raise typer.Exit(INVALID) from None
+    overrides = {
+        name: value for name, value in (("database_url", database_url), ("data_dir", data_dir)) if value
+    }
+    try:
+        url = load_settings(None, **overrides).resolved_database_url()
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(UNREACHABLE) from None
+    raise typer.Exit(run(url, fields, as_json, typer.echo, lambda line: typer.echo(line, err=True)))

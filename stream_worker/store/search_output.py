@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import orjson
 
@@ -86,9 +87,10 @@ def run(
 ) -> int:
     """Search with the SearchQuery `fields`, print the page, say how to get the next one."""
     from pydantic import ValidationError
-    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-    from stream_worker.store.database import Database
+    from stream_worker.store.database import Database, DatabaseError
     from stream_worker.store.search import SearchQuery, search
 
     try:
@@ -98,14 +100,26 @@ def run(
             where = ".".join(str(part) for part in problem["loc"]) or "query"
             echo_err(f"error: {where}: {problem['msg']}")
         return INVALID
-    database = Database(database_url)
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        echo_err("error: the database URL is not one SQLAlchemy reads (sqlite:///... or postgresql://...)")
+        return UNREACHABLE
+    path = url.database if url.get_backend_name() == "sqlite" else None
+    if path and path != ":memory:" and not Path(path).is_file():  # a search creates no database
+        echo_err(f"error: no history store at {path} (the store creates it: stream-worker store)")
+        return UNREACHABLE
+    try:
+        database = Database(database_url)
+    except DatabaseError as error:
+        echo_err(f"error: {error}")
+        return UNREACHABLE
     try:
         with database.connect() as connection:
             page = search(connection, query)
     except SQLAlchemyError as error:
-        echo_err(
-            f"error: cannot search the database: {type(error).__name__}: {getattr(error, 'orig', error)}"
-        )
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines() or [type(error).__name__]
+        echo_err(f"error: cannot search {database.safe_url}: {reason[0]}")
         return UNREACHABLE
     finally:
         database.dispose()

@@ -121,10 +121,29 @@ def test_an_invalid_query_exits_2_naming_the_field(url: str) -> None:
     assert printed.err[0].startswith("error: limit: ")
 
 
-def test_a_database_without_the_store_exits_3_and_hides_the_password(tmp_path: Path) -> None:
+def test_a_missing_or_empty_database_exits_3_and_is_not_created(tmp_path: Path) -> None:
+    code, printed = _run(f"sqlite:///{tmp_path}/none/history.db", {"text": "B840CK197"})
+    assert code == UNREACHABLE
+    assert printed.err == [
+        f"error: no history store at {tmp_path}/none/history.db (the store creates it: stream-worker store)"
+    ]
+    assert not (tmp_path / "none").exists()
+    (tmp_path / "empty.db").touch()
     code, printed = _run(f"sqlite:///{tmp_path}/empty.db", {"text": "B840CK197"})
     assert code == UNREACHABLE
-    assert printed.err[0].startswith("error: cannot search the database: ")
-    code, printed = _run("postgresql+psycopg://store:s3cret-pw@127.0.0.1:1/history", {"text": "B840CK197"})
+    assert printed.err == [f"error: cannot search sqlite:///{tmp_path}/empty.db: no such table: sightings"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://store:s3cret-pw@127.0.0.1:1/history",
+        "mysql://store:s3cret-pw@db/history",
+        "nonsense",
+    ],
+)
+def test_an_unreachable_or_foreign_database_exits_3_without_the_password(url: str) -> None:
+    code, printed = _run(url, {"text": "B840CK197"})
     assert code == UNREACHABLE
-    assert "s3cret-pw" not in " ".join(printed.err)
+    assert len(printed.err) == 1 and printed.err[0].startswith("error: ")
+    assert "s3cret-pw" not in printed.err[0]
