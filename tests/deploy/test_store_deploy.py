@@ -11,12 +11,33 @@ import yaml
 from deploy.test_compose import load_compose
 from deploy.test_kubernetes import _clients, one, pod_templates, reachable
 
+from stream_worker.store.settings import ENV_PREFIX, StoreSettings, load_settings
+
 DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy"
 PASSWORD_REFERENCE = "${POSTGRES_PASSWORD}"
 POSTGRES_SECRET = "stream-worker-postgres"
 
 
+def _valid(environment: dict[str, object], monkeypatch) -> StoreSettings:
+    """The environment is the store's own settings, accepted as they are."""
+    for key, value in environment.items():
+        assert (
+            key.startswith(ENV_PREFIX) and key.removeprefix(ENV_PREFIX).lower() in StoreSettings.model_fields
+        )
+        monkeypatch.setenv(key, str(value))
+    return load_settings()
+
+
 # --- Compose ---------------------------------------------------------------------------------
+
+
+def test_compose_store_environment_is_valid_store_settings_and_fills_in_the_password(monkeypatch) -> None:
+    environment = load_compose()["services"]["store"]["environment"]
+    settings = _valid(environment, monkeypatch)
+    monkeypatch.setenv("POSTGRES_PASSWORD", "from-the-env-file")
+    resolved = settings.resolved_database_url()
+    assert resolved == "postgresql+psycopg://stream_worker:from-the-env-file@postgres:5432/stream_worker"
+    assert settings.console and settings.metrics_port == 9112 and settings.users_file is None
 
 
 def test_compose_postgres_is_the_official_image_with_a_volume_a_healthcheck_and_no_password() -> None:
@@ -105,9 +126,13 @@ def test_kubernetes_postgres_takes_its_password_from_the_secret_and_keeps_its_da
         assert statefulset["spec"]["serviceName"] == service["metadata"]["name"], build
 
 
-def test_kubernetes_store_reads_the_services_topics_and_the_password_by_reference(rendered) -> None:
+def test_kubernetes_store_reads_the_services_topics_and_the_password_by_reference(
+    rendered, monkeypatch
+) -> None:
     for build, objects in rendered.items():
         settings = one(objects, "ConfigMap", "store-settings")["data"]
+        store = _valid(settings, monkeypatch)
+        assert store.secure_cookies, f"{build}: behind TLS"
         workers = one(objects, "ConfigMap", "stream-worker-settings")["data"]
         sightings = one(objects, "ConfigMap", "sightings-settings")["data"]
         alerts = one(objects, "ConfigMap", "alerts-settings")["data"]
@@ -138,6 +163,9 @@ def test_kubernetes_store_reads_the_services_topics_and_the_password_by_referenc
         assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}, build
         secrets = {v["name"]: v["secret"]["secretName"] for v in pod["spec"]["volumes"] if "secret" in v}
         assert secrets["console-users"] == "stream-worker-console-users", build
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        assert store.users_file is not None and str(store.users_file.parent) == mounts["console-users"], build
+        assert str(store.data_dir) == mounts["data"], build
         service = one(objects, "Service", "store")
         assert [p["targetPort"] for p in service["spec"]["ports"]] == ["console"], build
 
