@@ -15,11 +15,17 @@ the texts whose real weighted distance is within its tolerance.
 
 from __future__ import annotations
 
+import itertools
+
 from stream_worker.contracts.watchlist import normalise_plate
-from stream_worker.plates.matching import canonical, deletions
+from stream_worker.plates.matching import CONFUSIONS, canonical, deletions
 
 # The deletions stored per key: the widest tolerance a fuzzy search can honour is below EDITS + 1.
 EDITS = 1
+# Each class's representative (what `fold` writes) -> every character folded to it.
+_CLASSES: dict[str, str] = {}
+for _char in sorted({char for pair in CONFUSIONS for char in pair}):
+    _CLASSES[canonical(_char)] = _CLASSES.get(canonical(_char), "") + _char
 
 
 def fold(text: str) -> str:
@@ -33,3 +39,15 @@ def variants(key: str, edits: int = EDITS) -> frozenset[str]:
     if edits < 0:
         raise ValueError(f"edits must be >= 0, got {edits}")
     return frozenset(deletions(key, edits))
+
+
+def spellings(key: str, limit: int) -> list[str] | None:
+    """Every text in the recognizer's spelling (normalised) that folds to `key`, sorted; None when
+    there are more than `limit` (a key of many confusable characters: 3 * 2 * ... of them)."""
+    choices = [_CLASSES.get(char, char) for char in key]
+    count = 1
+    for options in choices:
+        count *= len(options)
+        if count > limit:
+            return None
+    return sorted("".join(chars) for chars in itertools.product(*choices))

@@ -3,10 +3,12 @@ newest first, one page at a time.
 
 Exact: `text = normalise_plate(Q)` on the (text, last_seen) index. Fuzzy: the folded keys that
 share a deletion variant with the query's (plate_keys.py: every text within the tolerance does)
-come from `plate_variants`; the distinct texts stored under those keys are kept only when the
-alerts' own weighted distance (`plates.matching.plate_distance`) from the query is within
-`max_distance`, so a fuzzy search finds what the watch list would have alerted on; then the
-sightings with those texts, like an exact search of several texts.
+come from `plate_variants`; the texts stored under those keys are found by probing the same index
+with each key's spellings (`plate_keys.spellings`: stored texts are normalised, as the recognizer
+writes them), and kept only when the alerts' own weighted distance
+(`plates.matching.plate_distance`) from the query is within `max_distance`, so that a fuzzy
+search finds what the watch list would have alerted on; then the sightings with those texts, like
+an exact search of several texts.
 
 Pages are a keyset over (last_seen, seq), both descending: a page's `next_cursor` is the last
 row's position, and the next page starts strictly after it, so rows stored meanwhile (newer, or
@@ -24,7 +26,7 @@ from sqlalchemy import Connection, and_, or_, select
 from stream_worker.contracts.sightings import Direction
 from stream_worker.contracts.watchlist import normalise_plate
 from stream_worker.plates.matching import CHEAP_COST, EDIT_COST, plate_distance
-from stream_worker.store.plate_keys import EDITS, fold, variants
+from stream_worker.store.plate_keys import EDITS, fold, spellings, variants
 from stream_worker.store.rows import Page, SightingRow, decode_cursor, encode_cursor, utc
 from stream_worker.store.schema import plate_variants, sightings
 
@@ -32,6 +34,8 @@ MAX_LIMIT = 200
 # The widest tolerance the stored variants serve: fewer than EDITS + 1 whole edits.
 MAX_FUZZY_DISTANCE = (EDITS + 1) * EDIT_COST - CHEAP_COST
 MAX_TEXT_LENGTH = 32  # the text columns' width
+# Texts probed in the index per fuzzy search (a plate has some tens; beyond, the key's rows are read).
+MAX_SPELLINGS = 1024
 
 
 class SearchQuery(BaseModel):
@@ -102,15 +106,36 @@ SUMMARY_COLUMNS = (
 
 
 def near_texts(connection: Connection, text: str, max_distance: float) -> dict[str, float]:
-    """The stored texts within `max_distance` of the normalised `text`, with their distances."""
+    """The stored texts within `max_distance` of the normalised `text`, with their distances.
+
+    The keys sharing a variant with the query's come from `plate_variants`; the stored texts of
+    each key are found by probing the (text, last_seen) index with the key's every spelling (the
+    few texts that fold to it: no table rows read, however often a plate was seen), or for a key
+    of too many spellings by reading its sightings.
+    """
     if max_distance > MAX_FUZZY_DISTANCE:
         raise ValueError(
             f"max_distance {max_distance} is beyond what the variants serve ({MAX_FUZZY_DISTANCE})"
         )
-    keys = select(plate_variants.c.text_key).where(plate_variants.c.variant.in_(sorted(variants(fold(text)))))
-    stored = connection.execute(
-        select(sightings.c.text).where(sightings.c.text_key.in_(keys.scalar_subquery())).distinct()
+    variant = plate_variants.c.variant
+    keys = connection.execute(
+        select(plate_variants.c.text_key).where(variant.in_(sorted(variants(fold(text))))).distinct()
     ).scalars()
+    candidates: list[str] = []
+    unspelled: list[str] = []
+    for key in sorted(keys):
+        spelled = spellings(key, MAX_SPELLINGS - len(candidates))
+        if spelled is None:
+            unspelled.append(key)
+        else:
+            candidates += spelled
+    stored: set[str] = set()
+    if candidates:
+        found = select(sightings.c.text).where(sightings.c.text.in_(candidates)).distinct()
+        stored.update(connection.execute(found).scalars())
+    if unspelled:
+        found = select(sightings.c.text).where(sightings.c.text_key.in_(unspelled)).distinct()
+        stored.update(connection.execute(found).scalars())
     near = {}
     for candidate in stored:
         distance = plate_distance(text, candidate, max_distance)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from stream_worker.contracts.watchlist import PLATE_ALPHABET, normalise_plate
 from stream_worker.plates.matching import CHEAP_COST, CONFUSIONS, EDIT_COST, plate_distance
-from stream_worker.store.plate_keys import EDITS, fold, variants
+from stream_worker.store.plate_keys import EDITS, fold, spellings, variants
 
 # The groups the cheap pairs chain into (O/C and O/0 make one group of three).
 CLASSES = [{"0", "C", "O"}, {"8", "B"}, {"4", "5"}, {"E", "Y"}]
@@ -206,3 +206,29 @@ def test_spelling_does_not_change_the_variants(text: str, separator: str, lower:
     spelled = separator.join(text)
     spelled = spelled.lower() if lower else spelled
     assert variants(fold(spelled)) == variants(fold(text))
+
+
+# --- spellings ----------------------------------------------------------------------------------
+def test_spellings_of_the_sample() -> None:
+    spelled = spellings(fold("B840CK197"), 1000)
+    assert spelled is not None and len(spelled) == 2 * 2 * 2 * 3 * 3  # B/8, 8/B, 4/5, 0/O/C, C/O/0
+    assert {"B840CK197", "B840OK197", "8840CK197", "B850CK197"} <= set(spelled)
+    assert spelled == sorted(spelled)
+
+
+@pytest.mark.parametrize("length", [0, 1, 2, 3])
+def test_spellings_are_exactly_the_texts_that_fold_to_the_key(length: int) -> None:
+    # Exhaustive over the whole alphabet for short texts.
+    texts = ["".join(chars) for chars in itertools.product(PLATE_ALPHABET, repeat=length)]
+    by_key: dict[str, set[str]] = {}
+    for text in texts:
+        by_key.setdefault(fold(text), set()).add(text)
+    for key, folded in by_key.items():
+        assert spellings(key, 10_000) == sorted(folded)
+
+
+def test_spellings_beyond_the_limit_are_none() -> None:
+    assert spellings("000", 27) is not None and len(spellings("000", 27) or []) == 27
+    assert spellings("000", 26) is None
+    assert spellings("AKMHPTX", 1) == ["AKMHPTX"]
+    assert spellings("0" * 30, 10**6) is None  # 3**30: stops counting, builds nothing

@@ -12,7 +12,8 @@ from store_records import T0, plate_sighting
 
 from stream_worker.contracts.sightings import PlateSighting
 from stream_worker.store.database import Database
-from stream_worker.store.search import SearchPage, SearchQuery, search
+from stream_worker.store.plate_keys import fold, spellings
+from stream_worker.store.search import MAX_SPELLINGS, SearchPage, SearchQuery, search
 from stream_worker.store.writer import write_batch
 
 SQLITE_AND_POSTGRES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)]
@@ -123,6 +124,24 @@ def test_fuzzy_results_are_newest_first_whatever_their_distance(neighbours: Data
     times = [row.last_seen for row in page.items]
     assert times == sorted(times, reverse=True)
     assert _texts(page)[0] == "B840CK1977"  # the newest of those found, 1.0 away
+
+
+def test_a_plate_of_many_look_alike_characters_is_found_through_its_rows(database: Database) -> None:
+    # 2**5 * 3**4 spellings: more than a search probes, so the key's sightings are read instead.
+    assert spellings(fold("B0B0B0B0B"), MAX_SPELLINGS) is None
+    _write(
+        database,
+        *(
+            plate_sighting(text, text, _minutes(i))
+            for i, text in enumerate(["B0B0B0B0B", "B0B0B0BOB", "B0B0B0B0H", "B0B0B0BOH"])
+        ),
+    )
+    page = _search(database, "B0B0B0B0B")
+    assert {row.text: row.distance for row in page.items} == {
+        "B0B0B0B0B": 0.0,
+        "B0B0B0BOB": 0.5,
+        "B0B0B0B0H": 1.0,
+    }
 
 
 def test_fuzzy_finds_nothing_when_no_key_is_near(neighbours: Database) -> None:
