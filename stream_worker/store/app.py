@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -32,6 +31,7 @@ from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.kafka import Partition
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.settings import ConfigError
+from stream_worker.store.console_thread import ConsoleError, start_console
 from stream_worker.store.consumer import StoreConsumer, StoreRecord
 from stream_worker.store.database import Database, DatabaseError
 from stream_worker.store.metrics import StoreMetrics
@@ -90,9 +90,10 @@ class StoreService(LoopService):
         self._retry_at = 0.0
         self._last_error = ""
         self._next_retention = 0.0
+        # The console first: a port it cannot bind fails the start before the group is joined.
+        self.console = start_console(settings, self.database) if settings.console else None
         self.consumer = StoreConsumer(settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost)
         self.committer = Committer(self.consumer, self.positions, self.metrics, partition_of=lambda p: p)
-        self.console = _start_console(settings, self.database) if settings.console else None
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -234,27 +235,6 @@ class StoreService(LoopService):
         return True, f"{len(self.consumer.assigned())} partitions assigned"
 
 
-class _Console:
-    """The console's web server (uvicorn) on a thread of the store's process."""
-
-    def __init__(self, server: Any, thread: threading.Thread, address: str) -> None:
-        self._server, self._thread, self.address = server, thread, address
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=5)
-
-
-def _start_console(settings: StoreSettings, database: Database) -> _Console | None:
-    try:
-        from stream_worker.store.web.server import start_console
-    except ImportError:  # the console's package is not there yet
-        log.warning("the console is not available in this build; serving the store only")
-        return None
-    server, thread, address = start_console(settings, database)
-    return _Console(server, thread, address)
-
-
 def _first_line(error: Exception) -> str:
     original = getattr(error, "orig", None) or error
     text = str(original).strip()
@@ -263,18 +243,26 @@ def _first_line(error: Exception) -> str:
 
 def main(cli_args: Sequence[str]) -> int:
     """`stream-worker store`: 0 after a clean stop, 1 after a fatal Kafka error or a database that
-    cannot be reached or migrated at start, 2 for bad settings."""
+    cannot be reached or migrated at start, 2 for bad settings or a console port it cannot bind."""
     try:
         settings = _checked(cli_args)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    try:
-        Database(settings.resolved_database_url()).migrate()
+    try:  # a database that cannot be reached or migrated is said before anything starts
+        database = Database(settings.resolved_database_url())
+        try:
+            database.migrate()
+        finally:
+            database.dispose()
     except DatabaseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    return serve(lambda: _checked(cli_args), StoreService)
+    try:
+        return serve(lambda: _checked(cli_args), StoreService)
+    except ConsoleError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 def _checked(cli_args: Sequence[str]) -> StoreSettings:

@@ -72,7 +72,11 @@ class StoreSettings(ServiceSettings):
         description="Sightings and alerts older than this are deleted, pictures with them (0: kept).",
     )
     retention_every_s: float = Field(300.0, gt=0, description="How often retention runs.")
-    # The console (store/web/): served by this process unless --no-console.
+    # The console (store/web/, engineer C's): served by this process unless --no-console, on a thread
+    # (console_thread.py), as web.app.create_app(settings, database, kafka_config) with these
+    # settings. Its fields: console, console_host, console_port, users_file, secure_cookies, data_dir
+    # (first-start admin and keys), watchlist_topic, cameras_topic; kafka_config there is
+    # settings.kafka_config plus "bootstrap.servers".
     console: bool = Field(True, description="Serve the console and the HTTP API.")
     console_host: str = Field("127.0.0.1", description="Address the console binds (0.0.0.0 in a container).")
     console_port: int = Field(8080, ge=0, le=65535, description="The console's port (0: any free port).")
