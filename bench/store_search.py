@@ -189,12 +189,16 @@ def search_texts(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 # --- filling ------------------------------------------------------------------------------------
 def _filled(database: Any, expected: int) -> bool:
+    """True: filled by an earlier run; False: empty. Anything else is not this benchmark's to fill."""
     from sqlalchemy import func, select
 
     from stream_worker.store.schema import sightings
 
     with database.connect() as connection:
-        return connection.execute(select(func.count()).select_from(sightings)).scalar() == expected
+        count = connection.execute(select(func.count()).select_from(sightings)).scalar()
+    if count not in (0, expected):
+        raise SystemExit(f"error: {database.safe_url} holds {count} sightings: give an empty database")
+    return count == expected
 
 
 def fill_sqlite(database: Any, args: argparse.Namespace) -> None:
