@@ -1,0 +1,249 @@
+"""The HTTP API under /api (its OpenAPI schema at /api/openapi.json): search, sightings and their
+pictures, alerts and their acknowledgement, the watch list, the cameras' settings, the audit.
+Reads need a signed-in user (cookie or `Authorization: Bearer TOKEN`); writes an admin (and, from a
+cookie session, the X-CSRF-Token header)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Response
+from pydantic import BaseModel, Field
+
+from stream_worker.cameras.records import validate_camera_id
+from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
+from stream_worker.contracts.sightings import Direction
+from stream_worker.contracts.watchlist import WatchEntry, new_entry, validate_plate
+from stream_worker.store import queries
+from stream_worker.store.rows import AlertRow, AuditRow, SightingDetail
+from stream_worker.store.search import MAX_LIMIT, SearchPage, SearchQuery, search
+from stream_worker.store.web.auth import current_user, writer
+from stream_worker.store.web.backend import Backend, backend
+from stream_worker.store.web.users import User
+from stream_worker.watchlists.csvfile import CsvImportError, parse_csv
+
+router = APIRouter(prefix="/api", tags=["api"])
+Reader = Annotated[User, Depends(current_user)]
+Admin = Annotated[User, Depends(writer)]
+Store = Annotated[Backend, Depends(backend)]
+MAX_CSV_BYTES = 2 * 1024 * 1024
+
+
+class Me(BaseModel):
+    name: str
+    role: str
+
+
+class NewEntry(BaseModel):
+    plate: str = Field(max_length=64)
+    list: str = Field(max_length=128)
+    label: str | None = Field(None, max_length=256)
+    max_distance: float | None = None
+    expires_at: datetime | None = None
+
+
+class Changed(BaseModel):
+    changed: int
+    detail: str
+
+
+class Camera(BaseModel):
+    camera_id: str
+    settings: CameraSettings
+
+
+def search_query(**values: Any) -> SearchQuery:
+    """A SearchQuery from request values; 422 with the reasons for bad ones (never a 500)."""
+    try:
+        return SearchQuery(**{k: v for k, v in values.items() if v not in (None, "")})
+    except ValueError as error:  # pydantic's ValidationError is a ValueError
+        raise HTTPException(422, _reasons(error)) from None
+
+
+def _reasons(error: ValueError) -> str:
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in item.get('loc', ())) or 'value'}: {item.get('msg')}"
+            for item in errors()
+        )
+    return str(error)
+
+
+@router.get("/me", response_model=Me)
+def me(user: Reader) -> Me:
+    return Me(name=user.name, role=user.role)
+
+
+@router.get("/sightings", response_model=SearchPage)
+def search_sightings(
+    user: Reader,
+    store: Store,
+    text: Annotated[str | None, Query(max_length=64)] = None,
+    fuzzy: bool = True,
+    max_distance: float = 1.0,
+    camera: Annotated[str | None, Query(max_length=128)] = None,
+    zone: Annotated[str | None, Query(max_length=128)] = None,
+    direction: Direction | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+    cursor: Annotated[str | None, Query(max_length=256)] = None,
+) -> SearchPage:
+    """Sightings newest first: exact or fuzzy plate text, camera, zone, direction, time range."""
+    query = search_query(
+        text=text,
+        fuzzy=fuzzy,
+        max_distance=max_distance,
+        camera=camera,
+        zone=zone,
+        direction=direction,
+        since=since,
+        until=until,
+        limit=limit,
+        cursor=cursor,
+    )
+    with store.database.connect() as connection:
+        return search(connection, query)
+
+
+@router.get("/sightings/{sighting_id}", response_model=SightingDetail)
+def get_sighting(sighting_id: str, user: Reader, store: Store) -> SightingDetail:
+    with store.database.connect() as connection:
+        found = queries.sighting(connection, sighting_id[:64])
+    if found is None or len(sighting_id) > 64:
+        raise HTTPException(404, "no such sighting stored")
+    return found
+
+
+@router.get(
+    "/sightings/{sighting_id}/picture",
+    response_class=Response,
+    responses={200: {"content": {"image/jpeg": {}}}},
+)
+def get_picture(sighting_id: str, user: Reader, store: Store) -> Response:
+    with store.database.connect() as connection:
+        jpeg = queries.picture(connection, sighting_id[:64]) if len(sighting_id) <= 64 else None
+    if jpeg is None:
+        raise HTTPException(404, "no picture stored for this sighting")
+    return Response(jpeg, media_type="image/jpeg", headers={"cache-control": "private, max-age=3600"})
+
+
+@router.get("/alerts", response_model=queries.AlertPage)
+def list_alerts(
+    user: Reader,
+    store: Store,
+    acknowledged: bool | None = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+    cursor: Annotated[str | None, Query(max_length=256)] = None,
+) -> queries.AlertPage:
+    try:
+        with store.database.connect() as connection:
+            return queries.alerts(connection, acknowledged, limit, cursor or None)
+    except ValueError as error:
+        raise HTTPException(422, str(error)) from None
+
+
+@router.post("/alerts/{alert_id}/acknowledge", response_model=AlertRow)
+def acknowledge_alert(alert_id: str, user: Admin, store: Store) -> AlertRow:
+    with store.database.begin() as connection:
+        row = queries.acknowledge(connection, alert_id[:64], user.name) if len(alert_id) <= 64 else None
+    if row is None:
+        raise HTTPException(404, "no such alert stored")
+    store.audit_logged(user, "alert.acknowledge", {"alert_id": row.alert_id})
+    return row
+
+
+@router.get("/audit", response_model=list[AuditRow])
+def list_audit(
+    user: Admin,
+    store: Store,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+    before_seq: int | None = None,
+) -> list[AuditRow]:
+    with store.database.connect() as connection:
+        return queries.audit(connection, limit, before_seq)
+
+
+@router.get("/watchlist", response_model=list[WatchEntry])
+def get_watchlist(user: Reader, store: Store) -> list[WatchEntry]:
+    return store.watchlist()
+
+
+@router.post("/watchlist", response_model=WatchEntry, status_code=201)
+def add_entry(entry: NewEntry, user: Admin, store: Store) -> WatchEntry:
+    try:
+        made = new_entry(entry.plate, entry.list, entry.label, entry.max_distance, entry.expires_at)
+    except ValueError as error:
+        raise HTTPException(422, str(error)) from None
+    store.change_watchlist(user, "watchlist.add", entries=[made])
+    return made
+
+
+@router.delete("/watchlist/{plate}", response_model=Changed)
+def remove_entry(plate: str, user: Admin, store: Store) -> Changed:
+    try:
+        plate = validate_plate(plate)
+    except ValueError as error:
+        raise HTTPException(422, f"plate {error}") from None
+    if plate not in {entry.plate for entry in store.watchlist()}:
+        raise HTTPException(404, f"{plate} is not on the watch list")
+    store.change_watchlist(user, "watchlist.remove", removals=[plate])
+    return Changed(changed=1, detail=f"removed {plate}")
+
+
+@router.post("/watchlist/import", response_model=Changed)
+def import_entries(
+    user: Admin, store: Store, csv: Annotated[str, Body(media_type="text/csv", max_length=MAX_CSV_BYTES)]
+) -> Changed:
+    """A CSV (the columns `watchlist export` writes): every row checked, then all written, or none."""
+    entries = import_rows(csv)
+    if entries:
+        store.change_watchlist(user, "watchlist.import", entries=entries)
+    return Changed(changed=len(entries), detail=f"imported {len(entries)} entries")
+
+
+def import_rows(text: str) -> list[WatchEntry]:
+    try:
+        return parse_csv(text)
+    except CsvImportError as error:
+        problems = "; ".join(str(problem) for problem in error.problems[:20])
+        raise HTTPException(422, f"nothing imported, {len(error.problems)} bad row(s): {problems}") from None
+
+
+@router.get("/cameras", response_model=list[Camera])
+def list_cameras(user: Reader, store: Store) -> list[Camera]:
+    return [Camera(camera_id=cid, settings=settings) for cid, settings in store.cameras().items()]
+
+
+def camera_id_or_422(camera_id: str) -> str:
+    try:
+        return validate_camera_id(camera_id)
+    except ValueError as error:
+        raise HTTPException(422, f"camera id: {error}") from None
+
+
+def settings_or_422(data: Any) -> CameraSettings:
+    try:
+        return parse_settings(data)
+    except CameraSettingsError as error:
+        raise HTTPException(422, str(error)) from None
+
+
+@router.put("/cameras/{camera_id}", response_model=Camera)
+def put_camera(
+    camera_id: str, user: Admin, store: Store, settings: Annotated[dict[str, Any], Body()]
+) -> Camera:
+    """Replace the camera's settings (the JSON `cameras get` prints)."""
+    camera_id = camera_id_or_422(camera_id)
+    parsed = settings_or_422(settings)
+    store.set_camera(user, camera_id, parsed)
+    return Camera(camera_id=camera_id, settings=parsed)
+
+
+@router.delete("/cameras/{camera_id}", response_model=Changed)
+def delete_camera(camera_id: str, user: Admin, store: Store) -> Changed:
+    camera_id = camera_id_or_422(camera_id)
+    store.remove_camera(user, camera_id)
+    return Changed(changed=1, detail=f"{camera_id} back to the defaults")

@@ -1,0 +1,111 @@
+"""The console's FastAPI application: pages, the API (/api, schema at /api/openapi.json), the live
+feed, static files; sign-in required everywhere but /login, /static and /healthz (auth.py); bad
+input answered with a 4xx that says why, never a traceback."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.sessions import SessionMiddleware
+
+from stream_worker.store.database import Database
+from stream_worker.store.settings import StoreSettings
+from stream_worker.store.web import api, live, pages
+from stream_worker.store.web.auth import AuthMiddleware
+from stream_worker.store.web.backend import Backend
+from stream_worker.store.web.users import Users, announce, load_or_create, secret_key
+
+log = logging.getLogger("stream_worker.store.web")
+HERE = Path(__file__).resolve().parent
+SESSION_COOKIE = "stream_worker_session"
+SESSION_MAX_AGE_S = 12 * 3600
+
+
+def create_app(
+    settings: StoreSettings,
+    database: Database,
+    kafka_config: Mapping[str, str],
+    users: Users | None = None,
+) -> FastAPI:
+    """The console over `database`, writing watch-list and camera changes to the broker that
+    `kafka_config` (librdkafka settings, with bootstrap.servers) names. `users` default: the users
+    file, else the generated admin (users.load_or_create; a new password is printed once)."""
+    if users is None:
+        users, password = load_or_create(settings.users_file, settings.data_dir)
+        if password is not None:
+            port = settings.console_port
+            announce(password, settings.data_dir, f"http://{settings.console_host}:{port}/" if port else None)
+    app = FastAPI(
+        title="stream-worker store",
+        summary="Plate history: search, sightings, alerts, the watch list and the cameras.",
+        openapi_url="/api/openapi.json",
+        docs_url="/api/docs",
+        redoc_url=None,
+    )
+    app.state.backend = Backend(settings, database, kafka_config, users)
+    app.include_router(api.router)
+    app.include_router(live.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    _handle_errors(app)
+    # Middleware run outermost last: the session is decoded before the user is looked up.
+    app.add_middleware(AuthMiddleware, users=users)
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=secret_key(settings.data_dir),
+        session_cookie=SESSION_COOKIE,
+        max_age=SESSION_MAX_AGE_S,
+        same_site="lax",
+        https_only=settings.secure_cookies,
+    )
+    return app
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or "text/html" not in request.headers.get("accept", "")
+
+
+def _answer(request: Request, status: int, detail: str) -> Response:
+    if _is_api(request):
+        return JSONResponse({"detail": detail}, status_code=status)
+    response = pages.render(request, "error.html", status_code=status, status=status, detail=detail)
+    return response
+
+
+def _handle_errors(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        detail = error.detail if isinstance(error.detail, str) else "refused"
+        response = _answer(request, error.status_code, detail)
+        if error.headers:
+            response.headers.update(error.headers)
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, error: RequestValidationError) -> Response:
+        reasons = "; ".join(
+            f"{'.'.join(str(part) for part in item.get('loc', ()))}: {item.get('msg')}"
+            for item in error.errors()
+        )
+        return _answer(request, 422, reasons[:2000] or "invalid request")
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> Response:
+        # Outside the session middleware: no template, no session, no detail of the error.
+        log.exception("console: unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse({"detail": "internal error (logged)"}, status_code=500)
+
+
+__all__ = ["HTTPException", "create_app"]

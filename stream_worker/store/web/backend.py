@@ -1,0 +1,140 @@
+"""What the console's routes share: the database, the broker's compacted topics (watch list,
+cameras) and the audit of every change (a row through queries.add_audit and a log line)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaException
+from fastapi import HTTPException, Request
+
+from stream_worker.cameras.store import CamerasStoreError, read_cameras, remove_settings, write_settings
+from stream_worker.contracts.cameras import CameraSettings
+from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.store import queries
+from stream_worker.store.database import Database
+from stream_worker.store.settings import StoreSettings
+from stream_worker.store.web.users import User, Users
+from stream_worker.watchlists.topic import WatchlistStoreError, read_watchlist, write_changes
+
+log = logging.getLogger("stream_worker.store.web")
+BROKER_TIMEOUT_S = 10.0
+
+
+@dataclass
+class Backend:
+    settings: StoreSettings
+    database: Database
+    kafka_config: Mapping[str, str]
+    users: Users
+    timeout_s: float = BROKER_TIMEOUT_S
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return str(self.kafka_config.get("bootstrap.servers") or self.settings.bootstrap_servers)
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.kafka_config.items() if k != "bootstrap.servers"}
+
+    # --- audit --------------------------------------------------------------------------------
+    def audit(self, user: User, action: str, detail: Any) -> None:
+        with self.database.begin() as connection:
+            queries.add_audit(connection, user.name, action, detail)
+        self.audit_logged(user, action, detail)
+
+    def audit_logged(self, user: User, action: str, detail: Any) -> None:
+        """The log line of a change (whose audit row is written already)."""
+        log.info("console change", extra={"user": user.name, "action": action, "detail": detail})
+
+    # --- watch list ---------------------------------------------------------------------------
+    def watchlist(self) -> list[WatchEntry]:
+        try:
+            snapshot = read_watchlist(
+                self.bootstrap_servers, self.settings.watchlist_topic, self.client_config, self.timeout_s
+            )
+        except (WatchlistStoreError, KafkaException) as error:
+            raise _broker_down(error) from None
+        return sorted(snapshot.values.values(), key=lambda entry: (entry.list, entry.plate))
+
+    def change_watchlist(
+        self, user: User, action: str, entries: Sequence[WatchEntry] = (), removals: Sequence[str] = ()
+    ) -> None:
+        try:
+            write_changes(
+                self.bootstrap_servers,
+                self.settings.watchlist_topic,
+                entries,
+                removals,
+                self.client_config,
+                self.timeout_s,
+            )
+        except (WatchlistStoreError, KafkaException) as error:
+            raise _broker_down(error) from None
+        self.audit(
+            user,
+            action,
+            {
+                "plates": [entry.plate for entry in entries],
+                "lists": sorted({e.list for e in entries}),
+                "removed": list(removals),
+            },
+        )
+
+    # --- cameras ------------------------------------------------------------------------------
+    def cameras(self) -> dict[str, CameraSettings]:
+        try:
+            snapshot = read_cameras(
+                self.bootstrap_servers, self.settings.cameras_topic, self.client_config, self.timeout_s
+            )
+        except (CamerasStoreError, KafkaException) as error:
+            raise _broker_down(error) from None
+        return dict(sorted(snapshot.values.items()))
+
+    def set_camera(self, user: User, camera_id: str, settings: CameraSettings) -> None:
+        try:
+            write_settings(
+                self.bootstrap_servers,
+                camera_id,
+                settings,
+                self.settings.cameras_topic,
+                self.client_config,
+                self.timeout_s,
+            )
+        except (CamerasStoreError, KafkaException) as error:
+            raise _broker_down(error) from None
+        self.audit(
+            user,
+            "camera.set",
+            {
+                "camera_id": camera_id,
+                "masks": len(settings.masks),
+                "zones": [zone.name for zone in settings.zones],
+            },
+        )
+
+    def remove_camera(self, user: User, camera_id: str) -> None:
+        try:
+            remove_settings(
+                self.bootstrap_servers,
+                camera_id,
+                self.settings.cameras_topic,
+                self.client_config,
+                self.timeout_s,
+            )
+        except (CamerasStoreError, KafkaException) as error:
+            raise _broker_down(error) from None
+        self.audit(user, "camera.remove", {"camera_id": camera_id})
+
+
+def _broker_down(error: Exception) -> HTTPException:
+    log.warning("console: the broker failed", extra={"error": str(error)[:300]})
+    return HTTPException(503, "the broker did not answer; nothing was changed, try again")
+
+
+def backend(request: Request) -> Backend:
+    return request.app.state.backend  # type: ignore[no-any-return]

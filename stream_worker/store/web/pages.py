@@ -1,0 +1,279 @@
+"""The console's pages, rendered on the server (Jinja2): sign-in, live feed, search, a sighting,
+alerts, the watch list, the cameras and the audit. Forms post with the session's CSRF token and
+come back with a redirect (303) and a one-line notice."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from stream_worker.contracts.sightings import Direction
+from stream_worker.contracts.watchlist import new_entry, validate_plate
+from stream_worker.store import queries
+from stream_worker.store.search import SearchQuery, search
+from stream_worker.store.web.api import camera_id_or_422, import_rows, search_query, settings_or_422
+from stream_worker.store.web.auth import check_csrf, csrf_token, current_user, writer
+from stream_worker.store.web.backend import Backend, backend
+from stream_worker.store.web.users import User
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+Reader = Annotated[User, Depends(current_user)]
+Admin = Annotated[User, Depends(writer)]
+Store = Annotated[Backend, Depends(backend)]
+MAX_UPLOAD_BYTES = 2 * 1024 * 1024
+
+
+def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    context.setdefault("user", getattr(request.state, "user", None))
+    context["csrf"] = csrf_token(request.session)
+    context["notice"] = request.session.pop("notice", None)
+    return templates.TemplateResponse(
+        request, name, context, status_code=status_code, headers={"cache-control": "no-store"}
+    )
+
+
+def back(request: Request, url: str, notice: str) -> RedirectResponse:
+    request.session["notice"] = notice
+    return RedirectResponse(url, status_code=303)
+
+
+def _local(target: str | None) -> str:
+    """A redirect target inside this site only."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+# --- sign in / out ------------------------------------------------------------------------------
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/") -> HTMLResponse:
+    return render(request, "login.html", next=_local(next), user=None)
+
+
+@router.post("/login", response_class=HTMLResponse, response_model=None)
+async def login(
+    request: Request,
+    store: Store,
+    username: Annotated[str, Form(max_length=128)],
+    password: Annotated[str, Form(max_length=1024)],
+    next: Annotated[str, Form(max_length=2048)] = "/",
+) -> Response:
+    await check_csrf(request)
+    from starlette.concurrency import run_in_threadpool
+
+    user = await run_in_threadpool(store.users.authenticate, username, password)
+    if user is None:
+        return render(
+            request,
+            "login.html",
+            status_code=401,
+            next=_local(next),
+            user=None,
+            error="Wrong user name or password.",
+            username=username,
+        )
+    request.session.clear()
+    request.session["user"] = user.name
+    csrf_token(request.session)  # a fresh token for the new session
+    return RedirectResponse(_local(next), status_code=303)
+
+
+@router.post("/logout")
+async def logout(request: Request, user: Reader) -> RedirectResponse:
+    await check_csrf(request)
+    request.session.clear()
+    return RedirectResponse("/login", status_code=303)
+
+
+# --- reading ------------------------------------------------------------------------------------
+@router.get("/", response_class=HTMLResponse)
+def live_page(request: Request, user: Reader) -> HTMLResponse:
+    return render(request, "live.html")
+
+
+@router.get("/search", response_class=HTMLResponse)
+def search_page(
+    request: Request,
+    user: Reader,
+    store: Store,
+    text: str | None = None,
+    fuzzy: bool = False,
+    camera: str | None = None,
+    zone: str | None = None,
+    direction: Direction | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    cursor: str | None = None,
+) -> HTMLResponse:
+    form = {
+        "text": text or "",
+        "fuzzy": fuzzy,
+        "camera": camera or "",
+        "zone": zone or "",
+        "direction": direction or "",
+        "since": since.isoformat() if since else "",
+        "until": until.isoformat() if until else "",
+    }
+    page = None
+    if any(v for k, v in form.items() if k != "fuzzy"):
+        query: SearchQuery = search_query(
+            text=text,
+            fuzzy=fuzzy,
+            camera=camera,
+            zone=zone,
+            direction=direction,
+            since=since,
+            until=until,
+            cursor=cursor,
+            limit=50,
+        )
+        with store.database.connect() as connection:
+            page = search(connection, query)
+    params = {k: ("true" if v is True else v) for k, v in form.items() if v}
+    return render(request, "search.html", form=form, page=page, params=params)
+
+
+@router.get("/sightings/{sighting_id}", response_class=HTMLResponse)
+def sighting_page(request: Request, sighting_id: str, user: Reader, store: Store) -> HTMLResponse:
+    with store.database.connect() as connection:
+        found = queries.sighting(connection, sighting_id) if len(sighting_id) <= 64 else None
+    if found is None:
+        raise HTTPException(404, "no such sighting stored (it may have aged out or been forgotten)")
+    record = orjson.dumps(found.record, option=orjson.OPT_INDENT_2).decode()
+    return render(request, "sighting.html", s=found, record=record)
+
+
+@router.get("/alerts", response_class=HTMLResponse)
+def alerts_page(
+    request: Request, user: Reader, store: Store, show: str = "open", cursor: str | None = None
+) -> HTMLResponse:
+    acknowledged = {"open": False, "acknowledged": True, "all": None}.get(show, False)
+    try:
+        with store.database.connect() as connection:
+            page = queries.alerts(connection, acknowledged, 50, cursor or None)
+    except ValueError as error:
+        raise HTTPException(422, str(error)) from None
+    return render(request, "alerts.html", page=page, show=show if show in ("acknowledged", "all") else "open")
+
+
+@router.post("/alerts/{alert_id}/acknowledge")
+def acknowledge_page(request: Request, alert_id: str, user: Admin, store: Store) -> RedirectResponse:
+    with store.database.begin() as connection:
+        row = queries.acknowledge(connection, alert_id, user.name) if len(alert_id) <= 64 else None
+    if row is None:
+        raise HTTPException(404, "no such alert stored")
+    store.audit_logged(user, "alert.acknowledge", {"alert_id": row.alert_id})
+    return back(request, "/alerts", f"Alert on {row.plate} acknowledged.")
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def audit_page(request: Request, user: Admin, store: Store) -> HTMLResponse:
+    with store.database.connect() as connection:
+        rows = queries.audit(connection, 200)
+    return render(request, "audit.html", rows=rows)
+
+
+# --- watch list ---------------------------------------------------------------------------------
+@router.get("/watchlist", response_class=HTMLResponse)
+def watchlist_page(request: Request, user: Reader, store: Store) -> HTMLResponse:
+    return render(request, "watchlist.html", entries=store.watchlist())
+
+
+@router.post("/watchlist/add")
+def watchlist_add(
+    request: Request,
+    user: Admin,
+    store: Store,
+    plate: Annotated[str, Form(max_length=64)],
+    list_name: Annotated[str, Form(alias="list", max_length=128)],
+    label: Annotated[str, Form(max_length=256)] = "",
+    max_distance: Annotated[str, Form(max_length=16)] = "",
+    expires_at: Annotated[str, Form(max_length=64)] = "",
+) -> RedirectResponse:
+    try:
+        entry = new_entry(plate, list_name, label or None, max_distance or None, expires_at or None)
+    except ValueError as error:
+        raise HTTPException(422, str(error)) from None
+    store.change_watchlist(user, "watchlist.add", entries=[entry])
+    return back(request, "/watchlist", f"Added {entry.plate} to {entry.list}.")
+
+
+@router.post("/watchlist/remove")
+def watchlist_remove(
+    request: Request, user: Admin, store: Store, plate: Annotated[str, Form(max_length=64)]
+) -> RedirectResponse:
+    try:
+        plate = validate_plate(plate)
+    except ValueError as error:
+        raise HTTPException(422, f"plate {error}") from None
+    store.change_watchlist(user, "watchlist.remove", removals=[plate])
+    return back(request, "/watchlist", f"Removed {plate}.")
+
+
+@router.post("/watchlist/import")
+async def watchlist_import(
+    request: Request, user: Admin, store: Store, file: Annotated[UploadFile, File()]
+) -> RedirectResponse:
+    data = await file.read(MAX_UPLOAD_BYTES + 1)
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise HTTPException(413, "the CSV file is larger than 2 MiB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise HTTPException(422, "the CSV file is not UTF-8 text") from None
+    entries = import_rows(text)
+    if entries:
+        from starlette.concurrency import run_in_threadpool
+
+        await run_in_threadpool(store.change_watchlist, user, "watchlist.import", entries)
+    return back(request, "/watchlist", f"Imported {len(entries)} entries.")
+
+
+# --- cameras ------------------------------------------------------------------------------------
+@router.get("/cameras", response_class=HTMLResponse)
+def cameras_page(request: Request, user: Reader, store: Store) -> HTMLResponse:
+    configured = store.cameras()
+    with store.database.connect() as connection:
+        seen = {camera.camera_id: camera.last_seen for camera in queries.cameras_seen(connection)}
+    names = sorted(set(configured) | set(seen))
+    return render(request, "cameras.html", names=names, configured=configured, seen=seen)
+
+
+@router.get("/cameras/{camera_id}", response_class=HTMLResponse)
+def camera_page(request: Request, camera_id: str, user: Reader, store: Store) -> HTMLResponse:
+    camera_id = camera_id_or_422(camera_id)
+    settings = store.cameras().get(camera_id)
+    data = settings.model_dump(mode="json") if settings is not None else {}
+    text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    return render(request, "camera.html", camera_id=camera_id, settings=settings, settings_json=text)
+
+
+@router.post("/cameras/{camera_id}")
+def camera_set(
+    request: Request,
+    camera_id: str,
+    user: Admin,
+    store: Store,
+    settings: Annotated[str, Form(max_length=256 * 1024)],
+) -> RedirectResponse:
+    camera_id = camera_id_or_422(camera_id)
+    try:
+        data = orjson.loads(settings or "{}")
+    except orjson.JSONDecodeError:
+        raise HTTPException(422, "the settings are not JSON") from None
+    store.set_camera(user, camera_id, settings_or_422(data))
+    return back(request, f"/cameras/{camera_id}", f"Saved the settings of {camera_id}.")
+
+
+@router.post("/cameras/{camera_id}/remove")
+def camera_remove(request: Request, camera_id: str, user: Admin, store: Store) -> RedirectResponse:
+    camera_id = camera_id_or_422(camera_id)
+    store.remove_camera(user, camera_id)
+    return back(request, "/cameras", f"{camera_id} is back to the default settings.")
