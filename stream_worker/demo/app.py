@@ -1,18 +1,18 @@
 """`stream-worker demo`: the whole pipeline on one machine, from camera frames to plate events,
 sightings and watch-list alerts on screen.
 
-It starts what is missing (the local Tansu broker, the local Triton, after exporting the models
-if needed), puts the sample van on a watch list, starts one worker, the sightings service and the
+It starts what is missing (the local Tansu broker, the local Triton, after exporting the models if
+needed), puts the sample van on a watch list, starts one worker, the sightings service and the
 alerts service as child processes (`python -m stream_worker run`, `... sightings` and `... alerts`,
-exactly what production runs; services.py), publishes frames from N simulated cameras at a
-frame rate, and prints every plate event, dead letter, sighting and alert as it arrives, then a
-summary. The sample photos repeat, so each camera sees one vehicle standing in view: its frames'
-reads make one sighting and one alert (the gaps are stretched to bridge a slow frame rate). When
-there is a video (`<weights dir>/../videos`, or --video-camera), the camera connector (`python -m
-stream_worker connect`) reads it in a loop as one more camera (video_cameras.py), its frames
-counted apart from the demo's own (connector_feed.py). Each
-camera is set up (before the worker starts) with a zone over the street and plate pictures on, so
-the events name the plate's zone and the viewer saves each plate's picture to --plate-images.
+exactly what production runs; services.py) and the history store with its console (history.py),
+publishes frames from N simulated cameras at a frame rate, and prints every plate event, dead
+letter, sighting and alert as it arrives, then a summary. The sample photos repeat, so each camera
+sees one vehicle standing in view: its frames' reads make one sighting and one alert (the gaps are
+stretched to bridge a slow frame rate). When there is a video (`<weights dir>/../videos`, or
+--video-camera), the camera connector (`python -m stream_worker connect`) reads it in a loop as one
+more camera (video_cameras.py), its frames counted apart from the demo's own (connector_feed.py).
+Each camera is set up (before the worker starts) with a zone over the street and plate pictures on,
+so the events name the plate's zone and the viewer saves each plate's picture to --plate-images.
 
 This module is the composition root; each job has its module in this package: the options and
 errors (options), the servers (servers), the topics and watch list (topics), the services
@@ -46,6 +46,7 @@ from stream_worker.demo import topics as demo_topics
 from stream_worker.demo import video_cameras as demo_video_cameras
 from stream_worker.demo.cameras import CORRUPT_FRAME, Cameras, camera_frames, camera_ids, resolve_inputs
 from stream_worker.demo.connector_feed import ConnectorFeed, connector_child
+from stream_worker.demo.history import HistoryStore
 from stream_worker.demo.liveness import Liveness
 from stream_worker.demo.options import (
     EXIT_FAILED,
@@ -66,6 +67,7 @@ from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
 from stream_worker.service.compacted import CompactedTopicError
+from stream_worker.up.announcements import announcements
 
 __all__ = [
     "CORRUPT_FRAME",
@@ -212,10 +214,11 @@ class Demo:
              "--output-topic", topics.alerts, "--watchlist-topic", topics.watchlist, "--pass-gap-s", gap_s],
             self.workdir,
         )  # fmt: skip
+        store = HistoryStore(common, group, topics, self.workdir)
         connector = connector_child(common, group, topics, self.workdir) if videos else None
-        services = (worker, sightings, alerts, *([connector] if connector is not None else []))
+        services = (store, worker, sightings, alerts, *([connector] if connector is not None else []))
         with self.console.step(
-            "starting the worker, the sightings and alerts services"
+            "starting the history store and its console, the worker, the sightings and alerts services"
             + (" and the camera connector" if connector is not None else "")
             + " (they join their groups)"
         ):
@@ -233,6 +236,9 @@ class Demo:
             self.console.line(
                 f"   {service.command} pid {service.pid}, metrics {service.metrics_url}", style="dim"
             )
+        self.console.line(f"console: {store.console_url} (while the demo runs)", style="bold")
+        for line in announcements(store):
+            self.console.line(f"   {line}", style="bold")
         return worker, sightings, alerts, connector
 
     # --- publishing, showing, summing up -----------------------------------------------------

@@ -580,7 +580,8 @@ def _assert_the_worker_lost_nothing(output: str, exit_code: int) -> None:
 def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
     commands = " | ".join(info.cmdline for info in run.seen.values())
     markers = ("tansu broker", "tritonserver", "triton_python_backend_stub", "stream_worker run")
-    for marker in (*markers, "stream_worker sightings", "stream_worker alerts", "stream_worker connect"):
+    services = ("sightings", "alerts", "connect", "store")
+    for marker in (*markers, *(f"stream_worker {service}" for service in services)):
         assert marker in commands, f"never saw a {marker!r} process; saw: {commands}"
     assert "stream_worker.children" in commands
 
@@ -598,6 +599,8 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
     output = run.wait_for_output()
     assert run.plate_seen.is_set(), output
     assert "summary" in output
+    console = r"^console: http://127\.0\.0\.1:\d+/ \(while the demo runs\)$"
+    assert re.search(console, output, re.MULTILINE), output
     _assert_the_worker_lost_nothing(output, exit_code)
     assert "dead letters      1 (invalid_image x1)" in output
     assert "frames published  13 by 2 camera(s)" in output

@@ -1,0 +1,30 @@
+"""The history store and its console in the demo (`python -m stream_worker store`): it keeps the
+run's sightings and alerts in a SQLite database in the demo's scratch folder (gone with it), and
+its console, on a free port, shows them while the demo runs; the address and, since no user is
+configured, the admin password the store prints once are shown with the services."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from stream_worker.demo.services import ServiceChild
+from stream_worker.demo.topics import DemoTopics
+from stream_worker.launchers.broker import free_port
+
+
+class HistoryStore(ServiceChild):
+    def __init__(self, common: Sequence[str], group: str, topics: DemoTopics, workdir: Path) -> None:
+        self.console_port = free_port()
+        super().__init__(
+            "store",
+            [*common, "--group-id", f"{group}-store", "--sightings-topic", topics.sightings,
+             "--alerts-topic", topics.alerts, "--watchlist-topic", topics.watchlist,
+             "--cameras-topic", topics.cameras, "--data-dir", str(workdir / "store"),
+             "--console-host", "127.0.0.1", "--console-port", str(self.console_port)],
+            workdir,
+        )  # fmt: skip
+
+    @property
+    def console_url(self) -> str:
+        return f"http://127.0.0.1:{self.console_port}/"
