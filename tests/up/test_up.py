@@ -1,0 +1,255 @@
+"""`stream-worker up` for real: the real broker, Triton, services and store as its children.
+
+One `up` serves the checks in order: a vehicle pass reaches the store's database; a SIGKILL of
+the worker, the sightings service or the store in the middle of a pass is followed by that
+child's restart (a new pid, counted in up.json) and the pass still reaches the database; the
+other children (alerts, connector, Triton, the broker) are restarted too and a pass after them
+is stored. Then a full stop (SIGTERM: exit 0, no child left) and a start on the same data
+directory: the earlier sightings are still there and a new pass is stored. Last, a SIGKILLed
+`up` leaves no child behind (the watchdog).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from stream_worker.launchers.broker import free_port
+from stream_worker.tools.produce import produce_frames
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 180.0
+STORED_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 90.0
+PASS_FRAMES = 12
+PASS_FPS = 4.0
+SILENCE_S = 2.0  # the sightings service closes a camera's pass this long after its last frame
+SAMPLE_TEXTS = {"B840OK197", "B840CK197"}  # the van of samples/car.jpg, as read and as it is
+
+
+def _status(data_dir: Path) -> dict:
+    try:
+        return orjson.loads((data_dir / "up.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait(condition: Callable[[], object], timeout_s: float, what: str, up: Up | None = None) -> object:
+    deadline = time.monotonic() + timeout_s
+    while not (result := condition()):
+        if up is not None and up.process.poll() is not None:
+            pytest.fail(f"up exited with {up.process.returncode} while waiting for {what}:\n{up.output()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} not within {timeout_s:.0f} s" + (f"\n{up.output()}" if up else ""))
+        time.sleep(0.25)
+    return result
+
+
+class Up:
+    """One `python -m stream_worker up` on `data_dir`, its output in a file."""
+
+    def __init__(self, data_dir: Path, broker_port: int, console_port: int) -> None:
+        self.data_dir = data_dir
+        self.output_path = data_dir.parent / f"up-{uuid.uuid4().hex[:6]}.out"
+        env = {**os.environ, "STREAM_WORKER_SIGHTINGS_SILENCE_S": str(SILENCE_S)}
+        with self.output_path.open("wb") as output:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "stream_worker", "up", "--data-dir", str(data_dir),
+                 "--broker-port", str(broker_port), "--console-port", str(console_port),
+                 "--session-timeout-ms", "6000"],
+                cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, env=env,
+            )  # fmt: skip
+
+    def output(self) -> str:
+        return self.output_path.read_text(errors="replace")[-6000:]
+
+    def status(self) -> dict:
+        status = _status(self.data_dir)
+        return status if status.get("pid") == self.process.pid else {}
+
+    def wait_running(self) -> dict:
+        return _wait(lambda: self.status().get("state") == "running" and self.status(), START_TIMEOUT_S,
+                     "up running", self)  # type: ignore[return-value]  # fmt: skip
+
+    def child(self, name: str) -> dict:
+        return self.status()["children"][name]
+
+    def pids(self) -> list[int]:
+        return [pid for child in self.status()["children"].values() for pid in child["pids"]]
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(STOP_TIMEOUT_S)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.stop()
+        if self.process.poll() is None:
+            self.process.kill()  # the watchdog stops its children
+            self.process.wait()
+
+
+def stored_sightings(data_dir: Path) -> list[tuple[str, str, str]]:
+    """(sighting_id, camera_id, text) of every sighting in the store's database."""
+    database = data_dir / "history.db"
+    if not database.exists():
+        return []
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=10)) as db:
+            return db.execute("SELECT sighting_id, camera_id, text FROM sightings").fetchall()
+    except sqlite3.OperationalError:  # not migrated yet
+        return []
+
+
+def drive_pass(bootstrap: str, camera_id: str, jpeg: bytes, during: Callable[[], None] | None = None) -> None:
+    """One vehicle pass of `camera_id` (the van, PASS_FRAMES frames at PASS_FPS); `during` runs a
+    third of the way through it."""
+    report: dict[str, object] = {}
+
+    def publish() -> None:
+        frames = ((f"{camera_id}-{index}", jpeg) for index in range(PASS_FRAMES))
+        report["result"] = produce_frames(
+            frames, bootstrap_servers=bootstrap, topic="frames", camera_id=camera_id, fps=PASS_FPS,
+            local_broker=True,
+        )  # fmt: skip
+
+    publisher = threading.Thread(target=publish, daemon=True)
+    publisher.start()
+    if during is not None:
+        time.sleep(PASS_FRAMES / PASS_FPS / 3)
+        during()
+    publisher.join(120)
+    result = report["result"]
+    assert result.failed == 0, result.first_error  # type: ignore[attr-defined]
+
+
+def wait_stored(up: Up, camera_id: str) -> list[tuple[str, str, str]]:
+    def found() -> list[tuple[str, str, str]]:
+        return [row for row in stored_sightings(up.data_dir) if row[1] == camera_id]
+
+    rows = _wait(found, STORED_TIMEOUT_S, f"a sighting of {camera_id} in the store's database", up)
+    assert {text for _, _, text in rows} <= SAMPLE_TEXTS, rows  # type: ignore[union-attr]
+    return rows  # type: ignore[return-value]
+
+
+def killer(up: Up, name: str) -> tuple[Callable[[], None], dict]:
+    """A SIGKILL of child `name` (each of its process groups' leaders), and what up.json said of it
+    just before (filled in when it runs)."""
+    before: dict = {}
+
+    def kill() -> None:
+        before.update(up.child(name))
+        assert before["state"] == "running" and before["pids"], before
+        for pid in before["pids"]:
+            os.kill(pid, signal.SIGKILL)
+
+    return kill, before
+
+
+def wait_restarted(up: Up, name: str, before: dict) -> dict:
+    def restarted() -> dict | None:
+        child = up.child(name)
+        ok = child["state"] == "running" and child["restarts"] == before["restarts"] + 1
+        return child if ok and set(child["pids"]).isdisjoint(before["pids"]) else None
+
+    child = _wait(restarted, START_TIMEOUT_S, f"{name} restarted", up)
+    return child  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def ports() -> tuple[int, int]:
+    return free_port(), free_port()
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("up") / "data"
+
+
+@pytest.fixture(scope="module")
+def up(data_dir: Path, ports: tuple[int, int], prepared_model_repository: Path) -> Iterator[Up]:
+    stack = Up(data_dir, *ports)
+    try:
+        stack.wait_running()
+        yield stack
+    finally:
+        stack.close()
+
+
+def test_a_pass_reaches_the_store(up: Up, ports: tuple[int, int], car_jpeg: bytes) -> None:
+    status = up.status()
+    assert set(status["children"]) == {
+        "broker", "triton", "store", "alerts", "sightings", "worker", "connector"
+    }  # fmt: skip
+    assert status["console_url"] == f"http://127.0.0.1:{ports[1]}/"
+    assert f"console: http://127.0.0.1:{ports[1]}/" in up.output()
+    drive_pass(status["bootstrap_servers"], "cam-first", car_jpeg)
+    assert len(wait_stored(up, "cam-first")) == 1
+
+
+@pytest.mark.parametrize("name", ["worker", "sightings", "store"])
+def test_a_killed_child_is_restarted_and_its_pass_is_stored(up: Up, car_jpeg: bytes, name: str) -> None:
+    camera = f"cam-kill-{name}"
+    kill, before = killer(up, name)
+    drive_pass(up.status()["bootstrap_servers"], camera, car_jpeg, during=kill)
+    child = wait_restarted(up, name, before)
+    assert child["last_exit"] == "killed by SIGKILL", child
+    rows = wait_stored(up, camera)
+    assert len({sighting_id for sighting_id, _, _ in rows}) == len(rows)
+
+
+@pytest.mark.parametrize("name", ["alerts", "connector", "triton", "broker"])
+def test_any_other_child_is_restarted_and_the_stack_goes_on(up: Up, car_jpeg: bytes, name: str) -> None:
+    kill, before = killer(up, name)
+    kill()
+    wait_restarted(up, name, before)
+    camera = f"cam-after-{name}"
+    drive_pass(up.status()["bootstrap_servers"], camera, car_jpeg)
+    wait_stored(up, camera)
+
+
+def test_after_a_full_stop_and_start_the_sightings_are_still_there(
+    up: Up, data_dir: Path, ports: tuple[int, int], car_jpeg: bytes
+) -> None:
+    before = stored_sightings(data_dir)
+    assert len(before) >= 8
+    children = up.pids()
+    assert up.stop() == 0, up.output()
+    assert _status(data_dir)["state"] == "stopped"
+    assert not [pid for pid in children if _alive(pid)]
+    again = Up(data_dir, *ports)
+    try:
+        again.wait_running()
+        assert set(stored_sightings(data_dir)) >= set(before)
+        drive_pass(again.status()["bootstrap_servers"], "cam-second-run", car_jpeg)
+        wait_stored(again, "cam-second-run")
+        # A SIGKILLed up: the watchdog stops every child it started.
+        children = again.pids()
+        again.process.kill()
+        again.process.wait()
+        _wait(lambda: not [pid for pid in children if _alive(pid)], 60, "the children of a killed up gone")
+    finally:
+        again.close()
