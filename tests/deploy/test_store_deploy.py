@@ -191,3 +191,17 @@ def test_only_the_store_reaches_postgres_and_only_prometheus_the_store_metrics(r
             name for name, client in clients.items() if reachable(objects, templates["store"], 8080, client)
         }
         assert console == set(clients), f"{build}: the console signs people in itself"
+
+
+def test_the_console_users_example_fills_the_file_the_store_reads(rendered) -> None:
+    example = yaml.safe_load(
+        (DEPLOY_DIR / "kubernetes" / "examples" / "console-users.example.yaml").read_text()
+    )
+    assert example["metadata"]["name"] == "stream-worker-console-users"
+    (key,) = example["stringData"]
+    users = yaml.safe_load(example["stringData"][key])["users"]
+    assert {user["role"] for user in users} == {"admin", "viewer"}
+    assert all(user["password_hash"].startswith("<") for user in users)  # placeholders only
+    for build, objects in rendered.items():
+        users_file = one(objects, "ConfigMap", "store-settings")["data"]["STREAM_WORKER_STORE_USERS_FILE"]
+        assert users_file.rsplit("/", 1)[1] == key, build
