@@ -4,16 +4,14 @@ come back with a redirect (303) and a one-line notice."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from stream_worker.contracts.sightings import Direction
 from stream_worker.contracts.watchlist import new_entry, validate_plate
 from stream_worker.store import queries
 from stream_worker.store.search import SearchQuery, search
@@ -103,41 +101,33 @@ def search_page(
     request: Request,
     user: Reader,
     store: Store,
-    text: str | None = None,
+    text: Annotated[str, Query(max_length=64)] = "",
     fuzzy: bool = False,
-    camera: str | None = None,
-    zone: str | None = None,
-    direction: Direction | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    cursor: str | None = None,
+    camera: Annotated[str, Query(max_length=128)] = "",
+    zone: Annotated[str, Query(max_length=128)] = "",
+    direction: Annotated[str, Query(max_length=16)] = "",
+    since: Annotated[str, Query(max_length=40)] = "",
+    until: Annotated[str, Query(max_length=40)] = "",
+    cursor: Annotated[str, Query(max_length=256)] = "",
 ) -> HTMLResponse:
+    """The form's empty fields are no filter (a browser sends them all)."""
     form = {
-        "text": text or "",
-        "fuzzy": fuzzy,
-        "camera": camera or "",
-        "zone": zone or "",
-        "direction": direction or "",
-        "since": since.isoformat() if since else "",
-        "until": until.isoformat() if until else "",
+        "text": text,
+        "camera": camera,
+        "zone": zone,
+        "direction": direction,
+        "since": since,
+        "until": until,
     }
     page = None
-    if any(v for k, v in form.items() if k != "fuzzy"):
-        query: SearchQuery = search_query(
-            text=text,
-            fuzzy=fuzzy,
-            camera=camera,
-            zone=zone,
-            direction=direction,
-            since=since,
-            until=until,
-            cursor=cursor,
-            limit=50,
-        )
+    if any(form.values()):
+        query: SearchQuery = search_query(**form, fuzzy=fuzzy, cursor=cursor, limit=50)
         with store.database.connect() as connection:
             page = search(connection, query)
-    params = {k: ("true" if v is True else v) for k, v in form.items() if v}
-    return render(request, "search.html", form=form, page=page, params=params)
+    params = {k: v for k, v in form.items() if v}
+    if fuzzy:
+        params["fuzzy"] = "true"
+    return render(request, "search.html", form={**form, "fuzzy": fuzzy}, page=page, params=params)
 
 
 @router.get("/sightings/{sighting_id}", response_class=HTMLResponse)

@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-
 from store_records import FAKE_JPEG, T0, alert_id, plate_alert, plate_sighting, sighting_id
 
 from .conftest import TOKENS, Console, signed_in
