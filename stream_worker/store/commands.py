@@ -125,6 +125,43 @@ def forget(
     )
 
 
+@store_app.command("hash-password")
+def hash_password(
+    name: str = typer.Option("admin", "--name", help="The user the printed entry is for."),
+    role: str = typer.Option("admin", "--role", help="viewer (reads) or admin (also changes)."),
+    token: bool = typer.Option(False, "--token", help="Also make an API bearer token (printed once)."),
+    stdin: bool = typer.Option(False, "--stdin", help="Read the password from stdin's first line."),
+) -> None:
+    """Print a console user's entry for the users file (--users-file; a Kubernetes Secret): the
+    password's scrypt hash and, with --token, a new API token's hash (the token itself is printed
+    once, on stderr). The password is asked twice, hidden, unless --stdin.
+
+    Example: stream-worker store hash-password --name alice --role viewer --token >> users.yaml
+    """
+    import sys
+
+    from stream_worker.store.web.users import ROLES, hash_token, new_token
+    from stream_worker.store.web.users import hash_password as scrypt_hash
+
+    if role not in ROLES:
+        typer.echo(f"error: --role must be one of {', '.join(ROLES)}", err=True)
+        raise typer.Exit(2)
+    if stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    if len(password) < 8:
+        typer.echo("error: the password needs at least 8 characters", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"  - name: {name}\n    role: {role}\n    password_hash: '{scrypt_hash(password)}'")
+    if token:
+        secret = new_token()
+        typer.echo(f"    token_hashes: ['{hash_token(secret)}']")
+        typer.echo(
+            f"API token for {name} (shown once; send it as Authorization: Bearer TOKEN): {secret}", err=True
+        )
+
+
 # `stream-worker search` (engineer B) goes below.
 @commands.command(
     epilog=(
