@@ -13,7 +13,6 @@ stops every child should `up` itself be killed. `<data dir>/up.json` says what r
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import signal
 import threading
@@ -130,18 +129,15 @@ class Up:
         timeout = options.shutdown_timeout_s
         common = ["--bootstrap-servers", self.broker.bootstrap_servers, "--local-broker",
                   "--session-timeout-ms", str(options.session_timeout_ms)]  # fmt: skip
-        services = []
-        if importlib.util.find_spec("stream_worker.store.commands") is not None:
-            console = ["--console-host", options.console_host, "--console-port", str(options.console_port)]
-            store_args = [*common, "--data-dir", str(options.data_dir), *console]
-            services.append(ServiceProcess("store", "store", store_args, logs, timeout))
-        services += [
+        console = ["--console-host", options.console_host, "--console-port", str(options.console_port)]
+        store_args = [*common, "--data-dir", str(options.data_dir), *console]
+        return [
+            ServiceProcess("store", "store", store_args, logs, timeout),
             ServiceProcess("alerts", "alerts", common, logs, timeout),
             ServiceProcess("sightings", "sightings", common, logs, timeout),
             ServiceProcess("worker", "run", [*common, "--triton-url", self.triton_url], logs, timeout),
             ServiceProcess("connector", "connect", common, logs, timeout),
         ]
-        return services
 
     # --- saying what runs --------------------------------------------------------------------
 
@@ -151,11 +147,10 @@ class Up:
         for service in self.services:
             self.console.line(f"   {service.name}: pid {service.process_groups()[0]}, log {service.log_path}",
                               style="dim")  # fmt: skip
-        store = next((service for service in self.services if service.name == "store"), None)
-        if store is not None:
-            self.console.line(f"console: {options.console_url}", style="bold")
-            for line in announcements(store.child):
-                self.console.line(line, style="bold")
+        store = next(service for service in self.services if service.name == "store")
+        self.console.line(f"console: {options.console_url}", style="bold")
+        for line in announcements(store.child):
+            self.console.line(line, style="bold")
         self.console.line(
             f"Kafka: {self.broker.bootstrap_servers} (e.g. stream-worker cameras set CAMERA --file cam.yaml "
             f"--bootstrap-servers {self.broker.bootstrap_servers}); data in {options.data_dir}; "
