@@ -97,6 +97,9 @@ def test_every_route_refuses_without_sign_in(stored: Console) -> None:
 
 def test_the_public_routes(console: Console) -> None:
     client = TestClient(console.app, follow_redirects=False)
+    for answer in (client.get("/login"), client.get("/api/me"), client.get("/")):
+        assert answer.headers["x-frame-options"] == "DENY"
+        assert answer.headers["x-content-type-options"] == "nosniff"
     assert client.get("/healthz").text == "ok"
     assert client.get("/static/console.css").status_code == 200
     assert "Sign in" in client.get("/login").text
