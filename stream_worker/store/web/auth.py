@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import threading
+import time
+from collections import deque
 from typing import Any
 from urllib.parse import quote
 
@@ -145,3 +148,34 @@ async def writer(request: Request) -> User:
     if not user.is_admin:
         raise HTTPException(403, f"{user.name} is a viewer: only an admin may change this")
     return user
+
+
+class SignInLimiter:
+    """At most MAX_FAILURES wrong passwords per (client address, user name) in WINDOW_S: after that
+    sign-in answers 429 until the oldest failure ages out (guessing is slow; a user elsewhere is not
+    locked out). In memory, per process."""
+
+    MAX_FAILURES = 10
+    WINDOW_S = 600.0
+
+    def __init__(self) -> None:
+        self._failures: dict[tuple[str, str], deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
+        times = self._failures.setdefault(key, deque())
+        while times and times[0] <= now - self.WINDOW_S:
+            times.popleft()
+        return times
+
+    def blocked_for_s(self, key: tuple[str, str]) -> float:
+        now = time.monotonic()
+        with self._lock:
+            times = self._recent(key, now)
+            return times[0] + self.WINDOW_S - now if len(times) >= self.MAX_FAILURES else 0.0
+
+    def failed(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self._recent(key, time.monotonic()).append(time.monotonic())
+            if len(self._failures) > 10_000:  # bounded: forget the quietest
+                self._failures = {k: v for k, v in self._failures.items() if v}

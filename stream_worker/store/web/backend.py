@@ -17,6 +17,7 @@ from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.store import queries
 from stream_worker.store.database import Database
 from stream_worker.store.settings import StoreSettings
+from stream_worker.store.web.auth import SignInLimiter
 from stream_worker.store.web.users import User, Users
 from stream_worker.watchlists.topic import WatchlistStoreError, read_watchlist, write_changes
 
@@ -32,6 +33,7 @@ class Backend:
     users: Users
     timeout_s: float = BROKER_TIMEOUT_S
     extra: dict[str, Any] = field(default_factory=dict)
+    sign_ins: SignInLimiter = field(default_factory=SignInLimiter)
 
     @property
     def bootstrap_servers(self) -> str:

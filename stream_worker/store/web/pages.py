@@ -66,8 +66,13 @@ async def login(
     await check_csrf(request)
     from starlette.concurrency import run_in_threadpool
 
+    key = (request.client.host if request.client else "", username)
+    wait_s = store.sign_ins.blocked_for_s(key)
+    if wait_s > 0:
+        raise HTTPException(429, f"too many wrong passwords: try again in {int(wait_s) + 1} s")
     user = await run_in_threadpool(store.users.authenticate, username, password)
     if user is None:
+        store.sign_ins.failed(key)
         return render(
             request,
             "login.html",

@@ -122,6 +122,20 @@ def test_a_wrong_password_or_user_is_refused_and_the_right_one_signs_in(console:
     assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie
 
 
+def test_guessing_is_stopped_for_that_user_from_that_client(console: Console) -> None:
+    client = TestClient(console.app, follow_redirects=False)
+    token = csrf_of(client.get("/login").text)
+    limit = console.app.state.backend.sign_ins.MAX_FAILURES
+    for _ in range(limit):
+        answer = client.post("/login", data={"username": "ada", "password": "guess", "csrf_token": token})
+        assert answer.status_code == 401
+    right = {"username": "ada", "password": PASSWORDS["ada"], "csrf_token": token}
+    refused = client.post("/login", data=right)
+    assert refused.status_code == 429 and "try again" in refused.text
+    other = {"username": "vic", "password": PASSWORDS["vic"], "csrf_token": token}
+    assert client.post("/login", data=other).status_code == 303  # another user is not locked out
+
+
 def test_sign_in_redirects_only_inside_the_site(console: Console) -> None:
     client = TestClient(console.app, follow_redirects=False)
     token = csrf_of(client.get("/login").text)
