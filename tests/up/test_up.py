@@ -5,20 +5,25 @@ the worker, the sightings service or the store in the middle of a pass is follow
 child's restart (a new pid, counted in up.json) and the pass still reaches the database; the
 other children (alerts, connector, Triton, the broker) are restarted too and a pass after them
 is stored. Then a full stop (SIGTERM: exit 0, no child left) and a start on the same data
-directory: the earlier sightings are still there and a new pass is stored. Last, a SIGKILLed
-`up` leaves no child behind (the watchdog).
+directory: the earlier sightings are still in the database and in the console (signed in with the
+admin password the first start printed, which is not printed again), and a new pass is stored.
+Last, a SIGKILLed `up` leaves no child behind (the watchdog).
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.cookiejar
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -73,6 +78,7 @@ class Up:
     def __init__(self, data_dir: Path, broker_port: int, console_port: int) -> None:
         self.data_dir = data_dir
         self.output_path = data_dir.parent / f"up-{uuid.uuid4().hex[:6]}.out"
+        self.admin_password: str | None = None  # what the store printed on its first start
         env = {**os.environ, "STREAM_WORKER_SIGHTINGS_SILENCE_S": str(SILENCE_S)}
         with self.output_path.open("wb") as output:
             self.process = subprocess.Popen(
@@ -112,6 +118,34 @@ class Up:
             self.process.wait()
 
 
+def admin_password(output: str) -> str | None:
+    """The console's first admin password, which the store prints once and up passes on."""
+    found = re.search(r"^console: sign in .*as 'admin' with password (\S+)$", output, re.MULTILINE)
+    return found[1] if found else None
+
+
+class ConsoleSession:
+    """A person signed in to the console: its login form (session cookie, CSRF token), then the API."""
+
+    def __init__(self, base_url: str, user: str, password: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        form = self._opener.open(f"{self.base_url}/login", timeout=10).read().decode()
+        found = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert found, form
+        fields = {"username": user, "password": password, "csrf_token": found[1], "next": "/"}
+        with self._opener.open(
+            f"{self.base_url}/login", urllib.parse.urlencode(fields).encode(), 10
+        ) as reply:
+            assert reply.status == 200 and reply.url.rstrip("/") == self.base_url, reply.url
+
+    def get(self, path: str) -> object:
+        with self._opener.open(f"{self.base_url}{path}", timeout=10) as reply:
+            return orjson.loads(reply.read())
+
+
 def stored_sightings(data_dir: Path) -> list[tuple[str, str, str]]:
     """(sighting_id, camera_id, text) of every sighting in the store's database."""
     database = data_dir / "history.db"
@@ -143,7 +177,7 @@ def drive_pass(bootstrap: str, camera_id: str, jpeg: bytes, during: Callable[[],
         during()
     publisher.join(120)
     result = report["result"]
-    assert result.failed == 0, result.first_error  # type: ignore[attr-defined]
+    assert result.failed == 0, result.first_error
 
 
 def wait_stored(up: Up, camera_id: str) -> list[tuple[str, str, str]]:
@@ -194,6 +228,7 @@ def up(data_dir: Path, ports: tuple[int, int], prepared_model_repository: Path) 
     stack = Up(data_dir, *ports)
     try:
         stack.wait_running()
+        stack.admin_password = admin_password(stack.output())
         yield stack
     finally:
         stack.close()
@@ -206,6 +241,7 @@ def test_a_pass_reaches_the_store(up: Up, ports: tuple[int, int], car_jpeg: byte
     }  # fmt: skip
     assert status["console_url"] == f"http://127.0.0.1:{ports[1]}/"
     assert f"console: http://127.0.0.1:{ports[1]}/" in up.output()
+    assert up.admin_password, f"no admin password passed on from the store's first start:\n{up.output()}"
     drive_pass(status["bootstrap_servers"], "cam-first", car_jpeg)
     assert len(wait_stored(up, "cam-first")) == 1
 
@@ -244,6 +280,13 @@ def test_after_a_full_stop_and_start_the_sightings_are_still_there(
     try:
         again.wait_running()
         assert set(stored_sightings(data_dir)) >= set(before)
+        assert admin_password(again.output()) is None, "the password is printed on the first start only"
+        # The console shows them: signed in with the first start's password, the API lists them all.
+        assert up.admin_password is not None
+        console = ConsoleSession(again.status()["console_url"], "admin", up.admin_password)
+        assert console.get("/api/me") == {"name": "admin", "role": "admin"}
+        listed = console.get("/api/sightings?limit=200")["items"]  # type: ignore[index]
+        assert {row["sighting_id"] for row in listed} >= {sighting_id for sighting_id, _, _ in before}
         drive_pass(again.status()["bootstrap_servers"], "cam-second-run", car_jpeg)
         wait_stored(again, "cam-second-run")
         # A SIGKILLed up: the watchdog stops every child it started.
