@@ -135,7 +135,7 @@ class Backend:
 
 def _broker_down(error: Exception) -> HTTPException:
     log.warning("console: the broker failed", extra={"error": str(error)[:300]})
-    return HTTPException(503, "the broker did not answer; nothing was changed, try again")
+    return HTTPException(503, "the broker did not confirm the change; try again (repeating it is harmless)")
 
 
 def backend(request: Request) -> Backend:

@@ -9,14 +9,14 @@ names a folder hold no photo of ../shared."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import console_browser
 import numpy as np
 import pytest
+from console_browser import chromium, chromium_available, picture_loaded, screenshot, wait
 from store_records import plate_alert, plate_sighting
 
 from stream_worker.store.console_thread import ConsoleThread, start_console
@@ -24,13 +24,7 @@ from stream_worker.watchlists.topic import read_watchlist
 
 from .conftest import PASSWORDS, Console, make_console
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-WAIT_S = 5.0
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)), reason="no chromium"),
-]
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(not chromium_available(), reason="no chromium")]
 
 
 def synthetic_plate(text: str) -> bytes:
@@ -65,48 +59,12 @@ def served(
 
 @pytest.fixture
 def browser() -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1100,900"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-
-
-def wait(driver, condition, timeout: float = WAIT_S):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
 
 
 def sign_in(driver, address: str, name: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    driver.get(address + "/")
-    wait(driver, lambda d: "/login" in d.current_url)
-    driver.find_element(By.ID, "username").send_keys(name)
-    driver.find_element(By.ID, "password").send_keys(PASSWORDS[name])
-    driver.find_element(By.ID, "sign-in").click()
-    wait(driver, lambda d: d.find_elements(By.ID, "live-sightings"))
-
-
-def screenshot(driver, name: str) -> None:
-    folder = os.environ.get("CONSOLE_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(Path(folder) / f"{name}.png"))
-
-
-def picture_loaded(driver, element) -> bool:
-    return bool(
-        driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", element)
-    )
+    console_browser.sign_in(driver, address, name, PASSWORDS[name])
 
 
 def test_a_stored_sighting_appears_in_the_live_feed_and_fuzzy_search_finds_it(served, browser) -> None:
@@ -131,7 +89,8 @@ def test_a_stored_sighting_appears_in_the_live_feed_and_fuzzy_search_finds_it(se
     console.write(
         [plate_sighting("live-2", "A123BC77", last_seen=now + timedelta(seconds=1), camera_id="yard")]
     )
-    wait(browser, lambda d: "A123BC77" in d.find_element(By.CSS_SELECTOR, "#live-sightings li").text)
+    wait(browser, lambda d: console_browser.live_texts(d) == ["A123BC77", "B840OK197"])
+    assert console_browser.live_texts(browser, "alerts") == ["B840OK197"]
     screenshot(browser, "live")
 
     browser.find_element(By.LINK_TEXT, "Search").click()
