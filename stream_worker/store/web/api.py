@@ -231,6 +231,19 @@ def settings_or_422(data: Any) -> CameraSettings:
         raise HTTPException(422, str(error)) from None
 
 
+@router.get(
+    "/cameras/{camera_id}/frame",
+    response_class=Response,
+    responses={200: {"content": {"image/jpeg": {}}}},
+)
+def get_frame(camera_id: str, user: Reader, store: Store) -> Response:
+    """A recent frame of the camera (from the frames topic's last records), to draw over."""
+    frame = store.frame(camera_id_or_422(camera_id))
+    if frame is None:
+        raise HTTPException(404, "no recent frame of this camera on the frames topic")
+    return Response(frame, media_type="image/jpeg", headers={"cache-control": "private, max-age=30"})
+
+
 @router.put("/cameras/{camera_id}", response_model=Camera)
 def put_camera(
     camera_id: str, user: Admin, store: Store, settings: Annotated[dict[str, Any], Body()]

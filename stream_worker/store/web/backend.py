@@ -18,6 +18,7 @@ from stream_worker.store import queries
 from stream_worker.store.database import Database
 from stream_worker.store.settings import StoreSettings
 from stream_worker.store.web.auth import SignInLimiter
+from stream_worker.store.web.frames import FrameCache, latest_frame
 from stream_worker.store.web.users import User, Users
 from stream_worker.watchlists.topic import WatchlistStoreError, read_watchlist, write_changes
 
@@ -34,6 +35,7 @@ class Backend:
     timeout_s: float = BROKER_TIMEOUT_S
     extra: dict[str, Any] = field(default_factory=dict)
     sign_ins: SignInLimiter = field(default_factory=SignInLimiter)
+    frames: FrameCache = field(default_factory=FrameCache)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -96,6 +98,20 @@ class Backend:
         except (CamerasStoreError, KafkaException) as error:
             raise _broker_down(error) from None
         return dict(sorted(snapshot.values.items()))
+
+    @property
+    def frames_topic(self) -> str:
+        """The store has no frames-topic setting yet: `extra["frames_topic"]`, else "frames"."""
+        return str(self.extra.get("frames_topic") or getattr(self.settings, "frames_topic", None) or "frames")
+
+    def frame(self, camera_id: str) -> bytes | None:
+        """A recent frame of the camera from the frames topic (None: none there, or no broker)."""
+        return self.frames.get(
+            camera_id,
+            lambda: latest_frame(
+                self.bootstrap_servers, self.frames_topic, camera_id, self.client_config, self.timeout_s
+            ),
+        )
 
     def set_camera(self, user: User, camera_id: str, settings: CameraSettings) -> None:
         try:

@@ -75,3 +75,27 @@ def test_a_cameras_settings_set_and_removed(console: Console, kafka_bootstrap: s
     assert api.delete("/api/cameras/gate").status_code == 200
     assert "gate" not in read_cameras(kafka_bootstrap, console.settings.cameras_topic).values
     assert [row["action"] for row in api.get("/api/audit").json()] == ["camera.remove", "camera.set"]
+
+
+def test_the_camera_page_draws_over_the_cameras_latest_frame(console: Console, kafka_bootstrap: str) -> None:
+    from confluent_kafka import Producer
+
+    topic = console.settings.cameras_topic + "-frames"
+    console.app.state.backend.extra["frames_topic"] = topic
+    frames = [
+        b"\xff\xd8 old frame of gate \xff\xd9",
+        b"\xff\xd8 frame of yard \xff\xd9",
+        b"\xff\xd8 new frame of gate \xff\xd9",
+    ]
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    producer.produce(topic, frames[0], key=b"gate")
+    producer.produce(topic, frames[1], key=b"yard")
+    producer.produce(topic, b"", key=b"gate", headers={"static": b"1920x1080"})  # a static marker
+    producer.produce(topic, frames[2], key=b"x", headers={"camera_id": b"gate"})
+    assert producer.flush(10) == 0
+    client, _ = signed_in(console.app, "vic")
+    answer = client.get("/api/cameras/gate/frame")
+    assert (answer.status_code, answer.content) == (200, frames[2])
+    assert client.get("/api/cameras/yard/frame").content == frames[1]
+    assert client.get("/api/cameras/porch/frame").status_code == 404
+    assert "/api/cameras/gate/frame" in client.get("/cameras/gate").text
