@@ -76,6 +76,7 @@ def test_without_the_console_module_the_store_serves_no_console(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "stream_worker.store.web", None)
+    monkeypatch.setitem(sys.modules, console_thread.WEB_APP, None)  # even if imported earlier
     assert start_console(settings(tmp_path), Database(default_url(tmp_path))) is None
 
 
