@@ -198,3 +198,18 @@ def test_the_broker_down_is_a_503_that_says_so(stored: Console) -> None:
     answer = client.post("/api/watchlist", json={"plate": "B840CK197", "list": "stolen"})
     assert answer.status_code == 503 and "broker" in answer.json()["detail"]
     assert client.get("/api/audit").json() == []
+
+
+def test_the_live_feed_sends_the_newest_first_then_only_what_is_stored_after(stored: Console) -> None:
+    from stream_worker.store.web import live
+
+    store = stored.app.state.backend
+    after: dict[str, int | None] = {"sighting": None, "alert": None}
+    first = b"".join(live._poll(store, after))
+    assert first.count(b"event: sighting\n") == 2 and first.count(b"event: alert\n") == 1
+    assert f'"picture":"/api/sightings/{sighting_id("s1")}/picture"'.encode() in first
+    assert live._poll(store, after) == []
+    stored.write([plate_sighting("s3", "E777EE77", last_seen=T0 + timedelta(minutes=5))])
+    [message] = live._poll(store, after)
+    assert message.startswith(b"event: sighting\ndata: ") and b'"text":"E777EE77"' in message
+    assert b'"picture":null' in message
