@@ -48,6 +48,7 @@ def create_app(
         openapi_url="/api/openapi.json",
         docs_url="/api/docs",
         redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.backend = Backend(settings, database, kafka_config, users)
     app.include_router(api.router)
