@@ -131,11 +131,14 @@ class Up:
                   "--session-timeout-ms", str(options.session_timeout_ms)]  # fmt: skip
         console = ["--console-host", options.console_host, "--console-port", str(options.console_port)]
         store_args = [*common, "--data-dir", str(options.data_dir), *console]
+        # Each plate's picture in its event (a JPEG of at most 16 KB): the console shows it with the
+        # sighting, which is what an operator checking a sighting or an alert looks at first.
+        worker_args = [*common, "--triton-url", self.triton_url, "--plate-images"]
         return [
             ServiceProcess("store", "store", store_args, logs, timeout),
             ServiceProcess("alerts", "alerts", common, logs, timeout),
             ServiceProcess("sightings", "sightings", common, logs, timeout),
-            ServiceProcess("worker", "run", [*common, "--triton-url", self.triton_url], logs, timeout),
+            ServiceProcess("worker", "run", worker_args, logs, timeout),
             ServiceProcess("connector", "connect", common, logs, timeout),
         ]
 

@@ -244,6 +244,12 @@ def test_a_pass_reaches_the_store(up: Up, ports: tuple[int, int], car_jpeg: byte
     assert up.admin_password, f"no admin password passed on from the store's first start:\n{up.output()}"
     drive_pass(status["bootstrap_servers"], "cam-first", car_jpeg)
     assert len(wait_stored(up, "cam-first")) == 1
+    # The worker sends each plate's picture, so the console shows the sighting with it.
+    with contextlib.closing(sqlite3.connect(f"file:{up.data_dir / 'history.db'}?mode=ro", uri=True)) as db:
+        pictures = db.execute(
+            "SELECT count(*) FROM pictures JOIN sightings USING (sighting_id) WHERE camera_id = 'cam-first'"
+        ).fetchone()[0]
+    assert pictures == 1
 
 
 def test_a_watch_list_entry_added_in_the_console_alerts_the_next_pass_in_the_page(
