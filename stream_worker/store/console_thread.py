@@ -8,6 +8,7 @@ uvicorn installs no signal handlers off the main thread: the store's own SIGTERM
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -86,10 +87,9 @@ def start_console(settings: StoreSettings, database: Database) -> ConsoleThread 
 
 
 def _run(server: Any) -> None:
-    try:
+    # uvicorn exits on a port it cannot bind (and logs it); start_console fails the start on that.
+    with contextlib.suppress(SystemExit):
         server.run()
-    except SystemExit:  # uvicorn's answer to a port it cannot bind (logged); the start fails on it
-        pass
 
 
 def _url_host(host: str) -> str:

@@ -15,6 +15,11 @@ from stream_worker.service.metrics import ServiceMetrics
 from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES
 from stream_worker.store.settings import StoreSettings
 
+# A sighting carries its picture (~17 KB a record), so the 4 MiB prefetch holds ~250 of them, and
+# librdkafka waits fetch.queue.backoff.ms (1 s by default) before fetching again once it is full:
+# that capped the store near 570 sightings/s. 20 ms: ~3,100/s on SQLite on the local broker.
+FULL_QUEUE_BACKOFF_MS = 20
+
 
 @dataclass(frozen=True, slots=True)
 class StoreRecord:
@@ -35,7 +40,12 @@ class StoreConsumer(GroupConsumer[StoreRecord]):
         client: ClientFactory = Consumer,
     ) -> None:
         config = kafka.consumer_config(
-            settings, settings.group_id, **{"queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES}
+            settings,
+            settings.group_id,
+            **{
+                "queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES,
+                "fetch.queue.backoff.ms": FULL_QUEUE_BACKOFF_MS,
+            },
         )
         topics = [settings.sightings_topic, settings.alerts_topic]
         super().__init__(config, topics, metrics, on_assign, on_revoke, on_lost, client=client)
