@@ -54,8 +54,11 @@ def test_every_command_is_listed() -> None:
         "eval",
         "models",
         "schemas",
+        "store",
+        "search",
     }
     assert expected <= {path[0] for path in COMMANDS if path}
+    assert {("store", "run"), ("store", "migrate"), ("store", "forget")} <= set(COMMANDS)
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda path: " ".join(path) or "stream-worker")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 3
 SIGHTINGS, ALERTS, KILLS = 2000, 300, 5
 WAIT_S = 120.0
+PACE_S = 2.0  # each chunk is produced over this long
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -38,6 +40,18 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> N
     for key, value in records:
         producer.produce(topic, value=value, key=key)
         producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def produce_paced(bootstrap: str, chunk: list[tuple[str, bytes, bytes]]) -> None:
+    """The chunk's records over PACE_S, as a stream would bring them."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    slices = 20
+    for index in range(slices):
+        for topic, key, value in chunk[index::slices]:
+            producer.produce(topic, value=value, key=key)
+        producer.poll(0)
+        time.sleep(PACE_S / slices)
     assert producer.flush(60) == 0
 
 
@@ -61,7 +75,7 @@ def test_five_sigkills_mid_stream_leave_exactly_one_row_per_record(
         "--sightings-topic", topics[0],
         "--alerts-topic", topics[1],
         "--database-url", database_url,
-        "--session-timeout-ms", "6000",
+        "--session-timeout-ms", "3000",  # a killed store's partitions go to its restart this soon
         "--metrics-port", "0",
         "--batch-records", "50",
         "--no-console",
@@ -88,20 +102,27 @@ def test_five_sigkills_mid_stream_leave_exactly_one_row_per_record(
         started.append(ServiceProcess(args, log, command="store", started="store started").start())
         return started[-1]
 
+    database = Database(database_url)
+    mid_stream: list[bool] = []
     try:
         rng = random.Random(11)
         for chunk in chunks[:KILLS]:
             store = start()
-            for topic in topics:
-                produce(kafka_bootstrap, topic, [(key, value) for t, key, value in chunk if t == topic])
-            time.sleep(rng.uniform(1.0, 3.0))  # mid-stream: some batches written, some not
+            store.wait_for_log(lambda line: line.get("msg") == "partitions assigned", "an assignment")
+            before = sum(counts(database)[:2])
+            producing = threading.Thread(target=produce_paced, args=(kafka_bootstrap, chunk))
+            producing.start()
+            time.sleep(rng.uniform(0.5, PACE_S))  # mid-stream: some batches written, some not
             assert store.is_running(), store.log_tail()
             store.stop(signal.SIGKILL)
+            at_kill = sum(counts(database)[:2])
+            producing.join()
+            mid_stream.append(before < at_kill < before + len(chunk))
+        # At least one SIGKILL fell while this store was writing a chunk, not before or after it.
+        assert any(mid_stream), mid_stream
         store = start()
-        for topic in topics:
-            produce(kafka_bootstrap, topic, [(key, value) for t, key, value in chunks[-1] if t == topic])
+        produce_paced(kafka_bootstrap, chunks[-1])
 
-        database = Database(database_url)
         expected = (SIGHTINGS, ALERTS, sum(1 for s in made_sightings if s.best_read.image))
         deadline = time.monotonic() + WAIT_S
         while counts(database) != expected:
