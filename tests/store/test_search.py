@@ -3,7 +3,6 @@ filters, time ranges, newest-first pages that neither repeat nor skip."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -15,23 +14,6 @@ from stream_worker.store.database import Database
 from stream_worker.store.plate_keys import fold, spellings
 from stream_worker.store.search import MAX_SPELLINGS, SearchPage, SearchQuery, search
 from stream_worker.store.writer import write_batch
-
-SQLITE_AND_POSTGRES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)]
-
-
-@pytest.fixture(params=SQLITE_AND_POSTGRES)
-def database(request: pytest.FixtureRequest, tmp_path) -> Iterator[Database]:
-    url = (
-        f"sqlite:///{tmp_path}/history.db"
-        if request.param == "sqlite"
-        else request.getfixturevalue("postgres_url")
-    )
-    store = Database(url)
-    store.migrate()
-    try:
-        yield store
-    finally:
-        store.dispose()
 
 
 def _write(database: Database, *records: PlateSighting) -> None:
