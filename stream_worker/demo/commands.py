@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from stream_worker.service.options import DEFAULT_REPOSITORY
+from stream_worker.service.options import REPOSITORY_OPTION, TRITON_URL_OPTION, WEIGHTS_DIR_OPTION
 
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 
@@ -45,19 +45,9 @@ def demo(
         help="Use this Kafka (run-specific topics, deleted afterwards) instead of starting the local broker.",
         show_default=False,
     ),
-    triton_url: str | None = typer.Option(
-        None,
-        "--triton-url",
-        help="Use this Triton (gRPC HOST:PORT) instead of exporting the models and starting the local one.",
-        show_default=False,
-    ),
-    weights_dir: Path | None = typer.Option(
-        None,
-        "--weights-dir",
-        help="Folder holding stn.pth and lprnet.pth (default: $LPR_WEIGHTS_DIR).",
-        show_default=False,
-    ),
-    repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
+    triton_url: str | None = TRITON_URL_OPTION,
+    weights_dir: Path | None = WEIGHTS_DIR_OPTION,
+    repository: Path = REPOSITORY_OPTION,
     plate_images: Path | None = typer.Option(
         None,
         "--plate-images",

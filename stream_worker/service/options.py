@@ -16,6 +16,21 @@ import typer
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 
+# --- the local pipeline that `demo` and `up` start (the models exported, Triton) -------- (issue 28)
+TRITON_URL_OPTION = typer.Option(
+    None,
+    "--triton-url",
+    help="Use this Triton (gRPC HOST:PORT) instead of exporting the models and starting the local one.",
+    show_default=False,
+)
+WEIGHTS_DIR_OPTION = typer.Option(
+    None,
+    "--weights-dir",
+    help="Folder holding the weights the models are exported from (default: $LPR_WEIGHTS_DIR).",
+    show_default=False,
+)
+REPOSITORY_OPTION = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository.")
+
 
 # --- TLS to Triton (recognize, eval --url; `run` has its own --triton-tls-* settings) -------
 TLS_CA_OPTION = typer.Option(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from stream_worker.service.options import DEFAULT_REPOSITORY
+from stream_worker.service.options import REPOSITORY_OPTION, TRITON_URL_OPTION, WEIGHTS_DIR_OPTION
 
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 
@@ -38,19 +38,9 @@ def up(
         "127.0.0.1", "--console-host", help="Address the console binds (0.0.0.0: every interface)."
     ),
     console_port: int = typer.Option(8080, "--console-port", min=1, max=65535, help="The console's port."),
-    triton_url: str | None = typer.Option(
-        None,
-        "--triton-url",
-        help="Use this Triton (gRPC HOST:PORT) instead of exporting the models and starting the local one.",
-        show_default=False,
-    ),
-    weights_dir: Path | None = typer.Option(
-        None,
-        "--weights-dir",
-        help="Folder holding the weights the models are exported from (default: $LPR_WEIGHTS_DIR).",
-        show_default=False,
-    ),
-    repository: Path = typer.Option(DEFAULT_REPOSITORY, "--repository", help="Triton model repository."),
+    triton_url: str | None = TRITON_URL_OPTION,
+    weights_dir: Path | None = WEIGHTS_DIR_OPTION,
+    repository: Path = REPOSITORY_OPTION,
     partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of each stream topic created."),
     session_timeout_ms: int = typer.Option(
         10000,
