@@ -4,6 +4,7 @@ removed; each on its topic as the CLI would write it, and audited with who."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,10 +89,14 @@ def test_the_camera_page_draws_over_the_cameras_latest_frame(console: Console, k
         b"\xff\xd8 new frame of gate \xff\xd9",
     ]
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
-    producer.produce(topic, frames[0], key=b"gate")
-    producer.produce(topic, frames[1], key=b"yard")
-    producer.produce(topic, b"", key=b"gate", headers={"static": b"1920x1080"})  # a static marker
-    producer.produce(topic, frames[2], key=b"x", headers={"camera_id": b"gate"})
+    # Record times 1 s apart: the frames land on different partitions, where only the time orders
+    # them (produced within one millisecond, the old and the new frame would tie).
+    now_ms = int(time.time() * 1000)
+    producer.produce(topic, frames[0], key=b"gate", timestamp=now_ms - 3000)
+    producer.produce(topic, frames[1], key=b"yard", timestamp=now_ms - 2000)
+    marker = {"static": b"1920x1080"}  # a static marker
+    producer.produce(topic, b"", key=b"gate", headers=marker, timestamp=now_ms - 1000)
+    producer.produce(topic, frames[2], key=b"x", headers={"camera_id": b"gate"}, timestamp=now_ms)
     assert producer.flush(10) == 0
     client, _ = signed_in(console.app, "vic")
     answer = client.get("/api/cameras/gate/frame")
