@@ -101,3 +101,16 @@ def plate_alert(
             "alerted_at": alerted_at,
         }
     )
+
+
+def stored_in(data_dir, sightings=(), alerts=()):
+    """A migrated SQLite store in `data_dir` (what `--data-dir` names) holding these records."""
+    from stream_worker.store.database import Database, default_url
+    from stream_worker.store.writer import write_batch
+
+    database = Database(default_url(data_dir))
+    database.migrate()
+    with database.begin() as connection:
+        write_batch(connection, list(sightings), list(alerts))
+    database.dispose()
+    return data_dir

@@ -7,31 +7,25 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from store_records import FAKE_JPEG, plate_alert, plate_sighting
+from store_records import FAKE_JPEG, plate_alert, plate_sighting, stored_in
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
 from stream_worker.store.database import Database, default_url
 from stream_worker.store.schema import audit, sightings
-from stream_worker.store.writer import write_batch
 
 
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
-    database = Database(default_url(tmp_path))
-    database.migrate()
-    with database.begin() as connection:
-        write_batch(
-            connection,
-            [
-                plate_sighting("a", "B840CK197", picture=FAKE_JPEG),
-                plate_sighting("b", "B840OK197"),
-                plate_sighting("c", "A123BC77"),
-            ],
-            [plate_alert("x", "B840CK197")],
-        )
-    database.dispose()
-    return tmp_path
+    return stored_in(
+        tmp_path,
+        [
+            plate_sighting("a", "B840CK197", picture=FAKE_JPEG),
+            plate_sighting("b", "B840OK197"),
+            plate_sighting("c", "A123BC77"),
+        ],
+        [plate_alert("x", "B840CK197")],
+    )
 
 
 def stored(data_dir: Path) -> tuple[list[str], list[tuple[str, str]]]:

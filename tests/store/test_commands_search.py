@@ -8,32 +8,25 @@ from pathlib import Path
 
 import orjson
 import pytest
-from store_records import FAKE_JPEG, T0, plate_sighting, sighting_id
+from store_records import FAKE_JPEG, T0, plate_sighting, sighting_id, stored_in
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
-from stream_worker.store.database import Database, default_url
-from stream_worker.store.writer import write_batch
+from stream_worker.store.database import default_url
 
 
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
-    database = Database(default_url(tmp_path))
-    database.migrate()
-    with database.begin() as connection:
-        write_batch(
-            connection,
-            [
-                plate_sighting("van", "B840OK197", T0, zone="lane-1", picture=FAKE_JPEG),
-                plate_sighting(
-                    "later", "B840CK197", T0 + timedelta(hours=1), camera_id="yard", direction="receding"
-                ),
-                plate_sighting("old", "B840CK197", T0 - timedelta(days=30)),
-            ],
-            [],
-        )
-    database.dispose()
-    return tmp_path
+    return stored_in(
+        tmp_path,
+        [
+            plate_sighting("van", "B840OK197", T0, zone="lane-1", picture=FAKE_JPEG),
+            plate_sighting(
+                "later", "B840CK197", T0 + timedelta(hours=1), camera_id="yard", direction="receding"
+            ),
+            plate_sighting("old", "B840CK197", T0 - timedelta(days=30)),
+        ],
+    )
 
 
 def _search(*args: str) -> tuple[int, list[str], str]:
