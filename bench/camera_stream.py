@@ -3,8 +3,12 @@
 Made from what ../shared holds and kept only in a temporary folder (never in the repository):
 the clips of `videos/` (each played at its own pace) and passes made from the labelled photos of
 `evalset/scenes` (bench/passes.py), each letterboxed into a 1920x1080 frame at 25 frames/s, and
-between two passes a quiet spell: the next pass's first view blurred beyond reading (a street with
-no readable vehicle), still but for sensor noise, as a fixed camera sees it. Passes fill
+between two passes a quiet spell, still but for sensor noise: the gate camera's empty lane, the
+first frame of `gate-van-H133OE123.mov` with the tow truck waiting at the far end blurred out
+(`QUIET_HIDE`), the same view before every pass, as a fixed camera sees it between vehicles. A real
+camera's view weighs what it weighs: a frame of it is about as large a JPEG as a frame of a pass.
+(Recipe 2 blurred the next pass's first view beyond reading instead, so a quiet frame weighed 96 KB
+against 264 KB for one in view; without that clip, that is still the quiet view.) Passes fill
 `in_view_share` of the stream. The plan says where each pass lies in stream time, with its labels.
 """
 
@@ -29,7 +33,10 @@ NOISE_FRAMES = 8  # noise patterns cycled (drawing a new 1080p pattern per frame
 PHOTO_PASS_S = 6.0  # how long a vehicle made from a photo is in view (a gate camera: seconds)
 # Easier than bench sightings' passes: this measures what gating costs in reads, not the recognizer.
 PHOTO_DIFFICULTY = Difficulty(min_scale=0.6, jpeg_quality=(70, 90), max_blur_px=2, noise_sigma=2.0)
-VERSION = 2  # of the recipe: part of the cached file's name
+QUIET_CLIP = "gate-van-H133OE123.mov"
+QUIET_HIDE = (230, 0, 500, 200)  # x1, y1, x2, y2 in its 1280x960 first frame: the truck waiting
+QUIET_BLUR_SIGMA = 25.0
+VERSION = 3  # of the recipe: part of the cached file's name
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,23 @@ def letterbox(image: np.ndarray, size: tuple[int, int] = SIZE) -> np.ndarray:
     top, left = (height - resized.shape[0]) // 2, (width - resized.shape[1]) // 2
     canvas[top : top + resized.shape[0], left : left + resized.shape[1]] = resized
     return canvas
+
+
+def empty_lane(videos: Path) -> np.ndarray | None:
+    """The quiet view (see the module), or None without its clip."""
+    import av
+
+    path = videos / QUIET_CLIP
+    if not path.exists():
+        return None
+    with av.open(str(path)) as container:
+        first = next(container.decode(video=0)).to_ndarray(format="bgr24")
+    x1, y1, x2, y2 = QUIET_HIDE
+    region = np.zeros(first.shape[:2], np.float32)
+    region[y1:y2, x1:x2] = 1.0
+    region = cv2.GaussianBlur(region, (0, 0), 8.0)[..., None]  # a soft edge, not a rectangle
+    blurred = cv2.GaussianBlur(first, (0, 0), QUIET_BLUR_SIGMA).astype(np.float32)
+    return np.clip(region * blurred + (1.0 - region) * first.astype(np.float32), 0, 255).astype(np.uint8)
 
 
 def clip_scenes(videos: Path) -> list[_Scene]:
@@ -126,7 +150,7 @@ def plan_scenes(
 
 
 def _frames(
-    scenes: Sequence[_Scene], total_s: float, seed: int
+    scenes: Sequence[_Scene], total_s: float, seed: int, quiet: np.ndarray | None = None
 ) -> Iterator[tuple[np.ndarray, PlannedView | None]]:
     """Every 25 fps frame of the stream; with the first frame of each pass, its planned view."""
     rng = np.random.default_rng(seed)
@@ -136,7 +160,10 @@ def _frames(
     frame_number = 0
     for scene in scenes:
         boxed = [letterbox(frame) for frame in scene.make()]
-        still = cv2.GaussianBlur(boxed[0], (0, 0), 25).astype(np.int16)
+        if quiet is None:
+            still = cv2.GaussianBlur(boxed[0], (0, 0), QUIET_BLUR_SIGMA).astype(np.int16)
+        else:
+            still = letterbox(quiet).astype(np.int16)
         for _ in range(round(quiet_each * FPS)):
             yield np.clip(still + noise[frame_number % NOISE_FRAMES], 0, 255).astype(np.uint8), None
             frame_number += 1
@@ -164,7 +191,7 @@ def build(
         stream.pix_fmt = "yuv420p"
         stream.time_base = Fraction(1, FPS)
         stream.options = {"preset": "ultrafast", "crf": "23", "g": str(KEYFRAME_S * FPS), "bf": "0"}
-        for number, (image, view) in enumerate(_frames(scenes, total_s, seed)):
+        for number, (image, view) in enumerate(_frames(scenes, total_s, seed, empty_lane(videos))):
             if view is not None:
                 views.append(view)
             frame = av.VideoFrame.from_ndarray(image, format="bgr24")
