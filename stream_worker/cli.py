@@ -94,8 +94,14 @@ def bench(ctx: typer.Context) -> None:
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
     from bench.main import main
+    from stream_worker.nets.weights import WeightsError
 
-    raise typer.Exit(main(ctx.args))
+    try:
+        code = main(ctx.args)
+    except WeightsError as error:  # no weights where the benchmark looked: say where, not a traceback
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
 
 
 app.add_typer(nets.models_app, name="models")

@@ -215,3 +215,17 @@ def test_wait_for_fails_when_a_received_frame_has_no_output(short_waits: None, r
     # The worker got all 5 (or cannot say) but only 4 are out: that is a lost frame, not the broker.
     with pytest.raises(BenchError, match="no output for"):
         _collector(4).wait_for(5, _Worker(received))
+
+
+def test_bench_without_weights_says_where_it_looked_not_a_traceback(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    import bench.main
+    from stream_worker.cli import app
+    from stream_worker.nets.weights import verify_weights
+
+    monkeypatch.setattr(bench.main, "main", lambda argv: verify_weights(tmp_path) and 0)
+    result = CliRunner().invoke(app, ["bench", "gating"])
+    assert result.exit_code == 2
+    assert "error: Model weights unusable in" in result.output and str(tmp_path) in result.output
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
