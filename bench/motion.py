@@ -104,10 +104,12 @@ def readable(clips: Sequence[Clip]) -> dict[str, set[int]]:
 
 def gate_clip(clip: Clip, motion: Any, background_s: float) -> dict[str, Any]:
     """Decisions over one clip: the frames examined (worker) and published (connector)."""
-    from stream_worker.cameras.motion import CameraMotion, PreRoll
+    from stream_worker.cameras.motion import CameraMotion
+    from stream_worker.connector.hold import StaticHold
+    from stream_worker.connector.reader import MAX_PRE_ROLL_FRAMES
 
     camera = CameraMotion(motion, (), background_s)
-    ring: PreRoll[int] = PreRoll(motion.pre_roll_s)
+    ring: StaticHold[int] = StaticHold(motion.pre_roll_s, MAX_PRE_ROLL_FRAMES)
     examined: set[int] = set()
     published: set[int] = set()
     shares: list[float] = []
@@ -116,7 +118,8 @@ def gate_clip(clip: Clip, motion: Any, background_s: float) -> dict[str, Any]:
         observation = camera.observe(t, gray)
         if observation.decision.examined:
             examined.add(index)
-        published.update(ring.admit(t, index, observation.decision))
+        released = ring.admit(t, index, observation.decision, observation.unchanged)
+        published.update(item for item, examined in released if examined)
         shares.append(observation.share or 0.0)
     cpu_ms = (time.process_time() - cpu) * 1000 / len(clip.grays)
     return {"examined": examined, "published": published, "shares": shares, "gate_cpu_ms": cpu_ms}

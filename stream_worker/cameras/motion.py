@@ -28,21 +28,19 @@ background), the code our own. Per camera:
 - `CameraMotion` is both for one camera, and starts again from nothing when the stream's time goes
   backwards or jumps forward by more than a heartbeat (a reconnect, a producer's pause: the
   background is stale), or when the frame size changes.
-- `PreRoll` is the connector's ring of the static frames of the last `pre_roll_s` seconds, handed
-  back in order when motion starts, so that an approaching plate is not missed.
+- The connector's ring of the static frames of the last `pre_roll_s` seconds, handed back in order
+  when motion starts so that an approaching plate is not missed, is `connector.hold.StaticHold`.
 
-Memory per camera is bounded: one float32 background and one mask at the reduced size, and at most
-`max_items` held frames.
+Memory per camera is bounded: one float32 background, one still frame and one mask at the reduced
+size.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -53,9 +51,7 @@ BACKGROUND_S = 5.0  # the background's time constant, seconds of stream time
 SETTLE_S = 1.0  # a change still this long is taken into the background at once (see the module)
 SCENE_CHANGE_SHARE = 0.5  # this share changed at once: lighting or the camera moved, not a vehicle
 TIME_EPSILON_S = 1e-6  # timestamps in float seconds: 10 heartbeats of 1 s are 10 s, not 9.999...
-DEFAULT_MAX_HELD = 64  # frames a `PreRoll` holds at most, whatever its seconds and the frame rate
 
-T = TypeVar("T")
 Polygon = Sequence[Sequence[float]]
 
 
@@ -126,6 +122,7 @@ class MotionDetector:
         self._still_since = 0.0
         self._unmasked: np.ndarray | None = None  # True where measured, at the size of the frames
         self._unmasked_count = 0
+        self.background_share: float | None = None  # the last frame's, before "moving" narrowed it
 
     def reset(self) -> None:
         """Forget the background: the next frame becomes it (and measures nothing)."""
@@ -143,9 +140,10 @@ class MotionDetector:
         background = self._background
         if background is None or background.shape != frame.shape:
             self._start(t, frame)
+            self.background_share = None
             return None
         changed = self._changed_pixels(frame, background)
-        share = self._share(changed)
+        share = self.background_share = self._share(changed)
         if self.settle_s is not None and self._still is not None and share > 0.0:
             # Only what also differs from the frame the stillness began with is moving: a change
             # standing still (a vehicle stopped, a cut to another view) is no longer motion from
@@ -243,7 +241,14 @@ class MotionGate:
 @dataclass(frozen=True, slots=True)
 class Observation:
     decision: Decision
-    share: float | None  # None: no background yet (first frame, after a reset, a new size)
+    share: float | None  # moving; None: no background yet (first frame, after a reset, a new size)
+    background_share: float | None = None  # differing from the background at all, moving or not
+
+    @property
+    def unchanged(self) -> bool:
+        """Not one pixel differs from the background: nothing is here that the background lacks
+        (so, as pre-roll, this frame cannot hold the vehicle that is about to move)."""
+        return self.background_share == 0.0
 
 
 class CameraMotion:
@@ -290,39 +295,4 @@ class CameraMotion:
         share = self.detector.measure(t, gray)
         if share is None:
             self.gate.reset()  # a new background (e.g. a new frame size): nothing before it counts
-        return Observation(self.gate.decide(t, share), share)
-
-
-class PreRoll(Generic[T]):
-    """The connector's ring of static frames: `admit` every frame with its decision and publish what
-    it returns, in order. A static frame is held (those older than `seconds` fall out); motion hands
-    back the held frames, then the frame itself; another examined frame (post-roll, heartbeat)
-    comes back alone and the held frames, older than it, are dropped."""
-
-    def __init__(self, seconds: float, max_items: int = DEFAULT_MAX_HELD) -> None:
-        if seconds < 0 or max_items < 0:
-            raise ValueError("seconds and max_items must not be negative")
-        self.seconds = seconds
-        self._held: deque[tuple[float, T]] = deque(maxlen=max_items)
-
-    def __len__(self) -> int:
-        return len(self._held)
-
-    def clear(self) -> None:
-        self._held.clear()
-
-    def admit(self, t: float, item: T, decision: Decision) -> list[T]:
-        """The frames to publish now, oldest first (see the class)."""
-        held = self._held
-        if held and t < held[-1][0]:
-            held.clear()  # time went backwards: what is held is not before this frame
-        while held and held[0][0] < t - self.seconds - TIME_EPSILON_S:
-            held.popleft()
-        if decision is Decision.STATIC:
-            if self.seconds > 0 and held.maxlen != 0:
-                held.append((t, item))
-            return []
-        released = [held_item for _, held_item in held] if decision is Decision.MOTION else []
-        held.clear()
-        released.append(item)
-        return released
+        return Observation(self.gate.decide(t, share), share, self.detector.background_share)

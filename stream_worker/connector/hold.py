@@ -3,9 +3,13 @@ exactly once, in stream order, either examined (published with its image) or sta
 a static marker, a record with no image, so that the worker answers it with a not-examined event
 and the sightings service sees the camera watched while nothing moves).
 
-The rule is `cameras.motion.PreRoll`'s: a static frame is held for `seconds` (at most `max_items`);
-motion releases the held frames as pre-roll, then itself; a post-roll or heartbeat frame comes out
-alone, the held frames (older) then being static. Pure.
+A static frame is held for `seconds` (at most `max_items`); motion releases the held frames as
+pre-roll, then itself; a post-roll or heartbeat frame comes out alone, the held frames (older) then
+being static. A held frame in which not one pixel differed from the motion gate's background
+(`unchanged`) comes out static even before motion: nothing was in it that the background lacks, so
+not the vehicle that then moved (a readable plate's vehicle is tens of pixels wide even on the
+gate's reduced copy). On bench gating's stream, where each pass begins with a cut, that is every
+pre-roll frame. Pure.
 """
 
 from __future__ import annotations
@@ -26,20 +30,21 @@ class StaticHold(Generic[T]):
             raise ValueError("seconds and max_items must not be negative")
         self.seconds = seconds
         self.max_items = max_items
-        self._held: deque[tuple[float, T]] = deque()
+        self._held: deque[tuple[float, T, bool]] = deque()  # (time, frame, worth a look as pre-roll)
 
     def __len__(self) -> int:
         return len(self._held)
 
     def clear(self) -> list[Out[T]]:
         """Let go of every held frame, as static (a stream that ends or starts again)."""
-        out = [(item, False) for _, item in self._held]
+        out = [(item, False) for _, item, _ in self._held]
         self._held.clear()
         return out
 
-    def admit(self, t: float, item: T, decision: Decision) -> list[Out[T]]:
+    def admit(self, t: float, item: T, decision: Decision, unchanged: bool = False) -> list[Out[T]]:
         """What comes out now, in order: frames that fell out of the ring (static), then those this
-        frame releases."""
+        frame releases. `unchanged`: the frame does not differ from the background at all (see the
+        module)."""
         held = self._held
         out: list[Out[T]] = []
         if held and t < held[-1][0]:
@@ -48,13 +53,14 @@ class StaticHold(Generic[T]):
             out.append((held.popleft()[1], False))
         if decision is Decision.STATIC:
             if self.seconds > 0 and self.max_items > 0:
-                held.append((t, item))
+                held.append((t, item, not unchanged))
                 if len(held) > self.max_items:
                     out.append((held.popleft()[1], False))
             else:
                 out.append((item, False))
             return out
-        out += [(held_item, decision is Decision.MOTION) for _, held_item in held]
+        rolls = decision is Decision.MOTION
+        out += [(held_item, rolls and worth) for _, held_item, worth in held]
         held.clear()
         out.append((item, True))
         return out

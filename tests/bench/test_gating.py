@@ -30,11 +30,12 @@ def test_ungated_publishes_every_frame_and_gated_the_motion_with_its_rolls_and_f
     records = gate_offline(frames, settings_of("gated", path, 10.0), 1.0)
     assert [i for i, _ in records] == sorted(i for i, _ in records)  # in order, each at most once
     examined = [i for i, is_examined in records if is_examined]
-    # the first frame, the 1 s pre-roll (90-99), the block (100-109) and 1 s of post-roll (110-119),
-    # the defaults; no heartbeat: the stream ends 8 s after the last examined frame
-    assert examined == [0, *range(90, 120)]
+    # the first frame, the block (100-109) and 1 s of post-roll (110-119), the defaults; no 1 s of
+    # pre-roll (90-99): those frames are the background to a pixel; no heartbeat: the stream ends
+    # 8 s after the last examined frame
+    assert examined == [0, *range(100, 120)]
     markers = [i for i, is_examined in records if not is_examined]
-    # a marker a second, and the static frame just before the pre-roll
-    assert markers == [10, 20, 30, 40, 50, 60, 70, 80, 89, 129, 139, 149, 159, 169, 179, 189, 199]
+    # a marker a second, and the static frame just before the block
+    assert markers == [10, 20, 30, 40, 50, 60, 70, 80, 90, 99, 129, 139, 149, 159, 169, 179, 189, 199]
     every = gate_offline(frames, settings_of("gated", path, 10.0), 0.0)
     assert [i for i, e in every if e] == examined and len(every) == 200  # interval 0: one per frame

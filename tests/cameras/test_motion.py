@@ -16,7 +16,6 @@ from stream_worker.cameras.motion import (
     Decision,
     MotionDetector,
     MotionGate,
-    PreRoll,
     rasterise,
     reduce,
 )
@@ -322,7 +321,7 @@ def test_camera_static_scene_is_mostly_static_and_motion_is_seen():
     moved = camera.observe(10.0, with_block(frame, 20, 20, 30, 30))
     assert moved.decision is Decision.MOTION and moved.share is not None and moved.share > 0.01
     # gone again: the background had taken in little of it, so nothing changed against it
-    assert camera.observe(10.25, frame) == type(moved)(Decision.POST_ROLL, 0.0)
+    assert camera.observe(10.25, frame) == type(moved)(Decision.POST_ROLL, 0.0, 0.0)
     assert camera.observe(11.0, frame).decision is Decision.POST_ROLL
     assert camera.observe(11.25, frame).decision is Decision.STATIC
 
@@ -382,47 +381,19 @@ def test_camera_masks_come_from_the_settings():
     assert camera.observe(0.5, with_block(frame, 110, 0, 90, 90)).decision is Decision.MOTION
 
 
-# PreRoll
-
-
-def admit_all(ring: PreRoll[int], steps: list[tuple[float, Decision]]) -> list[list[int]]:
-    return [ring.admit(t, index, decision) for index, (t, decision) in enumerate(steps)]
-
-
-def test_pre_roll_hands_back_the_last_seconds_then_the_motion_frame():
-    ring: PreRoll[int] = PreRoll(1.0)
-    steps = [(0.25 * i, Decision.STATIC) for i in range(8)] + [
-        (2.0, Decision.MOTION),
-        (2.25, Decision.MOTION),
-    ]
-    out = admit_all(ring, steps)
-    assert out[:8] == [[]] * 8
-    assert out[8] == [4, 5, 6, 7, 8]  # 1.0 .. 1.75, within a second of 2.0, then the frame itself
-    assert out[9] == [9] and len(ring) == 0
-
-
-def test_pre_roll_other_examined_frames_drop_what_is_held():
-    ring: PreRoll[int] = PreRoll(5.0)
-    steps = [(0.0, Decision.STATIC), (0.5, Decision.HEARTBEAT), (1.0, Decision.STATIC)]
-    steps += [(1.5, Decision.POST_ROLL), (2.0, Decision.MOTION)]
-    assert admit_all(ring, steps) == [[], [1], [], [3], [4]]
-
-
-def test_pre_roll_is_bounded_and_zero_seconds_holds_nothing():
-    ring: PreRoll[int] = PreRoll(30.0, max_items=3)
-    out = admit_all(ring, [(0.1 * i, Decision.STATIC) for i in range(10)] + [(1.0, Decision.MOTION)])
-    assert out[-1] == [7, 8, 9, 10]
-    none: PreRoll[int] = PreRoll(0.0)
-    assert admit_all(none, [(0.0, Decision.STATIC), (0.1, Decision.MOTION)]) == [[], [1]]
-    with pytest.raises(ValueError):
-        PreRoll(-1.0)
-
-
-def test_pre_roll_time_backwards_drops_what_is_held():
-    ring: PreRoll[int] = PreRoll(5.0)
-    out = admit_all(ring, [(10.0, Decision.STATIC), (11.0, Decision.STATIC), (1.0, Decision.STATIC)])
-    assert ring.admit(1.5, 99, Decision.MOTION) == [2, 99]
-    assert out == [[], [], []]
-    ring.admit(2.0, 1, Decision.STATIC)
-    ring.clear()
-    assert ring.admit(2.5, 2, Decision.MOTION) == [2]
+def test_observation_says_when_not_one_pixel_differs_from_the_background():
+    camera = CameraMotion(settings(post_roll_s=0.0))
+    frame = scene()
+    first = camera.observe(0.0, frame)
+    assert first.background_share is None and not first.unchanged  # no background yet: not known
+    same = camera.observe(0.1, frame)
+    assert same.background_share == 0.0 and same.unchanged and same.decision is Decision.STATIC
+    # something small, under min_changed_share (1 %): static, but not unchanged
+    small = camera.observe(0.2, with_block(frame, 0, 0, 8, 8, value=255))
+    assert small.decision is Decision.STATIC and small.share and not small.unchanged
+    # a vehicle that came and stands: moving on its first frame, then no longer moving, yet still
+    # differing from the background
+    came = camera.observe(0.3, with_block(frame, 100, 40, 30, 30, value=255))
+    assert came.decision is Decision.MOTION
+    stands = camera.observe(0.4, with_block(frame, 100, 40, 30, 30, value=255))
+    assert stands.share == 0.0 and stands.background_share and not stands.unchanged

@@ -101,9 +101,16 @@ def wait_for_frames(
 
 
 def still_then_moving(
-    path: Path, seconds_still: float, seconds_moving: float, fps: int = 10, key_frame_every: int = 12
+    path: Path,
+    seconds_still: float,
+    seconds_moving: float,
+    fps: int = 10,
+    key_frame_every: int = 12,
+    far_s: float = 0.0,
 ) -> None:
-    """A grey scene, a block crossing it for `seconds_moving`, the grey scene again."""
+    """A grey scene, a block crossing it for `seconds_moving`, the grey scene again; `far_s`: for
+    that long before the crossing, a speck creeping far away (6x6 px, 2 px a frame: under any motion
+    threshold), as a vehicle still too far to count as motion."""
     with av.open(str(path), "w") as container:
         stream = container.add_stream("mpeg4", rate=fps)
         stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
@@ -115,6 +122,9 @@ def still_then_moving(
             if moving:
                 x = 20 + (index - int(seconds_still * fps)) * 12
                 image[80:160, x : x + 60] = 230
+            elif (seconds_still - far_s) * fps <= index < seconds_still * fps:
+                x = 300 - 2 * (index - round((seconds_still - far_s) * fps))
+                image[20:26, x : x + 6] = 230
             for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
                 container.mux(packet)
         for packet in stream.encode():

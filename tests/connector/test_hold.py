@@ -1,6 +1,6 @@
 import pytest
 
-from stream_worker.cameras.motion import Decision, PreRoll
+from stream_worker.cameras.motion import Decision
 from stream_worker.connector.hold import MarkerThinner, StaticHold
 
 M, P, H, S = Decision.MOTION, Decision.POST_ROLL, Decision.HEARTBEAT, Decision.STATIC
@@ -30,9 +30,20 @@ def test_every_frame_comes_out_once_in_order_examined_as_pre_roll_would():
     assert [t for t, _ in out] == [t for t, _ in stream]
     examined = [t for t, is_examined in out if is_examined]
     assert examined == [0.0, 1.5, 2.0, 2.5, 3.0, 4.5]  # 1 s of pre-roll before the motion
-    # The same frames as motion.PreRoll publishes.
-    ring: PreRoll[float] = PreRoll(1.0, 64)
-    assert [x for t, d in stream for x in ring.admit(t, t, d)] == examined
+
+
+def test_held_frames_unchanged_from_the_background_are_no_pre_roll():
+    hold: StaticHold[float] = StaticHold(1.0, 64)
+    out: list[tuple[float, bool]] = []
+    for t, unchanged in [(0.0, True), (0.25, False), (0.5, True), (0.75, False)]:
+        out += hold.admit(t, t, S, unchanged)
+    out += hold.admit(1.0, 1.0, M)
+    assert out == [(0.0, False), (0.25, True), (0.5, False), (0.75, True), (1.0, True)]
+    # a heartbeat or post-roll releases nothing as pre-roll, unchanged or not
+    hold.admit(1.25, 1.25, S, False)
+    assert hold.admit(1.5, 1.5, P) == [(1.25, False), (1.5, True)]
+    # only motion frames' own flag never matters: the frame that moved is examined
+    assert hold.admit(1.75, 1.75, M, True) == [(1.75, True)]
 
 
 def test_a_full_ring_lets_its_oldest_go_as_static():
