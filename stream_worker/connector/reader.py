@@ -35,6 +35,11 @@ log = logging.getLogger("stream_worker.connector")
 # Demuxers whose timestamps are made up (MJPEG over HTTP: one frame per 1/25 s, whatever the
 # camera sends): a live source of these is timed by the frames' arrival instead.
 ARRIVAL_TIMED_FORMATS = frozenset({"mpjpeg", "mjpeg", "jpeg_pipe", "image2pipe"})
+# Delivered in bursts, a segment at a time (HLS: seconds of video downloaded at once, then a wait for
+# the next): paced by their own clock as a file is, so that frames go out as a camera sends them and
+# `captured_at` never runs seconds ahead of the wall clock, then jumps back when the drift check
+# re-anchors it.
+BURST_FORMATS = frozenset({"hls"})
 MAX_PRE_ROLL_FRAMES = 64  # decoded frames held for the pre-roll at most (about 3 MB each at 1080p)
 
 
@@ -145,6 +150,7 @@ class CameraReader:
         self._session = ""
         self._sequence = 0
         self._arrival_timed = False
+        self._paced = self._is_file  # frames wait for their stream time (files; HLS, see BURST_FORMATS)
         self._use_hwaccel = bool(options.hwaccel)
         self._secrets: list[str] = []  # the resolved URL's, for `redact`
         self._codec: Any = None
@@ -308,6 +314,7 @@ class CameraReader:
         self._sampler.reset()
         self._clock.reset()
         self._arrival_timed = not self._is_file and container.format.name in ARRIVAL_TIMED_FORMATS
+        self._paced = self._is_file or container.format.name in BURST_FORMATS
         self._codec = stream.codec_context
         self._static_since = None
         self.key_frames_only = False
@@ -348,7 +355,7 @@ class CameraReader:
         keep = self._sampler.keep(t)
         if self._sampler.restarted:
             self._clock.reset()
-        if self._is_file:  # a file is read at its own pace, frame by frame, as a camera sends it
+        if self._paced:  # a file is read at its own pace, frame by frame, as a camera sends it
             due = self._clock.due(t)
             if due is None:
                 self._clock.wall(t, time.time(), check_drift=False)  # the first frame anchors it
@@ -365,13 +372,14 @@ class CameraReader:
         gray = frame.reformat(
             width=frame.width // factor, height=frame.height // factor, format="gray"
         ).to_ndarray()
-        decision = self._motion.observe(t, gray).decision
+        observation = self._motion.observe(t, gray)
+        decision = observation.decision
         if decision is Decision.MOTION:
             stats.motion += 1
         elif decision is Decision.STATIC:
             stats.static += 1
         self._key_frames_when_static(t, decision)
-        self._let_go(self._hold.admit(t, (frame, wall), decision))
+        self._let_go(self._hold.admit(t, (frame, wall), decision, observation.unchanged))
 
     def _let_go(self, frames: list[tuple[tuple[Any, float], bool]], end: bool = False) -> None:
         """Publish what the hold lets go: examined frames with their image, static ones as markers

@@ -4,6 +4,7 @@ PyAV, what comes out of its queue and the state it reports."""
 from __future__ import annotations
 
 import http.server
+import itertools
 import re
 import threading
 import time
@@ -87,7 +88,8 @@ def test_a_full_queue_drops_the_oldest_frames_and_counts_them():
 
 def test_motion_gating_publishes_the_motion_with_its_pre_and_post_roll_and_heartbeats(tmp_path):
     video = tmp_path / "scene.mp4"
-    still_then_moving(video, seconds_still=6, seconds_moving=1)  # motion 6.0-7.0 s of 13 s
+    # motion 6.0-7.0 s of 13 s; a speck far away from 5.4 s, too small to count as motion
+    still_then_moving(video, seconds_still=6, seconds_moving=1, far_s=0.6)
     motion = MotionSettings(pre_roll_s=1.0, post_roll_s=2.0, heartbeat_s=4.0)
     options = ReaderOptions(queue_frames=100, static_marker_interval_s=0.0)  # a marker per static frame
     reader = CameraReader(spec(str(video), motion, fps=5), options)
@@ -102,19 +104,21 @@ def test_motion_gating_publishes_the_motion_with_its_pre_and_post_roll_and_heart
     assert images == [
         0.0,  # the first frame (no background yet)
         4.0,  # a heartbeat
-        *(5.0, 5.2, 5.4, 5.6, 5.8),  # the pre-roll, held while static, published when motion starts
+        # the pre-roll, held while static, published when motion starts: the frames with the speck
+        # (5.0 and 5.2 were the background to a pixel: nothing in them, so markers)
+        *(5.4, 5.6, 5.8),
         *(6.0, 6.2, 6.4, 6.6, 6.8),  # the block crossing
         *(7.0, 7.2, 7.4, 7.6, 7.8, 8.0, 8.2, 8.4, 8.6, 8.8),  # 2 s of post-roll
         12.8,  # a heartbeat 4 s after the last frame published
     ]
-    assert len(markers) == 65 - 23 and {(m.jpeg, m.static) for m in markers} == {(b"", "320x240")}
+    assert len(markers) == 65 - 21 and {(m.jpeg, m.static) for m in markers} == {(b"", "320x240")}
     assert all(f.jpeg[:2] == b"\xff\xd8" for f in frames if f.static is None)
     assert (stats.sampled, stats.motion, stats.static, stats.queued) == (65, 5, 47, 65)
 
 
 def test_static_markers_are_thinned_to_one_a_second_and_one_before_each_examined_frame(tmp_path):
     video = tmp_path / "scene.mp4"
-    still_then_moving(video, seconds_still=6, seconds_moving=1)  # as above: motion 6.0-7.0 s of 13 s
+    still_then_moving(video, seconds_still=6, seconds_moving=1, far_s=0.6)  # as above
     motion = MotionSettings(pre_roll_s=1.0, post_roll_s=2.0, heartbeat_s=4.0)
     reader = CameraReader(spec(str(video), motion, fps=5), ReaderOptions(queue_frames=100))  # default: 1 s
     frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED, timeout_s=40)
@@ -122,16 +126,17 @@ def test_static_markers_are_thinned_to_one_a_second_and_one_before_each_examined
     times = [datetime.fromisoformat(f.captured_at).timestamp() for f in frames]
     images = [round(t - times[0], 1) for t, f in zip(times, frames, strict=True) if f.static is None]
     markers = [round(t - times[0], 1) for t, f in zip(times, frames, strict=True) if f.static is not None]
-    assert len(images) == 23 and images[:2] == [0.0, 4.0] and images[-1] == 12.8  # the same as above
+    assert len(images) == 21 and images[:3] == [0.0, 4.0, 5.4] and images[-1] == 12.8  # as above
     # a second apart while static, and the last static frame before each examined stretch (3.8
-    # before the heartbeat at 4.0, 4.8 before the pre-roll at 5.0, 12.6 before the heartbeat)
-    assert markers == [1.0, 2.0, 3.0, 3.8, 4.8, 9.8, 10.8, 11.8, 12.6]
-    assert reader.stats.static == 47 and reader.stats.queued == 23 + 9
+    # before the heartbeat at 4.0, 5.2 before the pre-roll at 5.4, 12.6 before the heartbeat)
+    assert markers == [1.0, 2.0, 3.0, 3.8, 5.0, 5.2, 9.8, 10.8, 11.8, 12.6]
+    assert reader.stats.static == 47 and reader.stats.queued == 21 + 10
 
 
 def test_a_static_scene_decodes_only_its_key_frames_until_one_shows_motion(tmp_path):
     video = tmp_path / "scene.mp4"
-    still_then_moving(video, seconds_still=6, seconds_moving=2, key_frame_every=10)  # a key frame a second
+    # a key frame a second; a speck creeping far away from 4.5 s, under the motion threshold
+    still_then_moving(video, seconds_still=6, seconds_moving=2, key_frame_every=10, far_s=1.5)
     motion = MotionSettings(pre_roll_s=1.0, post_roll_s=1.0, heartbeat_s=4.0)
     options = ReaderOptions(queue_frames=200, static_key_frames_s=2.0, static_marker_interval_s=0.0)
     reader = CameraReader(spec(str(video), motion, fps=10), options)
@@ -219,6 +224,99 @@ def test_a_stalled_stream_is_reopened_and_an_mjpeg_camera_is_timed_by_arrival(mj
     second = sorted(sessions.values(), key=min)[1]
     rate = (len(second) - 1) / (second[-1] - second[0])
     assert 4.0 <= rate <= 6.0  # 10 frames/s arriving, sampled to 5 by arrival (mpjpeg's pts say 25/s)
+
+
+HLS_SEGMENT_S = 1.0
+HLS_WINDOW = 3  # segments a live playlist lists
+
+
+def _hls_segments(folder, seconds: int) -> list[str]:
+    """An H.264 HLS rendition of a moving gradient (160x120, 10 frames/s, a key frame a second),
+    cut by FFmpeg's own HLS muxer into 1 s segments; their names, in order."""
+    from fractions import Fraction
+
+    with av.open(
+        str(folder / "vod.m3u8"),
+        "w",
+        format="hls",
+        options={
+            "hls_time": str(HLS_SEGMENT_S),
+            "hls_list_size": "0",
+            "hls_segment_filename": str(folder / "s%d.ts"),
+        },
+    ) as container:
+        stream = container.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 160, 120, "yuv420p"
+        stream.time_base = Fraction(1, 10)
+        stream.options = {"g": "10", "keyint_min": "10", "sc_threshold": "0", "bf": "0"}
+        for index in range(seconds * 10):
+            image = np.full((120, 160, 3), index * 7 % 255, dtype=np.uint8)
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+            frame.pts = index
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    return [line for line in (folder / "vod.m3u8").read_text().splitlines() if line.endswith(".ts")]
+
+
+class _LiveHls(http.server.SimpleHTTPRequestHandler):
+    """A live HLS camera: /live.m3u8 lists the last `HLS_WINDOW` segments released so far, one more
+    each `HLS_SEGMENT_S` of wall time since the server started (no end list: live)."""
+
+    segments: tuple[str, ...] = ()
+    started = 0.0
+
+    def do_GET(self) -> None:
+        if self.path != "/live.m3u8":
+            super().do_GET()
+            return
+        released = min(len(self.segments), 1 + int((time.monotonic() - self.started) / HLS_SEGMENT_S))
+        first = max(0, released - HLS_WINDOW)
+        lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:1", f"#EXT-X-MEDIA-SEQUENCE:{first}"]
+        for name in self.segments[first:released]:
+            lines += [f"#EXTINF:{HLS_SEGMENT_S:.3f},", name]
+        body = ("\n".join(lines) + "\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.apple.mpegurl")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def live_hls(tmp_path) -> Iterator[str]:
+    segments = _hls_segments(tmp_path, 40)
+
+    class Handler(_LiveHls):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, directory=str(tmp_path), **kwargs)
+
+    Handler.segments, Handler.started = tuple(segments), time.monotonic()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/live.m3u8"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_live_hls_camera_is_read_as_it_is_released_sampled_by_its_clock(live_hls):
+    reader = CameraReader(spec(live_hls, fps=5), ReaderOptions(queue_frames=200))
+    frames = run(reader, lambda r, taken: len(taken) >= 30, timeout_s=40)
+    assert reader.stats.state is CameraState.STOPPED and reader.stats.reconnects == 0, reader.stats
+    assert reader.stats.last_error is None
+    assert len({f.frame_id.split(":")[1] for f in frames}) == 1  # one session: the playlist was reloaded
+    numbers = [int(f.frame_id.rsplit(":", 1)[1]) for f in frames]
+    assert numbers == list(range(len(frames)))
+    times = [datetime.fromisoformat(f.captured_at).timestamp() for f in frames]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert all(gap == pytest.approx(0.2, abs=0.02) for gap in gaps)  # 10 frames/s sampled to 5
+    image = next(av.open(__import__("io").BytesIO(frames[-1].jpeg), format="mjpeg").decode(video=0))
+    assert (image.width, image.height) == (160, 120)
+    # released at 1 s of video a second: 30 frames at 5/s took about 6 s, not a burst
+    assert reader.stats.decoded <= 10 * (len(frames) / 5 + HLS_WINDOW + 1)
 
 
 def test_hardware_decoding_asked_for_falls_back_to_software_where_there_is_no_device():
