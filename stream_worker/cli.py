@@ -93,9 +93,15 @@ def bench(ctx: typer.Context) -> None:
         raise typer.Exit(2)
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
+    import signal
+
     from bench.main import main
     from stream_worker.nets.weights import WeightsError
 
+    def stop(signum: int, _frame: object) -> None:  # unwind, so each benchmark stops what it started
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         code = main(ctx.args)
     except WeightsError as error:  # no weights where the benchmark looked: say where, not a traceback

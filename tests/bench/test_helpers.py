@@ -229,3 +229,45 @@ def test_bench_without_weights_says_where_it_looked_not_a_traceback(monkeypatch,
     assert result.exit_code == 2
     assert "error: Model weights unusable in" in result.output and str(tmp_path) in result.output
     assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    pending = [pid]
+    while pending:
+        listed = subprocess.run(
+            ["pgrep", "-P", str(pending.pop())], capture_output=True, text=True, check=False
+        )
+        children = {int(line) for line in listed.stdout.split()}
+        pending += children - found
+        found |= children
+    return found
+
+
+@pytest.mark.integration
+def test_a_benchmark_stopped_with_sigterm_stops_the_servers_it_started(tmp_path):
+    import signal
+    import sys
+
+    command = [sys.executable, "-m", "stream_worker", "bench", "sightings", "--allow-busy", "--limit", "1"]
+    from conftest import weights_dir
+
+    env = {**os.environ, "LPR_WEIGHTS_DIR": str(weights_dir())}
+    bench = subprocess.Popen(
+        command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    started: set[int] = set()
+    while time.monotonic() < deadline and bench.poll() is None:
+        started |= _descendants(bench.pid)
+        if len(started) >= 2:  # the broker and Triton (or its launcher) are up or on their way
+            break
+        time.sleep(0.2)
+    assert bench.poll() is None and started, "the benchmark ended or started nothing"
+    bench.send_signal(signal.SIGTERM)
+    assert bench.wait(60) == 128 + signal.SIGTERM
+    gone = time.monotonic() + 30
+    while time.monotonic() < gone and any(os.path.exists(f"/proc/{pid}") for pid in started):
+        time.sleep(0.2)
+    left = [pid for pid in started if os.path.exists(f"/proc/{pid}")]
+    assert not left, f"still running after the benchmark stopped: {left}"
