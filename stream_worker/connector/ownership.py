@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from stream_worker.connector.partitioner import partition_for
 from stream_worker.connector.settings import ConnectorSettings
 from stream_worker.service import kafka
-from stream_worker.service.compacted import CompactedTopicError, topic_partitions
+from stream_worker.service.compacted import FOLLOW_FETCH_WAIT_MS, CompactedTopicError, topic_partitions
 
 log = logging.getLogger("stream_worker.connector")
 
@@ -47,6 +47,7 @@ class Ownership:
             **{
                 "partition.assignment.strategy": "cooperative-sticky",
                 "topic.metadata.refresh.interval.ms": 5000,  # a topic created later is seen soon
+                "fetch.wait.max.ms": FOLLOW_FETCH_WAIT_MS,  # its records are not needed (see poll)
             },
         )
         config["statistics.interval.ms"] = 0

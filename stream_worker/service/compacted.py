@@ -51,6 +51,10 @@ V = TypeVar("V")
 Decode = Callable[[bytes | None, bytes | None], tuple[K, V | None]]
 
 DEFAULT_TIMEOUT_S = 30.0
+# Settings change rarely: an empty fetch that waits longer costs the broker less. The local broker
+# (Tansu), with three idle readers, spent 0.38 CPU s a minute at librdkafka's default 500 ms and 0.12
+# at 2000 ms; it then answers a change ~0.6 s later (Kafka answers at once), still within seconds.
+FOLLOW_FETCH_WAIT_MS = 2000
 TOPIC_CONFIG = {"cleanup.policy": "compact"}
 # Settings are small and read whole; one partition keeps a key's records in one order.
 DEFAULT_PARTITIONS = 1
@@ -340,7 +344,8 @@ class CompactedFollower(Generic[K, V]):
         self._gaps = GapHealer()
         self._assigned = False
         self._looked_at = 0.0
-        self._consumer = side_consumer(bootstrap_servers, self._config, "compacted-follow")
+        follow = {"fetch.wait.max.ms": FOLLOW_FETCH_WAIT_MS, **self._config}
+        self._consumer = side_consumer(bootstrap_servers, follow, "compacted-follow")
 
     def load(self) -> None:
         """Read the whole topic; CompactedTopicError when the broker does not answer in time."""
