@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 # The acceptance allows the plate text to be one edit off; the product's own distance measures it.
 from stream_worker.plates.distance import edit_distance
 
-__all__ = ["EXPECTED_PLATE", "edit_distance", "process_tree", "resident_bytes"]
+__all__ = ["EXPECTED_PLATE", "edit_distance", "process_tree", "reply", "resident_bytes", "serve_http"]
 
 EXPECTED_PLATE = "B840CK197"  # the van in samples/car.jpg
 
@@ -44,3 +48,26 @@ def resident_bytes(pids: set[int]) -> int:
             if line.startswith("Pss:"):
                 total += int(line.split()[1]) * 1024
     return total
+
+
+@contextlib.contextmanager
+def serve_http(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A real HTTP server on a loopback port (yielded) answering with `handler`, one thread per
+    request, shut down at the end."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def reply(handler: http.server.BaseHTTPRequestHandler, status: int, content_type: str, body: bytes) -> None:
+    """Answer a request with `body` whole (status, type, length)."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)

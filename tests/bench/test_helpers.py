@@ -231,19 +231,6 @@ def test_bench_without_weights_says_where_it_looked_not_a_traceback(monkeypatch,
     assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
 
 
-def _descendants(pid: int) -> set[int]:
-    found: set[int] = set()
-    pending = [pid]
-    while pending:
-        listed = subprocess.run(
-            ["pgrep", "-P", str(pending.pop())], capture_output=True, text=True, check=False
-        )
-        children = {int(line) for line in listed.stdout.split()}
-        pending += children - found
-        found |= children
-    return found
-
-
 @pytest.mark.integration
 def test_a_benchmark_stopped_with_sigterm_stops_the_servers_it_started(tmp_path):
     import signal
@@ -251,6 +238,7 @@ def test_a_benchmark_stopped_with_sigterm_stops_the_servers_it_started(tmp_path)
 
     command = [sys.executable, "-m", "stream_worker", "bench", "sightings", "--allow-busy", "--limit", "1"]
     from conftest import weights_dir
+    from support import process_tree
 
     env = {**os.environ, "LPR_WEIGHTS_DIR": str(weights_dir())}
     bench = subprocess.Popen(
@@ -259,7 +247,7 @@ def test_a_benchmark_stopped_with_sigterm_stops_the_servers_it_started(tmp_path)
     deadline = time.monotonic() + 120
     started: set[int] = set()
     while time.monotonic() < deadline and bench.poll() is None:
-        started |= _descendants(bench.pid)
+        started |= process_tree(bench.pid) - {bench.pid}
         if len(started) >= 2:  # the broker and Triton (or its launcher) are up or on their way
             break
         time.sleep(0.2)

@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from itertools import pairwise
@@ -34,6 +33,7 @@ from connector_process import (
     wait_for_frames,
     wait_until,
 )
+from support import reply, serve_http
 
 from stream_worker.cameras.store import remove_settings, write_settings
 from stream_worker.connector.partitioner import partition_for
@@ -131,12 +131,7 @@ class _Camera(http.server.BaseHTTPRequestHandler):
             self.send_header("WWW-Authenticate", 'Basic realm="camera"')
             self.end_headers()
             return
-        body = b"this is a web page, not a video stream\n" * 200
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        reply(self, 200, "text/plain", b"this is a web page, not a video stream\n" * 200)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -144,11 +139,8 @@ class _Camera(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def camera_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Camera)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_http(_Camera) as port:
+        yield f"127.0.0.1:{port}"
 
 
 @pytest.fixture

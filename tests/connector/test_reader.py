@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.server
 import itertools
 import re
-import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 from conftest import weights_dir
 from connector_process import still_then_moving
+from support import reply, serve_http
 
 from stream_worker.connector.reader import CameraReader, OutFrame, ReaderOptions, ReaderSpec
 from stream_worker.connector.states import CameraState
@@ -195,12 +195,8 @@ def _jpeg(frame: av.VideoFrame) -> bytes:
 @pytest.fixture
 def mjpeg_server() -> Iterator[str]:
     _Mjpeg.served = 0
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Mjpeg)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/video"
-    server.shutdown()
-    server.server_close()
+    with serve_http(_Mjpeg) as port:
+        yield f"http://127.0.0.1:{port}/video"
 
 
 def test_a_stalled_stream_is_reopened_and_an_mjpeg_camera_is_timed_by_arrival(mjpeg_server):
@@ -274,12 +270,7 @@ class _LiveHls(http.server.SimpleHTTPRequestHandler):
         lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:1", f"#EXT-X-MEDIA-SEQUENCE:{first}"]
         for name in self.segments[first:released]:
             lines += [f"#EXTINF:{HLS_SEGMENT_S:.3f},", name]
-        body = ("\n".join(lines) + "\n").encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/vnd.apple.mpegurl")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        reply(self, 200, "application/vnd.apple.mpegurl", ("\n".join(lines) + "\n").encode())
 
     def log_message(self, *args: object) -> None:
         pass
@@ -294,12 +285,8 @@ def live_hls(tmp_path) -> Iterator[str]:
             super().__init__(*args, directory=str(tmp_path), **kwargs)
 
     Handler.segments, Handler.started = tuple(segments), time.monotonic()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/live.m3u8"
-    server.shutdown()
-    server.server_close()
+    with serve_http(Handler) as port:
+        yield f"http://127.0.0.1:{port}/live.m3u8"
 
 
 def test_a_live_hls_camera_is_read_as_it_is_released_sampled_by_its_clock(live_hls):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import http.server
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import av
 import pytest
+from support import serve_http
 
 from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify
 
@@ -41,12 +41,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def http_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_http(_Handler) as port:
+        yield f"127.0.0.1:{port}"
 
 
 @pytest.fixture

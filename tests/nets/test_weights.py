@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from support import serve_http
 
 from stream_worker.nets import detector_graph, export
 from stream_worker.nets.prepare import prepare_models
@@ -30,15 +30,8 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     folder.mkdir()
     for pinned in PINNED_FILES.values():
         shutil.copyfile(weights_dir() / pinned.file_name, folder / pinned.file_name)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield folder, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve_http(functools.partial(_QuietHandler, directory=str(folder))) as port:
+        yield folder, f"http://127.0.0.1:{port}"
 
 
 def _intact(folder: Path) -> bool:
