@@ -143,7 +143,9 @@ def test_sigterm_drains_commits_and_exits_0_within_the_timeout(
     kafka_bootstrap, triton_url, topics, outputs, start_worker, car_jpeg, small_jpeg, unique_name
 ):
     pattern = [("car", car_jpeg), ("small", small_jpeg), ("invalid", INVALID)]
-    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=3, per_camera=50, pattern=pattern))
+    # Enough that the worker is still busy when SIGTERM comes after the first 10 events (with 150 it
+    # once finished them all before the test saw the tenth).
+    sent = produce(kafka_bootstrap, topics.frames, frames_for(cameras=3, per_camera=200, pattern=pattern))
     shutdown_timeout_s = 60.0
     worker = start_worker(triton_url, "--shutdown-timeout-s", str(shutdown_timeout_s))
     outputs.wait_until(lambda: len(outputs.events.records) >= 10, "the first events", [worker])
