@@ -158,12 +158,12 @@ def _frames(
     quiet_total = total_s - sum(scene.duration_s for scene in scenes)
     quiet_each = max(1.0, quiet_total / max(1, len(scenes)))
     frame_number = 0
+    lane = None if quiet is None else letterbox(quiet).astype(np.int16)
     for scene in scenes:
         boxed = [letterbox(frame) for frame in scene.make()]
-        if quiet is None:
-            still = cv2.GaussianBlur(boxed[0], (0, 0), QUIET_BLUR_SIGMA).astype(np.int16)
-        else:
-            still = letterbox(quiet).astype(np.int16)
+        still = (
+            cv2.GaussianBlur(boxed[0], (0, 0), QUIET_BLUR_SIGMA).astype(np.int16) if lane is None else lane
+        )
         for _ in range(round(quiet_each * FPS)):
             yield np.clip(still + noise[frame_number % NOISE_FRAMES], 0, 255).astype(np.uint8), None
             frame_number += 1

@@ -25,14 +25,13 @@ import hashlib
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from bench import environment
 from bench.camera_stream import VERSION, PlannedView, build
@@ -40,6 +39,7 @@ from bench.cpu import group_cpu_s
 from bench.report import format_table, write_json
 from bench.sightings import DEFAULT_SCENES, REPO_ROOT, Service, SightingsBenchError
 from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings
+from stream_worker.service.compacted import side_consumer
 
 ARMS = ("gated", "ungated")
 CAMERA = "gate-1"
@@ -110,29 +110,10 @@ def start_arm(name: str, stack: contextlib.ExitStack, repository: Path, log_dir:
     return arm
 
 
-def read_topic(bootstrap: str, topic: str) -> list[Any]:
-    """Every record of `topic` (one partition) now: the messages."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}"})
-    try:
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        messages: list[Any] = []
-        last = -1
-        deadline = time.monotonic() + 120
-        while last < high - 1 and time.monotonic() < deadline:
-            for message in consumer.consume(1000, 1.0):
-                if message.error() is None:
-                    messages.append(message)
-                    last = max(last, message.offset())
-        return messages
-    finally:
-        consumer.close()
-
-
-def read_all(bootstrap: str, topic: str, quiet_s: float = 2.0) -> list[Any]:
+def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0) -> list[Any]:
     """Every record of `topic` (one partition), read until none came for `quiet_s`: not bounded by
     the high watermark, which the local broker has been seen to give one short."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}"})
+    consumer = side_consumer(bootstrap, None, "bench")
     try:
         consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         messages: list[Any] = []
@@ -148,23 +129,18 @@ def read_all(bootstrap: str, topic: str, quiet_s: float = 2.0) -> list[Any]:
         consumer.close()
 
 
-def record_count(bootstrap: str, topic: str) -> int:
-    """How many records `topic` (one partition) holds now, from its offsets."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}"})
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-        return max(0, high - max(low, 0))
-    finally:
-        consumer.close()
-
-
-def camera_ended(arm: Arm) -> bool:
+def records_when_ended(arm: Arm) -> int | None:
+    """The records (frames and static markers) the arm's connector had acknowledged by the broker
+    when its camera ended, from its status; None while the camera is not ended. (Not the frames
+    topic's high watermark: the local broker gives the last batch's, not the last record's.)"""
     from stream_worker.connector.status import decode_status
     from stream_worker.service.compacted import read_compacted
 
     snapshot = read_compacted(arm.bootstrap, "camera-status", decode_status, {}, 30.0)
     status = snapshot.values.get(CAMERA)
-    return status is not None and status.state == "ended"
+    if status is None or status.state != "ended":
+        return None
+    return status.frames_published + (status.static_markers or 0)
 
 
 def wait_done(arms: Sequence[Arm], stream_s: float) -> None:
@@ -176,14 +152,12 @@ def wait_done(arms: Sequence[Arm], stream_s: float) -> None:
         for arm in list(pending):
             for service in arm.services:
                 service.check()
-            if not camera_ended(arm):
+            frames = records_when_ended(arm)
+            if frames is None:
                 continue
-            # The frames by their offsets, not their records: reading them back would charge the
-            # broker's CPU, inside the measured window, with serving this benchmark every frame
-            # again. The events are small, and read: the local broker's high watermark of the
-            # plates topic has been seen one short of its last record.
-            frames = record_count(arm.bootstrap, "frames")
-            events = len(read_all(arm.bootstrap, "plates"))
+            # Not the frames read back: that would charge the broker's CPU, inside the measured
+            # window, with serving this benchmark every frame again. The events are small.
+            events = len(read_topic(arm.bootstrap, "plates"))
             if frames and events >= frames:
                 time.sleep(15)  # the sightings service's --silence-s closes the last pass
                 arm.cpu_end = arm.cpu()
