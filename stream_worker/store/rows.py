@@ -91,6 +91,7 @@ class AuditRow(BaseModel):
 
 
 T = TypeVar("T")
+MAX_SEQ = 2**63 - 1  # the largest row number a 64-bit column holds
 
 
 class Page(BaseModel, Generic[T]):
@@ -114,8 +115,10 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         padded = cursor + "=" * (-len(cursor) % 4)
         stamp, seq = orjson.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
         at = datetime.fromisoformat(stamp)
-    except (ValueError, TypeError, UnicodeError, orjson.JSONDecodeError) as error:
+        if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ:
+            raise ValueError("no row number this store makes")
+        if at.tzinfo is None:
+            raise ValueError("no time zone")
+        return at.astimezone(UTC), seq  # OverflowError near year 1 or 9999 with an offset
+    except (ValueError, TypeError, UnicodeError, OverflowError, orjson.JSONDecodeError) as error:
         raise ValueError("not a cursor this store made") from error
-    if not isinstance(seq, int) or isinstance(seq, bool) or at.tzinfo is None:
-        raise ValueError("not a cursor this store made")
-    return at.astimezone(UTC), seq

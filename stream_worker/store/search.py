@@ -77,7 +77,10 @@ class SearchQuery(BaseModel):
     @field_validator("since", "until")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
-        return utc(value)
+        try:
+            return utc(value)
+        except OverflowError:  # near year 1 or 9999, the offset takes it off the calendar
+            raise ValueError("the date is out of range") from None
 
     @field_validator("cursor")
     @classmethod

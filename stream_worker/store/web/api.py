@@ -16,7 +16,7 @@ from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError,
 from stream_worker.contracts.sightings import Direction
 from stream_worker.contracts.watchlist import WatchEntry, new_entry, validate_plate
 from stream_worker.store import queries
-from stream_worker.store.rows import AlertRow, AuditRow, SightingDetail
+from stream_worker.store.rows import MAX_SEQ, AlertRow, AuditRow, SightingDetail
 from stream_worker.store.search import MAX_LIMIT, SearchPage, SearchQuery, search
 from stream_worker.store.web.auth import current_user, writer
 from stream_worker.store.web.backend import Backend, backend
@@ -127,7 +127,7 @@ def get_picture(sighting_id: str, user: Reader, store: Store) -> Response:
         jpeg = queries.picture(connection, sighting_id[:64]) if len(sighting_id) <= 64 else None
     if jpeg is None:
         raise HTTPException(404, "no picture stored for this sighting")
-    return Response(jpeg, media_type="image/jpeg", headers={"cache-control": "private, max-age=3600"})
+    return Response(jpeg, media_type="image/jpeg")  # never cached: headers.py
 
 
 @router.get("/alerts", response_model=queries.AlertPage)
@@ -160,7 +160,7 @@ def list_audit(
     user: Admin,
     store: Store,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
-    before_seq: int | None = None,
+    before_seq: Annotated[int | None, Query(ge=1, le=MAX_SEQ)] = None,
 ) -> list[AuditRow]:
     with store.database.connect() as connection:
         return queries.audit(connection, limit, before_seq)
@@ -175,7 +175,7 @@ def get_watchlist(user: Reader, store: Store) -> list[WatchEntry]:
 def add_entry(entry: NewEntry, user: Admin, store: Store) -> WatchEntry:
     try:
         made = new_entry(entry.plate, entry.list, entry.label, entry.max_distance, entry.expires_at)
-    except ValueError as error:
+    except (ValueError, OverflowError) as error:  # OverflowError: a date near year 1 or 9999
         raise HTTPException(422, str(error)) from None
     store.change_watchlist(user, "watchlist.add", entries=[made])
     return made
@@ -224,6 +224,14 @@ def camera_id_or_422(camera_id: str) -> str:
         raise HTTPException(422, f"camera id: {error}") from None
 
 
+def configured_camera_or_404(store: Backend, camera_id: str) -> str:
+    """A valid camera id (422 otherwise) that has settings on the cameras topic (404 otherwise)."""
+    camera_id = camera_id_or_422(camera_id)
+    if camera_id not in store.cameras():
+        raise HTTPException(404, f"{camera_id} has no settings (it uses the defaults)")
+    return camera_id
+
+
 def settings_or_422(data: Any) -> CameraSettings:
     try:
         return parse_settings(data)
@@ -241,7 +249,7 @@ def get_frame(camera_id: str, user: Reader, store: Store) -> Response:
     frame = store.frame(camera_id_or_422(camera_id))
     if frame is None:
         raise HTTPException(404, "no recent frame of this camera on the frames topic")
-    return Response(frame, media_type="image/jpeg", headers={"cache-control": "private, max-age=30"})
+    return Response(frame, media_type="image/jpeg")  # never cached: headers.py
 
 
 @router.put("/cameras/{camera_id}", response_model=Camera)
@@ -257,6 +265,7 @@ def put_camera(
 
 @router.delete("/cameras/{camera_id}", response_model=Changed)
 def delete_camera(camera_id: str, user: Admin, store: Store) -> Changed:
-    camera_id = camera_id_or_422(camera_id)
+    """Back to the defaults; 404 (and nothing audited) for a camera that has no settings."""
+    camera_id = configured_camera_or_404(store, camera_id)
     store.remove_camera(user, camera_id)
     return Changed(changed=1, detail=f"{camera_id} back to the defaults")

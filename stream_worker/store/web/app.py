@@ -1,6 +1,7 @@
-"""The console's FastAPI application: pages, the API (/api, schema at /api/openapi.json), the live
-feed, static files; sign-in required everywhere but /login, /static and /healthz (auth.py); bad
-input answered with a 4xx that says why, never a traceback."""
+"""The console's FastAPI application: pages, the API (/api, schema at /api/openapi.json; no docs
+page, whose Swagger UI came from a CDN), the live feed, static files; sign-in required everywhere
+but /login, /static and /healthz (auth.py); the security headers on every answer (headers.py);
+bad input answered with a 4xx that says why, never a traceback."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from stream_worker.store.settings import StoreSettings
 from stream_worker.store.web import api, live, pages
 from stream_worker.store.web.auth import AuthMiddleware
 from stream_worker.store.web.backend import Backend
+from stream_worker.store.web.headers import SecurityHeadersMiddleware, headers_for
 from stream_worker.store.web.users import Users, announce, load_or_create, secret_key
 
 log = logging.getLogger("stream_worker.store.web")
@@ -46,7 +48,7 @@ def create_app(
         title="stream-worker store",
         summary="Plate history: search, sightings, alerts, the watch list and the cameras.",
         openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
     )
@@ -71,6 +73,7 @@ def create_app(
         same_site="lax",
         https_only=settings.secure_cookies,
     )
+    app.add_middleware(SecurityHeadersMiddleware)  # outermost: redirects and refusals get them too
     return app
 
 
@@ -102,11 +105,20 @@ def _handle_errors(app: FastAPI) -> None:
         )
         return _answer(request, 422, reasons[:2000] or "invalid request")
 
+    @app.exception_handler(OverflowError)
+    async def out_of_range(request: Request, error: OverflowError) -> Response:
+        # A number or a date past what Python or the database holds (year 9999 with an offset, a
+        # 64-bit column): bad input wherever it was not caught before.
+        return _answer(request, 422, "a number or a date in the request is out of range")
+
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> Response:
-        # Outside the session middleware: no template, no session, no detail of the error.
+        # Outside every middleware (the session's, the headers'): no template, no session, no
+        # detail of the error; the security headers set here.
         log.exception("console: unexpected error on %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "internal error (logged)"}, status_code=500)
+        response = JSONResponse({"detail": "internal error (logged)"}, status_code=500)
+        response.raw_headers = headers_for(request.url.path, response.raw_headers)
+        return response
 
 
 __all__ = ["HTTPException", "create_app"]

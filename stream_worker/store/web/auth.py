@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import orjson
 from fastapi import HTTPException, Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from stream_worker.store.web.users import User, Users
 
@@ -26,13 +26,6 @@ PUBLIC_PREFIXES = ("/static/",)
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-# Every answer: not framed by other sites (clickjacking on the write buttons), types not sniffed,
-# no URL (plates in search queries) sent to other sites.
-SECURITY_HEADERS = [
-    (b"x-frame-options", b"DENY"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
-]
 
 
 def is_public(path: str) -> bool:
@@ -67,7 +60,6 @@ class AuthMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        send = _with_security_headers(send)
         user, via_token = self._user(scope)
         scope.setdefault("state", {})
         scope["state"]["user"] = user
@@ -107,15 +99,6 @@ class AuthMiddleware:
         ]
         await send({"type": "http.response.start", "status": 401, "headers": headers})
         await send({"type": "http.response.body", "body": body})
-
-
-def _with_security_headers(send: Send) -> Send:
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
-        await send(message)
-
-    return sending
 
 
 def current_user(request: Request) -> User:

@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from stream_worker.store import queries
 from stream_worker.store.web.auth import current_user
 from stream_worker.store.web.backend import Backend, backend
+from stream_worker.store.web.paths import sighting_page, sighting_picture
 from stream_worker.store.web.users import User
 
 router = APIRouter(prefix="/api", tags=["api"])
@@ -27,15 +28,15 @@ KEEPALIVE_S = 15.0
 
 def sighting_event(row: Any) -> dict[str, Any]:
     data = row.model_dump(mode="json")
-    data["url"] = f"/sightings/{row.sighting_id}"
-    data["picture"] = f"/api/sightings/{row.sighting_id}/picture" if row.has_picture else None
+    data["url"] = sighting_page(row.sighting_id)
+    data["picture"] = sighting_picture(row.sighting_id) if row.has_picture else None
     return data
 
 
 def alert_event(row: Any) -> dict[str, Any]:
     data = row.model_dump(mode="json")
-    data["url"] = f"/sightings/{row.sighting_id}" if row.sighting_id else None
-    data["picture"] = f"/api/sightings/{row.sighting_id}/picture" if row.sighting_id else None
+    data["url"] = sighting_page(row.sighting_id) if row.sighting_id else None
+    data["picture"] = sighting_picture(row.sighting_id) if row.sighting_id else None
     return data
 
 

@@ -15,13 +15,22 @@ from fastapi.templating import Jinja2Templates
 from stream_worker.contracts.watchlist import new_entry, validate_plate
 from stream_worker.store import queries
 from stream_worker.store.search import SearchQuery, search
-from stream_worker.store.web.api import camera_id_or_422, import_rows, search_query, settings_or_422
+from stream_worker.store.web.api import (
+    camera_id_or_422,
+    configured_camera_or_404,
+    import_rows,
+    search_query,
+    settings_or_422,
+)
 from stream_worker.store.web.auth import check_csrf, csrf_token, current_user, writer
 from stream_worker.store.web.backend import Backend, backend
+from stream_worker.store.web.paths import camera_page as camera_url
+from stream_worker.store.web.paths import segment
 from stream_worker.store.web.users import User
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+templates.env.filters["segment"] = segment  # every id put into a URL path goes through it
 Reader = Annotated[User, Depends(current_user)]
 Admin = Annotated[User, Depends(writer)]
 Store = Annotated[Backend, Depends(backend)]
@@ -32,9 +41,7 @@ def render(request: Request, name: str, status_code: int = 200, **context: Any) 
     context.setdefault("user", getattr(request.state, "user", None))
     context["csrf"] = csrf_token(request.session)
     context["notice"] = request.session.pop("notice", None)
-    return templates.TemplateResponse(
-        request, name, context, status_code=status_code, headers={"cache-control": "no-store"}
-    )
+    return templates.TemplateResponse(request, name, context, status_code=status_code)
 
 
 def back(request: Request, url: str, notice: str) -> RedirectResponse:
@@ -147,7 +154,11 @@ def sighting_page(request: Request, sighting_id: str, user: Reader, store: Store
 
 @router.get("/alerts", response_class=HTMLResponse)
 def alerts_page(
-    request: Request, user: Reader, store: Store, show: str = "open", cursor: str | None = None
+    request: Request,
+    user: Reader,
+    store: Store,
+    show: Annotated[str, Query(max_length=16)] = "open",
+    cursor: Annotated[str | None, Query(max_length=256)] = None,
 ) -> HTMLResponse:
     acknowledged = {"open": False, "acknowledged": True, "all": None}.get(show, False)
     try:
@@ -194,7 +205,7 @@ def watchlist_add(
 ) -> RedirectResponse:
     try:
         entry = new_entry(plate, list_name, label or None, max_distance or None, expires_at or None)
-    except ValueError as error:
+    except (ValueError, OverflowError) as error:  # OverflowError: a date near year 1 or 9999
         raise HTTPException(422, str(error)) from None
     store.change_watchlist(user, "watchlist.add", entries=[entry])
     return back(request, "/watchlist", f"Added {entry.plate} to {entry.list}.")
@@ -264,11 +275,11 @@ def camera_set(
     except orjson.JSONDecodeError:
         raise HTTPException(422, "the settings are not JSON") from None
     store.set_camera(user, camera_id, settings_or_422(data))
-    return back(request, f"/cameras/{camera_id}", f"Saved the settings of {camera_id}.")
+    return back(request, camera_url(camera_id), f"Saved the settings of {camera_id}.")
 
 
 @router.post("/cameras/{camera_id}/remove")
 def camera_remove(request: Request, camera_id: str, user: Admin, store: Store) -> RedirectResponse:
-    camera_id = camera_id_or_422(camera_id)
+    camera_id = configured_camera_or_404(store, camera_id)
     store.remove_camera(user, camera_id)
     return back(request, "/cameras", f"{camera_id} is back to the default settings.")

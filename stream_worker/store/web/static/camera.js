@@ -5,6 +5,8 @@
   const W = 1600, H = 900, NS = "http://www.w3.org/2000/svg";
   const svg = document.getElementById("canvas");
   const area = document.getElementById("settings");
+  // The camera's latest frame behind the drawing (set here: the CSP allows no inline style).
+  svg.style.backgroundImage = 'url("' + svg.dataset.frame + '")';
   let current = null; // {kind: "masks"|"zones", index}
 
   function read() { try { return JSON.parse(area.value || "{}"); } catch (e) { return null; } }
