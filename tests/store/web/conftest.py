@@ -1,5 +1,7 @@
 """The console under test: the real app over a real SQLite store in tmp_path, with two users from a
-users file (an admin and a viewer, each with a password and an API token)."""
+users file (an admin and a viewer, each with a password and an API token); `served`: the same
+console served by the store's own console thread on the real broker, and `browser`: a headless
+Chromium for it."""
 
 from __future__ import annotations
 
@@ -7,14 +9,20 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from console_browser import chromium
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from store_records import plate_alert, plate_sighting
 
 from stream_worker.contracts.alerts import PlateAlert
 from stream_worker.contracts.sightings import PlateSighting
+from stream_worker.store.console_thread import ConsoleThread, start_console
 from stream_worker.store.database import Database, default_url
 from stream_worker.store.settings import StoreSettings
 from stream_worker.store.web.app import create_app
@@ -94,10 +102,77 @@ def csrf_of(html: str) -> str:
     return found.group(1)
 
 
-def signed_in(app: FastAPI, name: str) -> tuple[TestClient, str]:
-    """A client signed in as `name` through the sign-in form, and its session's CSRF token."""
-    client = TestClient(app, follow_redirects=False)
+@pytest.fixture
+def served(
+    tmp_path: Path, users_file: Path, kafka_bootstrap: str, unique_name: str
+) -> Iterator[tuple[Console, str]]:
+    """The console on the real broker, served over HTTP by the store's console thread, and its
+    address (http://host:port)."""
+    console = make_console(
+        tmp_path,
+        users_file,
+        kafka_bootstrap,
+        watchlist_topic=f"{unique_name}-wl",
+        cameras_topic=f"{unique_name}-cam",
+    )
+    thread: ConsoleThread | None = start_console(console.settings, console.database)
+    assert thread is not None
+    yield console, thread.address.rstrip("/")
+    thread.stop()
+    console.database.dispose()
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    with chromium() as driver:
+        yield driver
+
+
+def signed_in(app: FastAPI | str, name: str) -> tuple[httpx.Client, str]:
+    """A client signed in as `name` through the sign-in form, and its session's CSRF token: of the
+    app in process, or of the console served at the address `app` (http://host:port)."""
+    if isinstance(app, str):
+        client: httpx.Client = httpx.Client(base_url=app, follow_redirects=False, timeout=30.0)
+    else:
+        client = TestClient(app, follow_redirects=False)
     token = csrf_of(client.get("/login").text)
     answer = client.post("/login", data={"username": name, "password": PASSWORDS[name], "csrf_token": token})
     assert answer.status_code == 303, answer.text
     return client, csrf_of(client.get("/").text)
+
+
+def stored_raw(
+    console: Console, sightings: Sequence[dict[str, Any]] = (), alerts: Sequence[dict[str, Any]] = ()
+) -> None:
+    """Rows put straight into the store's tables, past the contracts (what a record the contracts
+    would refuse looks like if it got in anyway): each dict overrides the columns of a valid row
+    (`name` names the valid record it starts from), and the `record` copy of those fields."""
+    from sqlalchemy import insert
+
+    from stream_worker.store.schema import alerts as alerts_table
+    from stream_worker.store.schema import sightings as sightings_table
+    from stream_worker.store.writer import alert_row, sighting_row
+
+    now = datetime.now(UTC)
+
+    def row(base: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+        record = {**base["record"], **{k: v for k, v in fields.items() if k in base["record"]}}
+        return {**base, **fields, "record": record}
+
+    sighting_rows = [
+        row(sighting_row(plate_sighting(f["name"], "B840OK197", last_seen=now), None, now), _fields(f))
+        for f in sightings
+    ]
+    alert_rows = [
+        row(alert_row(plate_alert(f["name"], "B840CK197", "B840OK197", alerted_at=now), now), _fields(f))
+        for f in alerts
+    ]
+    with console.database.begin() as connection:
+        if sighting_rows:
+            connection.execute(insert(sightings_table), sighting_rows)
+        if alert_rows:
+            connection.execute(insert(alerts_table), alert_rows)
+
+
+def _fields(given: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in given.items() if k != "name"}

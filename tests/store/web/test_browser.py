@@ -9,20 +9,17 @@ names a folder hold no photo of ../shared."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import console_browser
 import numpy as np
 import pytest
-from console_browser import chromium, chromium_available, picture_loaded, screenshot, wait
+from console_browser import chromium_available, picture_loaded, screenshot, wait
 from store_records import plate_alert, plate_sighting
 
-from stream_worker.store.console_thread import ConsoleThread, start_console
 from stream_worker.watchlists.topic import read_watchlist
 
-from .conftest import PASSWORDS, Console, make_console
+from .conftest import PASSWORDS
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(not chromium_available(), reason="no chromium")]
 
@@ -37,30 +34,6 @@ def synthetic_plate(text: str) -> bytes:
     ok, jpeg = cv2.imencode(".jpg", image)
     assert ok
     return jpeg.tobytes()
-
-
-@pytest.fixture
-def served(
-    tmp_path: Path, users_file: Path, kafka_bootstrap: str, unique_name: str
-) -> Iterator[tuple[Console, str]]:
-    console = make_console(
-        tmp_path,
-        users_file,
-        kafka_bootstrap,
-        watchlist_topic=f"{unique_name}-wl",
-        cameras_topic=f"{unique_name}-cam",
-    )
-    thread: ConsoleThread | None = start_console(console.settings, console.database)
-    assert thread is not None
-    yield console, thread.address.rstrip("/")
-    thread.stop()
-    console.database.dispose()
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    with chromium() as driver:
-        yield driver
 
 
 def sign_in(driver, address: str, name: str) -> None:
