@@ -12,10 +12,11 @@ _DOT_SEGMENTS = (".", "..")
 
 def segment(value: object) -> str:
     """`value` as one percent-encoded path segment. A bare `.` or `..` (which no encoding keeps
-    from being resolved) gets an encoded `/` after it: the server decodes it into a path no route
-    matches (a clean 404), instead of the browser walking up a level."""
+    from being resolved) gets an encoded `/` before it: the server decodes it into a path no route
+    matches (a clean 404, not even a trailing-slash redirect), instead of the browser walking up
+    a level."""
     encoded = quote(str(value), safe="")
-    return encoded + "%2F" if encoded in _DOT_SEGMENTS else encoded
+    return "%2F" + encoded if encoded in _DOT_SEGMENTS else encoded
 
 
 def sighting_page(sighting_id: object) -> str:

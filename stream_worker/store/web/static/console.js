@@ -4,10 +4,10 @@
 "use strict";
 (function () {
   // One URL path segment, as paths.segment does on the server: a bare "." or ".." gets an
-  // encoded "/" (a browser would resolve it and walk up a level; the server routes it nowhere).
+  // encoded "/" before it (a browser would resolve it and walk up; the server routes it nowhere).
   function segment(value) {
     const encoded = encodeURIComponent(value);
-    return encoded === "." || encoded === ".." ? encoded + "%2F" : encoded;
+    return encoded === "." || encoded === ".." ? "%2F" + encoded : encoded;
   }
 
   function gone(img) { if (img.matches("img[data-gone-on-error]")) img.remove(); }
