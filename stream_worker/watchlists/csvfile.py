@@ -71,6 +71,10 @@ def parse_csv(text: str, now: datetime | None = None) -> list[WatchEntry]:
         except ValueError as error:
             problems.append(RowProblem(row_number, str(error)))
             continue
+        except OverflowError:  # a date near year 1 or 9999 whose offset takes it off the calendar
+            problem = f"expires_at {values.get('expires_at')!r} is out of range"
+            problems.append(RowProblem(row_number, problem))
+            continue
         if entry.plate in first_row:
             problems.append(
                 RowProblem(row_number, f"{entry.plate} is already on row {first_row[entry.plate]}")

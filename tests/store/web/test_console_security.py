@@ -170,6 +170,14 @@ def test_values_out_of_range_are_a_clear_4xx_with_the_security_headers(served) -
         _assert_clear_4xx(answer, expiry)
         form = {"csrf_token": token, "plate": "B840CK197", "list": "stolen", "expires_at": expiry}
         _assert_clear_4xx(client.post("/watchlist/add", data=form), expiry)
+        csv = f"plate,list,expires_at\nB840CK197,stolen,{expiry}\n".encode()
+        headers = {"x-csrf-token": token, "content-type": "text/csv"}
+        answer = client.post("/api/watchlist/import", content=csv, headers=headers)
+        _assert_clear_4xx(answer, expiry)
+        assert "row 2" in answer.json()["detail"] and "out of range" in answer.json()["detail"]
+        files = {"file": ("list.csv", csv, "text/csv")}
+        answer = client.post("/watchlist/import", data={"csrf_token": token}, files=files)
+        _assert_clear_4xx(answer, expiry)
     assert _audit_actions(console) == []
 
 
