@@ -173,12 +173,21 @@ def get_watchlist(user: Reader, store: Store) -> list[WatchEntry]:
 
 @router.post("/watchlist", response_model=WatchEntry, status_code=201)
 def add_entry(entry: NewEntry, user: Admin, store: Store) -> WatchEntry:
-    try:
-        made = new_entry(entry.plate, entry.list, entry.label, entry.max_distance, entry.expires_at)
-    except (ValueError, OverflowError) as error:  # OverflowError: a date near year 1 or 9999
-        raise HTTPException(422, str(error)) from None
+    made = entry_or_422(entry.plate, entry.list, entry.label, entry.max_distance, entry.expires_at)
     store.change_watchlist(user, "watchlist.add", entries=[made])
     return made
+
+
+def entry_or_422(
+    plate: str, list_name: str, label: str | None, max_distance: Any, expires_at: datetime | str | None
+) -> WatchEntry:
+    """A new watch-list entry from what a person typed; 422 with the reasons for bad values."""
+    try:
+        return new_entry(plate, list_name, label, max_distance, expires_at)
+    except ValueError as error:
+        raise HTTPException(422, str(error)) from None
+    except OverflowError:  # near year 1 or 9999, the offset takes the date off the calendar
+        raise HTTPException(422, f"expires_at {str(expires_at)!r} is out of range") from None
 
 
 @router.delete("/watchlist/{plate}", response_model=Changed)

@@ -12,12 +12,13 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Reques
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from stream_worker.contracts.watchlist import new_entry, validate_plate
+from stream_worker.contracts.watchlist import validate_plate
 from stream_worker.store import queries
 from stream_worker.store.search import SearchQuery, search
 from stream_worker.store.web.api import (
     camera_id_or_422,
     configured_camera_or_404,
+    entry_or_422,
     import_rows,
     search_query,
     settings_or_422,
@@ -203,10 +204,7 @@ def watchlist_add(
     max_distance: Annotated[str, Form(max_length=16)] = "",
     expires_at: Annotated[str, Form(max_length=64)] = "",
 ) -> RedirectResponse:
-    try:
-        entry = new_entry(plate, list_name, label or None, max_distance or None, expires_at or None)
-    except (ValueError, OverflowError) as error:  # OverflowError: a date near year 1 or 9999
-        raise HTTPException(422, str(error)) from None
+    entry = entry_or_422(plate, list_name, label or None, max_distance or None, expires_at or None)
     store.change_watchlist(user, "watchlist.add", entries=[entry])
     return back(request, "/watchlist", f"Added {entry.plate} to {entry.list}.")
 

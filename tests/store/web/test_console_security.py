@@ -168,6 +168,7 @@ def test_values_out_of_range_are_a_clear_4xx_with_the_security_headers(served) -
             headers={"x-csrf-token": token},
         )
         _assert_clear_4xx(answer, expiry)
+        assert "expires_at" in answer.json()["detail"] and "out of range" in answer.json()["detail"]
         form = {"csrf_token": token, "plate": "B840CK197", "list": "stolen", "expires_at": expiry}
         _assert_clear_4xx(client.post("/watchlist/add", data=form), expiry)
         csv = f"plate,list,expires_at\nB840CK197,stolen,{expiry}\n".encode()
