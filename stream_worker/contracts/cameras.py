@@ -35,7 +35,7 @@ MAX_NAME_LENGTH = 64
 MAX_DISPLAY_NAME_LENGTH = 200
 MAX_URL_LENGTH = 2048
 MAX_PLATE_FORMAT_LENGTH = 200
-REGION_CODE = r"^[a-z]{2,16}$"
+REGION_CODE = r"^[a-z]{2,8}(?:-[a-z0-9]{1,3})?$"  # as the formats book writes them: us, eu, auto, us-ca
 # Validation context under which a region this version does not know is kept rather than refused:
 # the followers of the `cameras` topic, where a newer version may have written it (`parse_settings`).
 KEEP_UNKNOWN_REGION = "keep_unknown_region"
