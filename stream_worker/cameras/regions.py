@@ -11,7 +11,9 @@ counted on each use and logged once per camera and region.
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 from collections.abc import Callable
 
 from stream_worker.contracts.cameras import CameraSettings
@@ -26,6 +28,13 @@ from stream_worker.contracts.plate_formats import (
 log = logging.getLogger(__name__)
 
 FALLBACK_REGION = "auto"  # what a region unknown to this version is read as
+
+
+@functools.lru_cache(maxsize=64)
+def region_pattern(region: Region) -> re.Pattern[str]:
+    """One expression a text matches (`.match`, anchored) when it is a plate of one of the region's
+    formats: what the sightings' plate gate takes in place of the Russian pattern."""
+    return re.compile("^(?:" + "|".join(fmt.regex.pattern for fmt in region.formats) + ")$")
 
 
 class CameraRegions:
