@@ -71,10 +71,10 @@ def pasted_plate(file: str) -> bytes:
 def test_a_us_camera_reads_us_plates_beside_an_unchanged_russian_one(
     kafka_bootstrap,
     triton_url,
-    topics,
-    start_service,
+    topics,  # noqa: F811 (the fixture imported above)
+    start_service,  # noqa: F811 (the fixture imported above)
     car_jpeg,
-    unique_name,  # noqa: F811 (fixtures)
+    unique_name,
 ):
     cameras_topic = f"{unique_name}-cameras"
     write_settings(kafka_bootstrap, "gate-1", parse_settings({"region": "us"}), cameras_topic)
