@@ -44,16 +44,22 @@ class CameraRegions:
     def __init__(self, on_unknown: Callable[[], None] = lambda: None) -> None:
         self._on_unknown = on_unknown
         self._warned: set[tuple[str, str]] = set()
+        self._regions: dict[str, Region] = {}  # by code: asked per frame, built once (a dict's get/set
+        # is atomic under the GIL; two threads building one region at once build equal ones)
 
     def of(self, camera_id: str, settings: CameraSettings | None) -> Region | None:
         """The camera's region; None for the default (`ru`, today's behaviour)."""
         code = settings.region if settings is not None else None
         if code is None or code == DEFAULT_REGION:
             return None
+        known = self._regions.get(code)
+        if known is not None:
+            return known
         try:
-            return region(code)
+            known = self._regions[code] = region(code)
         except UnknownRegionError:
             return self._fallback(camera_id, code)
+        return known
 
     def _fallback(self, camera_id: str, code: str) -> Region | None:
         self._on_unknown()
