@@ -42,6 +42,9 @@ def build_alert(
         source=source,
         frame_source=event.source,
         alerted_at=alerted_at,
+        recognizer=reading.recognizer,
+        country=reading.country,
+        plate_format=reading.plate_format,
     )
 
 
@@ -83,4 +86,7 @@ def build_sighting_alert(
         source=first,
         frame_source=best.source,
         alerted_at=alerted_at,
+        recognizer=sighting.recognizer,
+        country=sighting.country,
+        plate_format=sighting.plate_format,
     )

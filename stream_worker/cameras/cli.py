@@ -45,25 +45,33 @@ CAMERAS_TOPIC_OPTION = typer.Option(
         "Example: stream-worker cameras set gate-1 --file gate-1.yaml\n\n"
         "The file (JSON or YAML) replaces the camera's settings whole: display_name, masks (polygons "
         "of [x, y] points in 0..1), zones ({name, polygon}), min_plate_width (pixels), plate_images "
-        "(true/false); see README.md, Camera settings. A bad file is refused whole, each problem "
-        "named.\n\n" + SETTINGS_EXIT_CODES
+        "(true/false), region (what plates it sees: ru, us, auto...); see README.md, Camera settings. "
+        "A bad file is refused whole, each problem named.\n\n"
+        "Example: stream-worker cameras set gate-1 --region us  (the region alone, the rest kept)\n\n"
+        + SETTINGS_EXIT_CODES
     ),
 )
 def cameras_set(
     camera: str = typer.Argument(..., help="The camera id, as in the frames' camera_id."),
-    file: Path = typer.Option(
-        ..., "--file", "-f", exists=True, dir_okay=False, help="Settings file, JSON or YAML."
+    file: Path | None = typer.Option(
+        None, "--file", "-f", exists=True, dir_okay=False, help="Settings file, JSON or YAML."
+    ),
+    region: str | None = typer.Option(
+        None,
+        "--region",
+        help="The camera's region (ru, eu, us, br, ar..., auto): over the file's, or alone over the "
+        "stored settings. Without one: ru, the Russian recognizer as before regions.",
     ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = CAMERAS_TOPIC_OPTION,
     client_config: list[str] = SETTINGS_CONFIG_OPTION,
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
-    """Give a camera the settings of a file (replaces any it had)."""
+    """Give a camera the settings of a file (replaces any it had), and/or its region."""
     from stream_worker.cameras.commands import set_settings
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(set_settings(connection, camera, file, typer.echo, echo_err))
+    raise typer.Exit(set_settings(connection, camera, file, typer.echo, echo_err, region))
 
 
 @cameras_app.command(

@@ -24,20 +24,44 @@ from stream_worker.cameras.store import (
     write_settings,
 )
 from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError
+from stream_worker.contracts.plate_formats import known_regions
 from stream_worker.media import MediaSupportMissing, opencv
 from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
 
 DRAW_SUFFIXES = (".jpg", ".jpeg", ".png")  # `cameras draw`'s output formats, by extension
 
 
-def set_settings(connection: Connection, camera_id: str, path: Path, out: Echo, err: Echo) -> int:
-    """Check the file whole, then store it as the camera's settings (replacing any it had)."""
+def set_settings(
+    connection: Connection,
+    camera_id: str,
+    path: Path | None,
+    out: Echo,
+    err: Echo,
+    region: str | None = None,
+) -> int:
+    """Check the file whole, then store it as the camera's settings (replacing any it had). `region`:
+    the camera's region over the file's, or, without a file, over its stored settings (the rest
+    kept as they are)."""
     camera_id = _valid_camera_id(camera_id, err)
     if camera_id is None:
         return BAD_INPUT
-    settings = _load_file(path, err)
-    if settings is None:
+    if path is None and region is None:
+        err("error: give the settings with --file FILE, or the region alone with --region REGION")
         return BAD_INPUT
+    if region is not None and region not in known_regions():
+        err(f"error: unknown region {region!r}: one of {', '.join(sorted(known_regions()))}; nothing written")
+        return BAD_INPUT
+    if path is not None:
+        settings = _load_file(path, err)
+        if settings is None:
+            return BAD_INPUT
+    else:
+        snapshot = _read(connection, err)
+        if snapshot is None:
+            return BROKER_FAILED
+        settings = snapshot.values.get(camera_id) or CameraSettings()
+    if region is not None:
+        settings = settings.model_copy(update={"region": region})
     try:
         write_settings(
             connection.bootstrap_servers,
@@ -208,6 +232,8 @@ def summary(settings: CameraSettings) -> str:
         else f"min plate width {settings.min_plate_width} px",
         f"plate pictures {'on' if settings.plate_images else 'off'}",
     ]
+    if settings.region is not None:  # without one: the words of before regions
+        parts.append(f"region {settings.region}")
     return ", ".join(parts)
 
 

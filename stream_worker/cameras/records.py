@@ -63,6 +63,6 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, CameraSe
     except orjson.JSONDecodeError as error:
         raise CameraRecordError(f"settings of {camera_id!r} are not JSON: {error}") from error
     try:
-        return camera_id, parse_settings(data, f"settings of {camera_id!r}")
+        return camera_id, parse_settings(data, f"settings of {camera_id!r}", keep_unknown_region=True)
     except CameraSettingsError as error:
         raise CameraRecordError(str(error)) from error

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import ClassVar, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from stream_worker.contracts.base import OmitsAbsent
 from stream_worker.contracts.events import SCHEMA_VERSION, Box, Source
+from stream_worker.contracts.sightings import READ_AS_FIELDS
 
 
 # How a read matched a watch-list entry (no docstring: it would change plate_alert.schema.json).
@@ -25,12 +27,13 @@ class AlertOrigin(StrEnum):
     SIGHTING = "sighting"  # no read did, the voted sighting's text or a top candidate did, later
 
 
-class PlateAlert(BaseModel):
+class PlateAlert(OmitsAbsent):
     """One per (camera, watch-list entry, vehicle pass) on the alerts topic (key = camera id),
     JSON-encoded: raised on the pass's first read that matched the entry (origin `read`), or, for a
     pass whose reads raised none for the entry, on its voted sighting (origin `sighting`)."""
 
     model_config = ConfigDict(title="PlateAlert")
+    omitted_when_absent: ClassVar[frozenset[str]] = READ_AS_FIELDS  # issue 34, as in sightings
 
     schema_version: Literal[1] = SCHEMA_VERSION
     alert_id: str = Field(
@@ -76,6 +79,13 @@ class PlateAlert(BaseModel):
     )
     frame_source: Source = Field(description="Where the frame itself was read (the frames topic).")
     alerted_at: datetime = Field(description="When the service built the alert, UTC (wall clock).")
+    recognizer: str | None = Field(
+        None,
+        description="The read's (origin sighting: the sighting's) `recognizer`, `country` and "
+        "`plate_format` when it has them (cameras with a region other than `ru`); else absent.",
+    )
+    country: str | None = Field(None, description="See `recognizer`.", examples=["us"])
+    plate_format: str | None = Field(None, description="See `recognizer`.")
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json"))

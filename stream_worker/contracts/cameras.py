@@ -14,10 +14,19 @@ from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
 import orjson
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from stream_worker.contracts.base import OmitsAbsent
 from stream_worker.contracts.credentials import url_problem
+from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
 from stream_worker.contracts.polygons import polygon_problem
 
 MAX_POINTS = 64  # per polygon: a plate is tested against every edge of every mask and zone
@@ -26,6 +35,10 @@ MAX_NAME_LENGTH = 64
 MAX_DISPLAY_NAME_LENGTH = 200
 MAX_URL_LENGTH = 2048
 MAX_PLATE_FORMAT_LENGTH = 200
+REGION_CODE = r"^[a-z]{2,8}(?:-[a-z0-9]{1,3})?$"  # as the formats book writes them: us, eu, auto, us-ca
+# Validation context under which a region this version does not know is kept rather than refused:
+# the followers of the `cameras` topic, where a newer version may have written it (`parse_settings`).
+KEEP_UNKNOWN_REGION = "keep_unknown_region"
 DEFAULT_SOURCE_FPS = 5.0  # a vehicle at a gate is in view for seconds: 5 reads a second is plenty
 MAX_SOURCE_FPS = 60.0
 DEFAULT_JPEG_QUALITY = 90
@@ -179,7 +192,7 @@ class CameraSettings(OmitsAbsent):
 
     model_config = ConfigDict(title="CameraSettings", extra="forbid", frozen=True)
     # Added compatibly (issue 27): left out when absent, so that older settings stay byte-for-byte.
-    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"source", "motion", "plate_format"})
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"source", "motion", "plate_format", "region"})
 
     schema_version: Literal[1] = 1
     display_name: str | None = Field(
@@ -222,6 +235,24 @@ class CameraSettings(OmitsAbsent):
         examples=[r"^[ABEKMHOPCTYX]\d{3}[ABEKMHOPCTYX]{2}\d{2,3}$"],
     )
 
+    region: str | None = Field(
+        None,
+        pattern=REGION_CODE,
+        description="What the camera sees (issue 34): `ru`, `eu`, a country code (`us`, `gb`, `de`, "
+        "`br`, `ar`...) or `auto`, one of the regions of contracts/plate_formats: the recognizer(s) "
+        f"that read its plates and the plate formats they are read through. null: `{DEFAULT_REGION}`, "
+        "the Russian recognizer alone, exactly as before cameras had a region.",
+        examples=["us", "auto"],
+    )
+
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, value: str | None, info: ValidationInfo) -> str | None:
+        keep_unknown = bool(info.context and info.context.get(KEEP_UNKNOWN_REGION))
+        if value is not None and not keep_unknown and value not in known_regions():
+            raise ValueError(f"unknown region: one of {', '.join(sorted(known_regions()))}")
+        return value
+
     @field_validator("plate_format")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
@@ -253,6 +284,7 @@ class CameraSettings(OmitsAbsent):
             and self.source is None
             and self.motion is None
             and self.plate_format is None
+            and self.region is None
         )
 
     def to_json(self) -> bytes:
@@ -267,12 +299,15 @@ class CameraSettingsError(ValueError):
         super().__init__(f"{source} refused: " + "; ".join(problems))
 
 
-def parse_settings(data: Any, source: str = "settings") -> CameraSettings:
-    """Settings from decoded JSON/YAML; CameraSettingsError naming every problem."""
+def parse_settings(data: Any, source: str = "settings", keep_unknown_region: bool = False) -> CameraSettings:
+    """Settings from decoded JSON/YAML; CameraSettingsError naming every problem. `keep_unknown_region`:
+    a well-formed region this version does not know is kept, not refused (what the services reading
+    the `cameras` topic do: its other settings still apply, and each service says what it does with
+    the region, cameras/regions.py); people setting a camera get the refusal."""
     if not isinstance(data, dict):
         raise CameraSettingsError([f"must be a mapping of settings, not {type(data).__name__}"], source)
     try:
-        return CameraSettings.model_validate(data)
+        return CameraSettings.model_validate(data, context={KEEP_UNKNOWN_REGION: keep_unknown_region})
     except ValidationError as error:
         raise CameraSettingsError(settings_problems(error, data), source) from error
 

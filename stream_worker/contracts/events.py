@@ -24,6 +24,10 @@ REVISION_3_PLATE_FIELDS = frozenset({"image", "zone"})
 # Revision 4's optional fields of the event itself, left out when absent in the same way: an event
 # says revision 4 only when it has one. Each revision-4 event field belongs here.
 REVISION_4_EVENT_FIELDS = frozenset({"examined"})
+# Revision 5's optional fields of each plate (issue 34, plates of every country): what read the plate
+# and which format it fits, left out when absent in the same way: a plate of a camera without a region
+# (or region `ru`) has none of them, so its event stays byte-for-byte what it was.
+REVISION_5_PLATE_FIELDS = frozenset({"country", "plate_format", "recognizer"})
 # A plate's picture: a JPEG of at most this many bytes (the BLS's pictures.PICTURE_MAX_BYTES, tested).
 PLATE_IMAGE_MAX_BYTES = 16 * 1024
 PLATE_IMAGE_MAX_BASE64 = 4 * -(-PLATE_IMAGE_MAX_BYTES // 3)  # its base64 text's length at most
@@ -66,7 +70,7 @@ class PlateLayout(StrEnum):
 
 
 class PlateReading(OmitsAbsent):
-    omitted_when_absent: ClassVar[frozenset[str]] = REVISION_3_PLATE_FIELDS
+    omitted_when_absent: ClassVar[frozenset[str]] = REVISION_3_PLATE_FIELDS | REVISION_5_PLATE_FIELDS
 
     text: str = Field(description="Recognised characters (Latin look-alikes of the Cyrillic letters).")
     confidence: float = Field(
@@ -78,7 +82,8 @@ class PlateReading(OmitsAbsent):
         "the learned detector), rounded to 4 decimals."
     )
     format_valid: bool = Field(
-        description=f"Whether `text` matches the Russian plate pattern {PLATE_FORMAT}."
+        description=f"Whether `text` matches the Russian plate pattern {PLATE_FORMAT}; for a plate with "
+        "`recognizer` (revision 5), whether it matches one of its camera's region's formats."
     )
     corners: list[Point] | None = Field(
         None,
@@ -112,11 +117,31 @@ class PlateReading(OmitsAbsent):
         "absent (never null). The name of the first of the camera's zones that holds the plate box's "
         "centre; absent when none does.",
     )
+    recognizer: str | None = Field(
+        None,
+        description="Since revision 5; only for cameras with a region other than `ru` (`stream-worker "
+        "cameras set --region`), else absent (never null): the recognizer whose reading `text` is, "
+        "`lprnet` (Russian plates) or `global` (Latin-script plates of many countries), read through "
+        "the region's plate formats.",
+    )
+    country: str | None = Field(
+        None,
+        description="Since revision 5, with `recognizer`: the country of the region's format that `text` "
+        "matches (`us`, `ar`, `ru`...); absent when it matches none (`format_valid` false).",
+        examples=["us"],
+    )
+    plate_format: str | None = Field(
+        None,
+        description="Since revision 5, with `country`: the name of the format `text` matches, as the "
+        "plate formats file names it.",
+    )
 
 
 def event_revision(plates: Sequence[PlateReading], examined: bool | None = None) -> int:
-    """The revision an event with these plates (and `examined`) says: 4 when it has a revision-4
-    field, else 3 when a plate has a revision-3 field, else 2."""
+    """The revision an event with these plates (and `examined`) says: 5 when a plate has a revision-5
+    field, else 4 when it has a revision-4 field, else 3 when a plate has a revision-3 field, else 2."""
+    if any(getattr(plate, name) is not None for plate in plates for name in REVISION_5_PLATE_FIELDS):
+        return 5
     if examined is not None:
         return 4
     if any(getattr(plate, name) is not None for plate in plates for name in REVISION_3_PLATE_FIELDS):
@@ -143,7 +168,8 @@ class PlateEvent(OmitsAbsent):
         "`corners`, `character_confidences` and `layout` to each plate. Revision 3 adds `image` (and "
         "`zone`) to each plate, left out when absent: an event whose plates have none of them says 2 "
         "and is exactly a revision-2 event. Revision 4 adds `examined` to the event, left out when "
-        "absent in the same way.",
+        "absent in the same way. Revision 5 adds `recognizer`, `country` and `plate_format` to each plate "
+        "of a camera with a region other than `ru`, left out when absent in the same way.",
     )
     event_id: str = Field(
         description="UUIDv5 of 'topic:partition:offset' of the input frame: the same frame always "

@@ -80,11 +80,17 @@ class SightingSource(BaseModel):
     last_offset: int = Field(ge=0)
 
 
-class PlateSighting(BaseModel):
+# Added compatibly (issue 34): what read the plate and which format it fits, left out when absent, so
+# that a sighting of a camera without a region is byte-for-byte what it was.
+READ_AS_FIELDS = frozenset({"country", "plate_format", "recognizer"})
+
+
+class PlateSighting(OmitsAbsent):
     """One per vehicle pass on the sightings topic (key = camera id), JSON-encoded: the plate's reads
     over consecutive frames of one camera, voted into one text."""
 
     model_config = ConfigDict(title="PlateSighting")
+    omitted_when_absent: ClassVar[frozenset[str]] = READ_AS_FIELDS
 
     schema_version: Literal[1] = SCHEMA_VERSION
     sighting_id: str = Field(
@@ -97,7 +103,10 @@ class PlateSighting(BaseModel):
         description="Support of the voted text's least supported character in [0, 1]: the summed "
         "confidences of the reads that agree on it over the number of reads."
     )
-    format_valid: bool = Field(description=f"Whether `text` matches {PLATE_FORMAT}.")
+    format_valid: bool = Field(
+        description=f"Whether `text` matches the camera's `plate_format`, else its region's formats (a "
+        f"camera without a region: the Russian {PLATE_FORMAT})."
+    )
     candidates: list[SightingCandidate] = Field(description="The best texts, best first.")
     reads: int = Field(ge=1, description="Frames in which the plate was read.")
     first_seen: datetime = Field(description="Capture time of the first read (processing time without one).")
@@ -107,6 +116,20 @@ class PlateSighting(BaseModel):
     closed_by: ClosedBy
     closed_at: datetime = Field(description="When the service closed the group, UTC (wall clock).")
     source: SightingSource
+    recognizer: str | None = Field(
+        None,
+        description="Only for cameras with a region other than `ru`, else absent: the recognizer of the "
+        "best read (its PlateReading's `recognizer`).",
+    )
+    country: str | None = Field(
+        None,
+        description="Only for cameras with a region other than `ru`, else absent: the country of the "
+        "region's format that `text` matches; absent when it matches none.",
+        examples=["us"],
+    )
+    plate_format: str | None = Field(
+        None, description="With `country`: the name of the region's format that `text` matches."
+    )
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json"))

@@ -18,7 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 # The recognizer's alphabet: stream_worker/nets/lprnet.py VOCABULARY (copied here: importing it
 # would import torch). tests/alerts/test_watchlist.py checks the two stay equal.
 PLATE_ALPHABET = "0123456789ABEKMHOPCTYX"
-PLATE_PATTERN = r"^[0-9ABEKMHOPCTYX]{6,9}$"
+# What a watch-list entry may hold (issue 34): the plates of every country the recognizers read, the
+# Latin one's alphabet (digits and A-Z, a superset of LPRNet's), from 2 characters (US plates of
+# digits, contracts/plate_formats.toml) to 9.
+WATCH_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+MIN_PLATE_LENGTH, MAX_PLATE_LENGTH = 2, 9
+PLATE_PATTERN = rf"^[0-9A-Z]{{{MIN_PLATE_LENGTH},{MAX_PLATE_LENGTH}}}$"
 LIST_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
 MAX_LIST_LENGTH = 64
 MAX_LABEL_LENGTH = 200
@@ -44,15 +49,15 @@ def plate_problem(plate: str) -> str | None:
     """Why a normalised plate is not a valid key, or None when it is."""
     if _PLATE_RE.match(plate):
         return None
-    foreign = sorted({char for char in plate if char not in PLATE_ALPHABET})
+    foreign = sorted({char for char in plate if char not in WATCH_ALPHABET})
     if foreign:
         shown = " ".join(repr(char) for char in foreign)
-        return f"{plate!r} has characters the recognizer never reads: {shown} (allowed: {PLATE_ALPHABET})"
-    return f"{plate!r} has {len(plate)} characters, not 6 to 9"
+        return f"{plate!r} has characters the recognizer never reads: {shown} (allowed: {WATCH_ALPHABET})"
+    return f"{plate!r} has {len(plate)} characters, not {MIN_PLATE_LENGTH} to {MAX_PLATE_LENGTH}"
 
 
 def validate_plate(text: str) -> str:
-    """The normalised plate; ValueError when it is not 6-9 characters of the recognizer's alphabet."""
+    """The normalised plate; ValueError when it is not 2-9 characters of the recognizers' alphabet."""
     plate = normalise_plate(text)
     problem = plate_problem(plate)
     if problem is not None:

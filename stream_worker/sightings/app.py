@@ -29,7 +29,9 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.cameras.following import CameraSettingsFollower
+from stream_worker.cameras.regions import CameraRegions
 from stream_worker.contracts import PlateSighting
+from stream_worker.contracts.plate_formats import Region
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
@@ -70,12 +72,14 @@ class SightingsService(LoopService):
             settings.kafka_config,
             on_skipped=self.metrics.camera_settings_skipped.inc,
         ).start()
+        self.regions = CameraRegions(self.metrics.unknown_region.inc)
         self.engine = SightingsEngine(
             settings.input_topic,
             settings.grouping_rules(),
             settings.voting_rules(),
             settings.min_reads,
             plate_format_of=self._plate_format_of,
+            region_of=self._region_of,
             publish_non_plates=settings.publish_non_plates,
             on_not_plate=self._not_plate,
         )
@@ -187,6 +191,9 @@ class SightingsService(LoopService):
         if settings is None or settings.plate_format is None:
             return None
         return _compiled(settings.plate_format)
+
+    def _region_of(self, camera_id: str) -> Region | None:
+        return self.regions.of(camera_id, self.cameras.settings_for(camera_id))
 
     def _not_plate(self, sighting: PlateSighting) -> None:
         self.metrics.not_plates.labels(sighting.camera_id).inc()

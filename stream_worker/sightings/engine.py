@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from stream_worker.cameras.regions import region_pattern
 from stream_worker.contracts import PlateSighting
+from stream_worker.contracts.plate_formats import Region
 from stream_worker.service.partition_commits import PartitionCommits
 from stream_worker.sightings.grouping import Closed, Group, Grouper, GroupingRules
 from stream_worker.sightings.reads import Observation, Position
@@ -48,17 +50,20 @@ class SightingsEngine:
         min_reads: int = 1,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         plate_format_of: Callable[[str], re.Pattern[str] | None] = lambda camera_id: None,
+        region_of: Callable[[str], Region | None] = lambda camera_id: None,
         publish_non_plates: bool = False,
         on_not_plate: Callable[[PlateSighting], None] = lambda sighting: None,
     ) -> None:
-        """`plate_format_of(camera)`: the camera's own plate format (None: `voting`'s); a sighting
-        whose voted text is not of it is dropped and counted (`on_not_plate`), or, with
-        `publish_non_plates`, published with format_valid false."""
+        """`plate_format_of(camera)`: the camera's own plate format, else `region_of(camera)`'s formats
+        (None for both: `voting`'s, the Russian pattern); a sighting whose voted text is not of it is
+        dropped and counted (`on_not_plate`), or, with `publish_non_plates`, published with
+        format_valid false. A sighting of a camera with a region says which format it fits."""
         self.topic = topic
         self.voting = voting
         self.min_reads = min_reads
         self.publish_non_plates = publish_non_plates
         self._plate_format_of = plate_format_of
+        self._region_of = region_of
         self._on_not_plate = on_not_plate
         self.counts = EngineCounts()
         self._wall_clock = wall_clock
@@ -131,9 +136,13 @@ class SightingsEngine:
 
     def _rules(self, group: Group) -> VotingRules:
         plate_format = self._plate_format_of(group.camera_id)
-        if plate_format is None:
+        region = self._region_of(group.camera_id)
+        if plate_format is None and region is None:
             return self.voting
-        return dataclasses.replace(self.voting, plate_format=plate_format)
+        if plate_format is None:
+            assert region is not None
+            plate_format = region_pattern(region)
+        return dataclasses.replace(self.voting, plate_format=plate_format, region=region)
 
     def delivered(self, outgoing: Outgoing) -> None:
         """The broker acknowledged `outgoing`: its reads no longer hold the commit position."""

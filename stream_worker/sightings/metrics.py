@@ -40,6 +40,12 @@ class SightingsMetrics(ServiceMetrics):
             "Records of the cameras topic that are not valid settings (skipped).",
             registry=r,
         )
+        self.unknown_region = Counter(
+            "stream_worker_sightings_unknown_region",
+            "Passes of cameras whose region this version does not know, gated by region auto's formats "
+            "(logged).",
+            registry=r,
+        )
         self.replayed_groups = Counter(
             "stream_worker_sightings_replayed_groups",
             "Passes rebuilt after a restart from reads already published, not published again.",

@@ -38,6 +38,7 @@ class Read:
     corners: tuple[tuple[float, float], ...] | None
     image: str | None = None  # the plate's picture (base64 JPEG) when the event carries one
     zone: str | None = None  # the camera's zone holding the plate, when the event names one
+    recognizer: str | None = None  # what read it, when the event says (cameras with a region)
 
     @property
     def offset(self) -> int:
@@ -105,6 +106,7 @@ def observation(event: PlateEvent, partition: int, offset: int) -> Observation:
                 corners=tuple((p.x, p.y) for p in plate.corners) if plate.corners else None,
                 image=plate.image,
                 zone=plate.zone,
+                recognizer=plate.recognizer,
             )
         )
     return Observation(event.camera_id, time, tuple(reads), examined=event.examined is not False)

@@ -16,6 +16,7 @@ from stream_worker.contracts import (
     SightingCandidate,
     SightingSource,
 )
+from stream_worker.contracts.plate_formats import Region
 from stream_worker.sightings.direction import DirectionRules, direction
 from stream_worker.sightings.grouping import Group
 from stream_worker.sightings.reads import Read
@@ -30,6 +31,9 @@ class VotingRules:
     candidates: int = 5
     direction: DirectionRules = field(default_factory=DirectionRules)
     plate_format: re.Pattern[str] = DEFAULT_FORMAT  # what a plate of the camera looks like
+    # The camera's region (None: none, or `ru`): the sighting then says which of its formats the voted
+    # text fits (country, plate_format) and what read it (the best read's recognizer).
+    region: Region | None = None
 
 
 def sighting_id(camera_id: str, topic: str, first_read: Read) -> str:
@@ -57,6 +61,7 @@ def build_sighting(
     )
     best = best_read(reads, voted)
     partition = reads[0].position[0]
+    fitted = rules.region.fit(voted.text) if rules.region is not None else None
     return PlateSighting(
         sighting_id=sighting_id(group.camera_id, topic, reads[0]),
         camera_id=group.camera_id,
@@ -85,4 +90,7 @@ def build_sighting(
         source=SightingSource(
             topic=topic, partition=partition, first_offset=reads[0].offset, last_offset=reads[-1].offset
         ),
+        recognizer=best.recognizer if rules.region is not None else None,
+        country=fitted.country if fitted is not None else None,
+        plate_format=fitted.name if fitted is not None else None,
     )

@@ -37,8 +37,10 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.cameras.following import CameraSettingsFollower
+from stream_worker.cameras.regions import CameraRegions
 from stream_worker.config import WorkerSettings, load_settings
 from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
+from stream_worker.contracts.plate_formats import Region
 from stream_worker.recognition import FrameResult
 from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
@@ -70,6 +72,7 @@ from stream_worker.worker.metrics import HealthServer, LoopClock, Metrics
 from stream_worker.worker.offsets import OffsetTracker, Partition
 from stream_worker.worker.ordering import InOrderRelease
 from stream_worker.worker.publisher import is_too_large, producer_config
+from stream_worker.worker.reading import read_in_region
 from stream_worker.worker.validate import Frame, InputRecord, Rejection, validate
 
 log = logging.getLogger("stream_worker.worker")
@@ -110,7 +113,9 @@ class Worker(LoopService):
             settings.kafka_config,
             on_skipped=self.metrics.camera_settings_skipped.inc,
         ).start()
-        self.camera_rules = camera_rules or CameraRules(self.cameras.settings_for)
+        self.camera_rules = camera_rules or CameraRules(
+            self.cameras.settings_for, regions=CameraRegions(self.metrics.frames_unknown_region.inc)
+        )
         self.gating = MotionGating(self.camera_rules.settings)
         # The model named in the events of frames not examined: the one that answered last.
         self._model = ModelInfo(name=settings.model_name, version="")
@@ -265,6 +270,7 @@ class Worker(LoopService):
                     frame.image,
                     self._plate_images(frame.camera_id),
                     self.camera_rules.plate_masks(frame.camera_id),
+                    self.camera_rules.region(frame.camera_id),
                 )
                 for frame in frames
             ]
@@ -278,9 +284,12 @@ class Worker(LoopService):
 
     def _recognize(self, inputs: Sequence[FrameInput]) -> list[FrameResult]:
         """Runs on the pool's threads: the frames, asking pictures only for those that want them,
-        with their cameras' masks."""
+        with their cameras' masks and their regions' recognizers (none named: LPRNet, as before)."""
         return self.client.recognize(
-            [i.image for i in inputs], [i.plate_images for i in inputs], [i.plate_masks for i in inputs]
+            [i.image for i in inputs],
+            [i.plate_images for i in inputs],
+            [i.plate_masks for i in inputs],
+            [i.region.recognizers if i.region is not None else () for i in inputs],
         )
 
     def _collect_finished(self) -> None:
@@ -293,14 +302,19 @@ class Worker(LoopService):
             if job.results is None:
                 continue  # abandoned at shutdown: stays uncommitted
             model = self._model = ModelInfo(name=self.settings.model_name, version=job.model_version)
-            for frame, result in zip(job.frames, job.results, strict=True):
+            for frame, result, sent in zip(job.frames, job.results, job.images, strict=True):
                 if self._is_current(frame):
-                    outcome = self._outcome(frame, result, model)
+                    outcome = self._outcome(frame, result, model, sent.region)
                     self.ordering.resolve(frame.partition, frame.record.offset, outcome)
 
     def _outcome(
-        self, frame: Frame, result: FrameResult | InferenceFailure, model: ModelInfo
+        self,
+        frame: Frame,
+        result: FrameResult | InferenceFailure,
+        model: ModelInfo,
+        region: Region | None = None,
     ) -> OutgoingRecord | None:
+        """`region`: the one the frame was sent to Triton with (`FrameInput.region`)."""
         if isinstance(result, InferenceFailure):
             rejection = Rejection(ErrorStage.INFERENCE, ErrorReason.INFERENCE_FAILED, result.detail)
         else:
@@ -312,7 +326,9 @@ class Worker(LoopService):
                     self.metrics.plates_masked.labels(frame.camera_id).inc(kept.masked)
                 if kept.too_narrow:
                     self.metrics.plates_too_narrow.labels(frame.camera_id).inc(kept.too_narrow)
-                event = build_event(frame, result, model, now_utc(), time.monotonic(), kept.plates)
+                unread = self.metrics.plates_unread.labels(frame.camera_id).inc
+                readings = read_in_region(region, [plate for plate, _ in kept.plates], unread)
+                event = build_event(frame, result, model, now_utc(), time.monotonic(), kept.plates, readings)
             except Exception as error:  # an answer outside the contract must not stop the worker
                 log.exception("could not build an event", extra={"source": frame.record.source_id})
                 rejection = Rejection(

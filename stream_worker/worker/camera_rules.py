@@ -1,4 +1,5 @@
-"""What a camera's settings ask of Triton for its frames (plate pictures, the masks), and the
+"""What a camera's settings ask of Triton for its frames (plate pictures, the masks, the region's
+recognizers), and the
 worker's step between Triton's answer and the event: which plates the settings keep (minimum
 width), and the zone of each.
 
@@ -19,7 +20,9 @@ from dataclasses import dataclass
 import orjson
 
 from stream_worker.cameras.geometry import CameraGeometry
+from stream_worker.cameras.regions import CameraRegions
 from stream_worker.contracts.cameras import CameraSettings
+from stream_worker.contracts.plate_formats import Region
 from stream_worker.recognition import FrameResult, Plate
 
 DEFAULT_SETTINGS = CameraSettings()
@@ -37,9 +40,15 @@ class KeptPlates:
 class CameraRules:
     """Applies each camera's current settings to its frames' plates."""
 
-    def __init__(self, settings_of: Callable[[str], CameraSettings | None], cache_size: int = 1024) -> None:
+    def __init__(
+        self,
+        settings_of: Callable[[str], CameraSettings | None],
+        cache_size: int = 1024,
+        regions: CameraRegions | None = None,
+    ) -> None:
         self.settings_of = settings_of
         self.cache_size = cache_size
+        self.regions = regions or CameraRegions()
         self._geometries: OrderedDict[tuple[str, int, int], tuple[CameraSettings, CameraGeometry]] = (
             OrderedDict()
         )
@@ -55,6 +64,10 @@ class CameraRules:
         """The camera's masks as Triton's `plate_masks` takes them (JSON polygons), b"" for none."""
         masks = self.settings(camera_id).masks
         return orjson.dumps(masks) if masks else b""
+
+    def region(self, camera_id: str) -> Region | None:
+        """The camera's region (its recognizers and plate formats); None: `ru`, read as before regions."""
+        return self.regions.of(camera_id, self.settings_of(camera_id))
 
     def geometry(self, camera_id: str, width: int, height: int) -> CameraGeometry | None:
         """The camera's zones in this frame size's pixels; None when nothing applies."""

@@ -24,6 +24,7 @@ from stream_worker.contracts import (
     Source,
     event_revision,
 )
+from stream_worker.plates.reading import Reading
 from stream_worker.recognition import INVALID_IMAGE, FrameResult, Plate
 from stream_worker.worker.validate import Frame, Headers, InputRecord, Rejection
 
@@ -66,28 +67,18 @@ def build_event(
     processed_at: datetime,
     now_monotonic: float,
     kept: Sequence[tuple[Plate, str | None]] | None = None,
+    readings: Sequence[Reading | None] | None = None,
 ) -> PlateEvent:
     """`kept`: the plates to publish with their zones (the camera's settings, camera_rules.py);
-    None: all of the result's plates, without zones."""
+    None: all of the result's plates, without zones. `readings`: per kept plate, its reading through
+    the camera's region (worker/reading.py), None for Triton's own text (no region)."""
     record = frame.record
     if kept is None:
         kept = [(plate, None) for plate in result.plates]
+    if readings is None:
+        readings = [None] * len(kept)
     plates = [
-        PlateReading(
-            text=plate.text,
-            # Rounded so that a frame reads the same whatever batch it rode in: float noise
-            # of batched kernels stays below the 4th decimal.
-            confidence=round(plate.confidence, 4),
-            box=Box(**dict(zip(("x1", "y1", "x2", "y2"), (round(v, 2) for v in plate.box), strict=True))),
-            detection_score=round(plate.detection_score, 4),
-            format_valid=format_valid(plate.text),
-            corners=[Point(x=round(x, 2), y=round(y, 2)) for x, y in plate.corners] or None,
-            character_confidences=[round(c, 4) for c in plate.character_confidences] or None,
-            layout=PlateLayout(plate.layout),
-            image=base64.b64encode(plate.image).decode("ascii") if plate.image else None,
-            zone=zone,
-        )
-        for plate, zone in kept
+        _plate_reading(plate, zone, reading) for (plate, zone), reading in zip(kept, readings, strict=True)
     ]
     return PlateEvent(
         schema_revision=event_revision(plates),
@@ -101,6 +92,29 @@ def build_event(
         plates=plates,
         model=model,
         latency_ms=round(max(0.0, now_monotonic - record.received_at) * 1000, 3),
+    )
+
+
+def _plate_reading(plate: Plate, zone: str | None, reading: Reading | None) -> PlateReading:
+    text, confidence, characters = plate.text, plate.confidence, plate.character_confidences
+    if reading is not None:
+        text, confidence, characters = reading.text, reading.confidence, reading.character_confidences
+    return PlateReading(
+        text=text,
+        # Rounded so that a frame reads the same whatever batch it rode in: float noise
+        # of batched kernels stays below the 4th decimal.
+        confidence=round(confidence, 4),
+        box=Box(**dict(zip(("x1", "y1", "x2", "y2"), (round(v, 2) for v in plate.box), strict=True))),
+        detection_score=round(plate.detection_score, 4),
+        format_valid=format_valid(text) if reading is None else reading.format_valid,
+        corners=[Point(x=round(x, 2), y=round(y, 2)) for x, y in plate.corners] or None,
+        character_confidences=[round(c, 4) for c in characters] or None,
+        layout=PlateLayout(plate.layout),
+        image=base64.b64encode(plate.image).decode("ascii") if plate.image else None,
+        zone=zone,
+        recognizer=None if reading is None else reading.recognizer,
+        country=None if reading is None else reading.country,
+        plate_format=None if reading is None else reading.format,
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_exception, stop_when_event_set, wait_exponential, wait_random
 
+from stream_worker.contracts.plate_formats import Region
 from stream_worker.recognition import FrameResult
 from stream_worker.triton_client import TritonUnavailableError
 
@@ -35,12 +36,15 @@ Recognize = Callable[[Sequence[Any]], list[FrameResult]]
 
 @dataclass(frozen=True, slots=True)
 class FrameInput:
-    """What Triton gets of one frame: its JPEG, whether its plates' pictures are wanted, and its
-    camera's masks (JSON polygons, b"" for none)."""
+    """What Triton gets of one frame: its JPEG, whether its plates' pictures are wanted, its
+    camera's masks (JSON polygons, b"" for none) and region (whose recognizers read its plates, and
+    whose formats the answer is then read through: kept with the frame so that a settings change
+    while it is in Triton cannot mix them; None: `ru`, LPRNet alone as before regions)."""
 
     image: bytes
     plate_images: bool = False
     plate_masks: bytes = b""
+    region: Region | None = None
 
 
 @dataclass(frozen=True, slots=True)

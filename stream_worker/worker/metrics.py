@@ -77,6 +77,18 @@ class Metrics(ServiceMetrics):
             "Records of the cameras topic that were not valid settings (logged, ignored).",
             registry=r,
         )
+        self.frames_unknown_region = Counter(
+            "stream_worker_frames_unknown_region",
+            "Frames of cameras whose region this version does not know, read as region auto (logged).",
+            registry=r,
+        )
+        self.plates_unread = Counter(
+            "stream_worker_plates_unread",
+            "Plates whose recognizers' output could not be read through the region's formats: published "
+            "with the recognizer's plain text, format_valid false (logged).",
+            ["camera"],
+            registry=r,
+        )
         self.plates_too_narrow = Counter(
             "stream_worker_plates_too_narrow",
             "Plates dropped because their box is narrower than the camera's min_plate_width.",

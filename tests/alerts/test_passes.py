@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import orjson
 import pytest
 from plate_events import T0, plate, plate_event
 
@@ -298,3 +299,20 @@ def test_reads_below_the_committed_position_found_at_assignment_are_not_to_come(
     driver.feed("gate-1", T0, "X999YX99")
     assert not driver.engine.reads_to_come(0, 5) and driver.engine.reads_to_come(0, 6)
     assert driver.engine.committable() == {0: 6}  # past the read consumed, beyond the committed 5
+
+
+def test_a_us_plate_on_the_watch_list_alerts_and_says_what_read_it():
+    """Issue 34: a Latin plate (letters LPRNet never writes) is a watch-list entry and alerts; the alert
+    carries the read's country, format and recognizer."""
+    driver = Driver()
+    driver.matcher = Matcher([entry("7DGZ123", label="us sedan")], 1.0)
+    us = plate("7DGZ123", BOX, 0.95).model_copy(
+        update={"recognizer": "global", "country": "us", "plate_format": "0AAA000"}
+    )
+    [out] = driver.engine.add(0, 0, plate_event("gate-us", T0, [us]), driver.matcher, 0.1)
+    alert = out.alert
+    assert (alert.plate, alert.match_kind, alert.label) == ("7DGZ123", MatchKind.EXACT, "us sedan")
+    assert (alert.recognizer, alert.country, alert.plate_format) == ("global", "us", "0AAA000")
+    # A Russian read's alert has none of them: its JSON is what it was.
+    [russian] = Driver().feed("gate-1", T0, "B840CK197")
+    assert not {"recognizer", "country", "plate_format"} & set(orjson.loads(russian.alert.to_json()))

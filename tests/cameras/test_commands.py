@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from stream_worker.cameras.commands import summary
@@ -159,3 +160,30 @@ def test_summary_words() -> None:
         }
     )
     assert summary(settings).startswith("0 mask(s), 2 zone(s) (a, b), ")
+
+
+@pytest.mark.integration
+def test_set_region_alone_keeps_the_other_settings(
+    kafka_bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    gate = _file(tmp_path, "gate.yaml", GATE_YAML)
+    assert _cameras(kafka_bootstrap, unique_name, "set", "gate-1", "--file", gate).exit_code == 0
+    result = _cameras(kafka_bootstrap, unique_name, "set", "gate-1", "--region", "us")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith("plate pictures on, region us")
+    stored = read_cameras(kafka_bootstrap, unique_name).values["gate-1"]
+    assert stored == parse_settings({**yaml.safe_load(GATE_YAML), "region": "us"})
+    # Over a file: the file's settings with the region given.
+    yard = _file(tmp_path, "yard.json", '{"min_plate_width": 25, "region": "ru"}')
+    assert (
+        _cameras(kafka_bootstrap, unique_name, "set", "yard", "--file", yard, "--region", "auto").exit_code
+        == 0
+    )
+    assert read_cameras(kafka_bootstrap, unique_name).values["yard"].region == "auto"
+
+
+def test_an_unknown_region_is_refused_before_the_broker() -> None:
+    result = _cameras(CLOSED, "cameras", "set", "gate", "--region", "xx")
+    assert result.exit_code == 2 and "unknown region 'xx'" in result.stderr
+    neither = _cameras(CLOSED, "cameras", "set", "gate")
+    assert neither.exit_code == 2 and "--region" in neither.stderr

@@ -76,3 +76,10 @@ def test_undecodable_records_say_why(key, value, words):
         decode_record(key, value)
     assert words in str(caught.value)
     assert isinstance(caught.value, ValueError)  # what the compacted-topic reader skips
+
+
+def test_a_region_unknown_to_this_version_keeps_the_rest_of_the_record():
+    """A newer version's region must not cost the camera its masks: the record is decoded whole."""
+    camera_id, settings = decode_record(b"gate-1", b'{"region": "xx", "plate_images": true}')
+    assert camera_id == "gate-1" and settings is not None
+    assert (settings.region, settings.plate_images) == ("xx", True)

@@ -185,3 +185,29 @@ def test_the_schema_agrees_with_the_model_on_ranges_and_unknown_keys():
         assert list(validator.iter_errors(bad)), bad
         with pytest.raises(CameraSettingsError):
             parse_settings(bad)
+
+
+def test_a_region_is_kept_and_left_out_when_absent():
+    assert parse_settings({"region": "us"}).region == "us"
+    assert not parse_settings({"region": "us"}).is_default
+    # Without a region (the default, `ru`) the settings' JSON is what it was before regions.
+    assert "region" not in orjson.loads(parse_settings(FULL).to_json())
+    assert orjson.loads(parse_settings({"region": "auto"}).to_json()) == {
+        **orjson.loads(CameraSettings().to_json()),
+        "region": "auto",
+    }
+
+
+@pytest.mark.parametrize("code", ["xx", "zz-top", "US", "", 7])
+def test_an_unknown_or_malformed_region_is_refused_by_name(code):
+    (problem,) = problems({"region": code})
+    assert problem.startswith("region: ")
+
+
+def test_a_well_formed_unknown_region_is_kept_when_asked():
+    """What the followers of the cameras topic read: a region written by a newer version is kept (the
+    services decide what to do with it) instead of the camera losing all of its settings."""
+    settings = parse_settings({"region": "xx", "plate_images": True}, keep_unknown_region=True)
+    assert (settings.region, settings.plate_images) == ("xx", True)
+    with pytest.raises(CameraSettingsError):
+        parse_settings({"region": "Not a code"}, keep_unknown_region=True)

@@ -15,6 +15,7 @@ from stream_worker.contracts import (
     PLATE_IMAGE_MAX_BYTES,
     REVISION_3_PLATE_FIELDS,
     REVISION_4_EVENT_FIELDS,
+    REVISION_5_PLATE_FIELDS,
     SCHEMAS_DIR,
     DeadLetterHeader,
     DeadLetterHeaders,
@@ -166,6 +167,35 @@ def test_examined_is_left_out_when_absent_and_never_true():
         PlateEvent.model_validate({**NOT_EXAMINED_EVENT, "examined": True})
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**NOT_EXAMINED_EVENT, "examined": True}, _schema("plate_event.schema.json"))
+
+
+# A US plate read by the second recognizer through its region's formats (revision 5, issue 34).
+REVISION_5_PLATE = {
+    **REVISION_2_PLATE,
+    "text": "7ABC123",
+    "recognizer": "global",
+    "country": "us",
+    "plate_format": "us",
+}
+REVISION_5_EVENT = {**REVISION_2_EVENT, "schema_revision": 5, "plates": [REVISION_5_PLATE, REVISION_2_PLATE]}
+
+
+def test_revision_5_plates_say_what_read_them_and_older_consumers_read_them():
+    schema = _schema("plate_event.schema.json")
+    jsonschema.validate(REVISION_5_EVENT, schema)
+    event = PlateEvent.model_validate(REVISION_5_EVENT)
+    assert (event.plates[0].recognizer, event.plates[0].country, event.plates[0].plate_format) == (
+        "global",
+        "us",
+        "us",
+    )
+    assert event_revision(event.plates) == 5 and event_revision(event.plates[1:]) == 2
+    assert orjson.loads(event.to_json()) == REVISION_5_EVENT  # the Russian plate beside: no new key
+    for name in REVISION_5_PLATE_FIELDS:
+        del schema["$defs"]["PlateReading"]["properties"][name]
+    jsonschema.validate(REVISION_5_EVENT, schema)  # unknown keys allowed: a revision-4 consumer reads it
+    old = _revision_2_models().model_validate_json(orjson.dumps(REVISION_5_EVENT))
+    assert [p.text for p in old.plates] == ["7ABC123", "B840CK197"]
 
 
 def test_a_plate_picture_is_bounded():

@@ -70,19 +70,19 @@ def test_normalise_leaves_other_letters_for_validation_to_refuse() -> None:
     assert normalise_plate("Ж123ZZ77") == "Ж123ZZ77"
 
 
-@pytest.mark.parametrize("text", ["A123BC", "A123BC77", "A123BC777", "123456", "в 001 ав 77"])
-def test_validate_plate_accepts_6_to_9_alphabet_characters(text: str) -> None:
+@pytest.mark.parametrize(
+    "text", ["A123BC", "A123BC77", "A123BC777", "123456", "в 001 ав 77", "7DGZ123", "AB 123 CD", "42"]
+)
+def test_validate_plate_accepts_2_to_9_latin_characters(text: str) -> None:
     assert validate_plate(text) == normalise_plate(text)
 
 
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("A123B", "5 characters"),
+        ("A", "1 characters"),
         ("A123BC7777", "10 characters"),
         ("", "0 characters"),
-        ("A123DC77", "'D'"),  # Latin D: not on Russian plates
-        ("A123ZC77", "'Z'"),
         ("Ж123BC77", "'Ж'"),
         ("A123.BC77", "'.'"),
         ("A123_BC77", "'_'"),
@@ -110,8 +110,8 @@ def test_entry_datetimes_are_utc() -> None:
 @pytest.mark.parametrize(
     ("fields", "where"),
     [
-        ({"plate": "A12"}, "plate"),
-        ({"plate": "A123DC77"}, "plate"),
+        ({"plate": "A"}, "plate"),
+        ({"plate": "A123ЖC77"}, "plate"),
         ({"plate": 123456}, "plate"),
         ({"list": ""}, "list"),
         ({"list": "Stolen"}, "list"),
@@ -189,8 +189,8 @@ def test_new_entry_defaults_added_at_to_now() -> None:
 @pytest.mark.parametrize(
     ("args", "reason"),
     [
-        (("A12", "stolen"), "plate 'A12' has 3 characters"),
-        (("A123DC77", "stolen"), "plate 'A123DC77' has characters the recognizer never reads: 'D'"),
+        (("A", "stolen"), "plate 'A' has 1 characters"),
+        (("A123ЖC77", "stolen"), "plate 'A123ЖC77' has characters the recognizer never reads: 'Ж'"),
         (("B840CK197", "Stolen"), "list 'Stolen' is not a lowercase slug"),
         (("B840CK197", ""), "list '' is not a lowercase slug"),
         (("B840CK197", "stolen", "x" * 201), "label has 201 characters"),
@@ -212,7 +212,7 @@ def test_new_entry_refuses_with_readable_reasons(args: tuple, reason: str) -> No
 
 def test_new_entry_reports_every_problem_at_once() -> None:
     with pytest.raises(ValueError) as caught:
-        new_entry("A12", "Bad List", None, "-1", "yesterday", now=ADDED)
+        new_entry("A", "Bad List", None, "-1", "yesterday", now=ADDED)
     message = str(caught.value)
     for part in ("plate", "list", "max_distance", "expires_at"):
         assert part in message
@@ -233,7 +233,7 @@ def test_tombstone_round_trip() -> None:
 
 def test_encode_removal_refuses_a_bad_plate() -> None:
     with pytest.raises(ValueError, match="characters"):
-        encode_removal("nope")
+        encode_removal("n")
 
 
 def test_decode_key() -> None:

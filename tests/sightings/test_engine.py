@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -296,3 +297,31 @@ def test_a_camera_s_own_plate_format_decides():
     target.assign(PARTITION, None)
     published = feed(target, _caption_and_plate()) + finish(target)
     assert [(o.sighting.text, o.sighting.format_valid) for o in published] == [("777", True)]
+
+
+def test_a_camera_s_region_decides_and_its_sightings_say_which_format_fits():
+    """A US camera: the US plate passes the gate (the Russian pattern would drop it) and says it is a
+    US plate read by the global recognizer; the Russian plate is no US plate."""
+    from stream_worker.contracts.plate_formats import region
+
+    passes = [Pass("cam-1", "B840CK197", T0, frames=6), Pass("cam-1", "7ABC123", T0 + 4, frames=6)]
+    events = [
+        event.model_copy(
+            update={"plates": [plate.model_copy(update={"recognizer": "global"}) for plate in event.plates]}
+        )
+        for event in timeline(passes, "cam-1", until=T0 + 9)
+    ]
+    target = SightingsEngine(TOPIC, GroupingRules(), region_of={"cam-1": region("us")}.get)
+    target.assign(PARTITION, None)
+    published = [o.sighting for o in feed(target, events) + finish(target)]
+    assert [(s.text, s.format_valid, s.country, s.plate_format, s.recognizer) for s in published] == [
+        ("7ABC123", True, "us", "0AAA000", "global")
+    ]
+    assert target.counts.not_plates == 1
+
+
+def test_a_camera_without_a_region_publishes_sightings_without_the_region_fields():
+    target = engine()
+    published = feed(target, _caption_and_plate()) + finish(target)
+    (sighting,) = [o.sighting for o in published]
+    assert not {"country", "plate_format", "recognizer"} & set(orjson.loads(sighting.to_json()))

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Reques
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
 from stream_worker.contracts.watchlist import validate_plate
 from stream_worker.store import queries
 from stream_worker.store.search import SearchQuery, search
@@ -256,7 +257,17 @@ def camera_page(request: Request, camera_id: str, user: Reader, store: Store) ->
     settings = store.cameras().get(camera_id)
     data = settings.model_dump(mode="json") if settings is not None else {}
     text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
-    return render(request, "camera.html", camera_id=camera_id, settings=settings, settings_json=text)
+    region = (settings.region if settings is not None else None) or DEFAULT_REGION
+    regions = sorted(known_regions() | {region})  # a newer version's region stays shown as it is
+    return render(
+        request,
+        "camera.html",
+        camera_id=camera_id,
+        settings=settings,
+        settings_json=text,
+        region=region,
+        regions=regions,
+    )
 
 
 @router.post("/cameras/{camera_id}")
@@ -266,12 +277,19 @@ def camera_set(
     user: Admin,
     store: Store,
     settings: Annotated[str, Form(max_length=256 * 1024)],
+    region: Annotated[str, Form(max_length=32)] = "",
 ) -> RedirectResponse:
+    """`region` (the page's region field) replaces the JSON's; the default one (`ru`) is written as no
+    region at all, which means the same and keeps the settings as they were before regions."""
     camera_id = camera_id_or_422(camera_id)
     try:
         data = orjson.loads(settings or "{}")
     except orjson.JSONDecodeError:
         raise HTTPException(422, "the settings are not JSON") from None
+    if region and isinstance(data, dict):
+        data = {key: value for key, value in data.items() if key != "region"}
+        if region != DEFAULT_REGION:
+            data["region"] = region
     store.set_camera(user, camera_id, settings_or_422(data))
     return back(request, camera_url(camera_id), f"Saved the settings of {camera_id}.")
 

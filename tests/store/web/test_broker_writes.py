@@ -104,3 +104,23 @@ def test_the_camera_page_draws_over_the_cameras_latest_frame(console: Console, k
     assert client.get("/api/cameras/yard/frame").content == frames[1]
     assert client.get("/api/cameras/porch/frame").status_code == 404
     assert "/api/cameras/gate/frame" in client.get("/cameras/gate").text
+
+
+def test_the_camera_page_sets_the_region_and_the_api_refuses_an_unknown_one(
+    console: Console, kafka_bootstrap: str
+) -> None:
+    """Issue 34: the page's region field replaces the JSON's; `ru`, the default, is stored as none."""
+    client, token = signed_in(console.app, "ada")
+    page = client.get("/cameras/gate").text
+    assert '<option value="ru" selected>' in page and '<option value="us">' in page
+    form = {"csrf_token": token, "settings": '{"display_name": "Gate"}', "region": "us"}
+    assert client.post("/cameras/gate", data=form, follow_redirects=False).status_code == 303
+    stored = read_cameras(kafka_bootstrap, console.settings.cameras_topic).values["gate"]
+    assert (stored.display_name, stored.region) == ("Gate", "us")
+    assert '<option value="us" selected>' in client.get("/cameras/gate").text
+    back = {"csrf_token": token, "settings": '{"display_name": "Gate", "region": "us"}', "region": "ru"}
+    assert client.post("/cameras/gate", data=back, follow_redirects=False).status_code == 303
+    assert read_cameras(kafka_bootstrap, console.settings.cameras_topic).values["gate"].region is None
+    api = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['ada']}"})
+    refused = api.put("/api/cameras/gate", json={"region": "xx"})
+    assert refused.status_code == 422 and "unknown region" in refused.text
