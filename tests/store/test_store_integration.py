@@ -148,7 +148,6 @@ def test_five_sigkills_mid_stream_leave_exactly_one_row_per_record(
             if service.is_running():
                 service.stop(signal.SIGKILL)
     # The record that is not a PlateSighting was dead-lettered by the first start that read it.
-    skipped = [
-        line for service in started for line in service.log_lines() if line.get("msg") == "record dead-lettered"
-    ]
+    lines = [line for service in started for line in service.log_lines()]
+    skipped = [line for line in lines if line.get("msg") == "record dead-lettered"]
     assert skipped and skipped[0]["offset"] == 0
