@@ -26,7 +26,7 @@ from sqlalchemy import Connection, and_, or_, select
 from stream_worker.contracts.sightings import Direction
 from stream_worker.contracts.watchlist import normalise_plate
 from stream_worker.plates.matching import CHEAP_COST, EDIT_COST, plate_distance
-from stream_worker.store.plate_keys import EDITS, MAX_KEY_LENGTH, fold, spellings, variants
+from stream_worker.store.plate_keys import EDITS, fold, spellings, variants
 from stream_worker.store.rows import Page, SightingRow, decode_cursor, encode_cursor, utc
 from stream_worker.store.schema import plate_variants, sightings
 
@@ -117,12 +117,9 @@ def near_texts(connection: Connection, text: str, max_distance: float) -> dict[s
         raise ValueError(
             f"max_distance {max_distance} is beyond what the variants serve ({MAX_FUZZY_DISTANCE})"
         )
-    key = fold(text)
-    if len(key) > MAX_KEY_LENGTH + EDITS:
-        return {}  # no stored key is within one edit of it
     variant = plate_variants.c.variant
     keys = connection.execute(
-        select(plate_variants.c.text_key).where(variant.in_(sorted(variants(key)))).distinct()
+        select(plate_variants.c.text_key).where(variant.in_(sorted(variants(fold(text))))).distinct()
     ).scalars()
     candidates: list[str] = []
     unspelled: list[str] = []
