@@ -225,13 +225,17 @@ class StoreService(LoopService):
             return write_batch(connection, batch_sightings, batch_alerts)
 
     def _failed(self, error: Exception, database_up: bool = False) -> None:
+        """The batch is kept and written again after a capped backoff (`database_up`: the database
+        took it, the dead-letter topic did not)."""
         self.metrics.write_failures.inc()
         self.metrics.database_up.set(1 if database_up else 0)
         self._retry_s = min(RETRY_MAX_S, max(RETRY_FIRST_S, self._retry_s * 2))
         self._retry_at = time.monotonic() + self._retry_s
         self._last_error = _first_line(error)
         log.warning(
-            "database write failed, writing the batch again",
+            "dead letters not delivered, writing the batch again"
+            if database_up
+            else "database write failed, writing the batch again",
             extra={"error": self._last_error, "retry_in_s": self._retry_s, "records": len(self._pending)},
         )
 
