@@ -6,28 +6,15 @@ from __future__ import annotations
 import orjson
 
 from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
-
-MAX_CAMERA_ID_LENGTH = 255
+from stream_worker.contracts.ids import camera_id_problem
 
 
 class CameraRecordError(ValueError):
     """A `cameras` record (key or value) that cannot be decoded into settings or a removal."""
 
 
-def camera_id_problem(camera_id: str) -> str | None:
-    """Why a camera id is not a usable key, or None."""
-    if not camera_id:
-        return "is empty"
-    if len(camera_id) > MAX_CAMERA_ID_LENGTH:
-        return f"has {len(camera_id)} characters, more than {MAX_CAMERA_ID_LENGTH}"
-    if camera_id.strip() != camera_id:
-        return f"{camera_id!r} has leading or trailing spaces"
-    if not camera_id.isprintable():
-        return f"{camera_id!r} has control characters"
-    return None
-
-
 def validate_camera_id(camera_id: str) -> str:
+    """`camera_id` when it is one (contracts/ids.py), else ValueError saying why."""
     problem = camera_id_problem(camera_id)
     if problem is not None:
         raise ValueError(f"camera id {problem}")

@@ -10,8 +10,10 @@ import orjson
 from pydantic import ConfigDict, Field
 
 from stream_worker.contracts.base import OmitsAbsent
-from stream_worker.contracts.events import SCHEMA_VERSION, Box, Source
+from stream_worker.contracts.events import MAX_PLATE_TEXT_LENGTH, SCHEMA_VERSION, Box, Source
+from stream_worker.contracts.ids import CameraId, Uuid
 from stream_worker.contracts.sightings import READ_AS_FIELDS
+from stream_worker.contracts.watchlist import MAX_LABEL_LENGTH, MAX_LIST_LENGTH
 
 
 # How a read matched a watch-list entry (no docstring: it would change plate_alert.schema.json).
@@ -36,7 +38,7 @@ class PlateAlert(OmitsAbsent):
     omitted_when_absent: ClassVar[frozenset[str]] = READ_AS_FIELDS  # issue 34, as in sightings
 
     schema_version: Literal[1] = SCHEMA_VERSION
-    alert_id: str = Field(
+    alert_id: Uuid = Field(
         description="UUIDv5 of the camera id, the entry's plate and list, and (origin read) the "
         "plates-topic position of the pass's first matching read or (origin sighting) the sighting_id: "
         "an alert published again after a restart carries the same id."
@@ -47,7 +49,7 @@ class PlateAlert(OmitsAbsent):
         "because no read alerted it (a later follow-up, at most one per sighting and entry). Absent in "
         "alerts from before this field: read.",
     )
-    sighting_id: str | None = Field(
+    sighting_id: Uuid | None = Field(
         None, description="origin sighting: the PlateSighting the alert comes from; else null."
     )
     candidate_rank: int | None = Field(
@@ -56,19 +58,21 @@ class PlateAlert(OmitsAbsent):
         description="origin sighting: the rank among the sighting's candidates of the text that matched "
         "(0: the best); else null.",
     )
-    list: str = Field(description="The watch list of the entry matched.")
-    label: str | None = Field(description="The entry's label.")
-    plate: str = Field(description="The entry's plate (normalised).")
+    list: str = Field(max_length=MAX_LIST_LENGTH, description="The watch list of the entry matched.")
+    label: str | None = Field(max_length=MAX_LABEL_LENGTH, description="The entry's label.")
+    plate: str = Field(max_length=MAX_PLATE_TEXT_LENGTH, description="The entry's plate (normalised).")
     match_kind: MatchKind = Field(description="exact: the read is the plate; fuzzy: within max_distance.")
     distance: float = Field(ge=0, description="Weighted edit distance of the read from the entry's plate.")
     candidate: str = Field(
-        description="The read text (origin sighting: the sighting's candidate text) that matched, normalised."
+        max_length=MAX_PLATE_TEXT_LENGTH,
+        description="The read text (origin sighting: the sighting's candidate text) that matched, "
+        "normalised.",
     )
     confidence: float = Field(
         description="The read's recogniser confidence in [0, 1] (origin sighting: the matched "
         "candidate's vote score)."
     )
-    camera_id: str
+    camera_id: CameraId
     frame_id: str = Field(description="The read's frame (origin sighting: the sighting's best read's).")
     event_id: str = Field(description="The PlateEvent the read (origin sighting: the best read) comes from.")
     captured_at: datetime | None = Field(description="The frame's capture time, UTC; null when absent.")

@@ -11,6 +11,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from stream_worker.contracts.base import OmitsAbsent
+from stream_worker.contracts.cameras import MAX_NAME_LENGTH
+from stream_worker.contracts.ids import CameraId
 
 # schema_version: the major version, incremented only by a breaking change. schema_revision:
 # incremented by each compatible addition (new optional fields), so a consumer can tell which
@@ -32,6 +34,9 @@ REVISION_5_PLATE_FIELDS = frozenset({"country", "plate_format", "recognizer"})
 PLATE_IMAGE_MAX_BYTES = 16 * 1024
 PLATE_IMAGE_MAX_BASE64 = 4 * -(-PLATE_IMAGE_MAX_BYTES // 3)  # its base64 text's length at most
 BASE64 = r"^[A-Za-z0-9+/]*={0,2}$"
+# A plate's text: longer than any plate the recognizer reads, and what the history store's columns
+# hold (store/schema.py PLATE; tests/store/test_column_limits.py keeps the two in step).
+MAX_PLATE_TEXT_LENGTH = 32
 
 
 # Russian civil plates: letter, three digits, two letters, two- or three-digit region, using
@@ -72,7 +77,10 @@ class PlateLayout(StrEnum):
 class PlateReading(OmitsAbsent):
     omitted_when_absent: ClassVar[frozenset[str]] = REVISION_3_PLATE_FIELDS | REVISION_5_PLATE_FIELDS
 
-    text: str = Field(description="Recognised characters (Latin look-alikes of the Cyrillic letters).")
+    text: str = Field(
+        max_length=MAX_PLATE_TEXT_LENGTH,
+        description="Recognised characters (Latin look-alikes of the Cyrillic letters).",
+    )
     confidence: float = Field(
         description="Recogniser confidence in [0, 1]: the least sure character's, rounded to 4 decimals."
     )
@@ -113,6 +121,7 @@ class PlateReading(OmitsAbsent):
     )
     zone: str | None = Field(
         None,
+        max_length=MAX_NAME_LENGTH,
         description="Since revision 3; only for cameras with zones (`stream-worker cameras set`), else "
         "absent (never null). The name of the first of the camera's zones that holds the plate box's "
         "centre; absent when none does.",
@@ -175,7 +184,7 @@ class PlateEvent(OmitsAbsent):
         description="UUIDv5 of 'topic:partition:offset' of the input frame: the same frame always "
         "gets the same id, so consumers can drop the duplicates that at-least-once delivery allows."
     )
-    camera_id: str
+    camera_id: CameraId
     frame_id: str
     captured_at: datetime | None = Field(description="From the frame's header, in UTC; null when absent.")
     processed_at: datetime = Field(description="When the worker built this event, UTC.")

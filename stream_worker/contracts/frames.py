@@ -1,4 +1,5 @@
-"""The input side: the headers a camera may set on a frame, and what the worker adds to a dead letter."""
+"""The input side: the headers a camera may set on a frame, and what the worker (and the history
+store, for the records it cannot write) adds to a dead letter."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ class FrameHeader(StrEnum):
 
 
 class DeadLetterHeader(StrEnum):
-    """Headers the worker adds to a dead-lettered frame (next to the frame's own headers)."""
+    """Headers the worker adds to a dead-lettered frame (next to the frame's own headers), and the
+    history store to a dead-lettered record."""
 
     STAGE = "error.stage"
     REASON = "error.reason"
@@ -32,11 +34,12 @@ class DeadLetterHeader(StrEnum):
 
 
 class ErrorStage(StrEnum):
-    """Where in the pipeline a frame was rejected."""
+    """Where in the pipeline a frame (or a record the history store cannot write) was rejected."""
 
     VALIDATE = "validate"  # before inference: headers, size
     DECODE = "decode"  # Triton could not decode the image
     INFERENCE = "inference"  # Triton failed on this frame alone, every attempt
+    STORE = "store"  # the history store: a sighting or an alert it cannot write (store.dlq)
 
 
 class ErrorReason(StrEnum):
@@ -45,9 +48,12 @@ class ErrorReason(StrEnum):
     EMPTY_FRAME = "empty_frame"
     FRAME_TOO_LARGE = "frame_too_large"
     MISSING_CAMERA_ID = "missing_camera_id"
+    INVALID_CAMERA_ID = "invalid_camera_id"  # not the contract's camera id (contracts/ids.py)
     INVALID_HEADER = "invalid_header"
     INVALID_IMAGE = "invalid_image"
     INFERENCE_FAILED = "inference_failed"
+    INVALID_RECORD = "invalid_record"  # the store: not the topic's contract (undecodable, over a limit)
+    UNWRITABLE_RECORD = "unwritable_record"  # the store: the database refused this record alone
 
 
 class FrameHeaders(BaseModel):

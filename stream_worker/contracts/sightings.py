@@ -10,8 +10,10 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from stream_worker.contracts.base import OmitsAbsent
+from stream_worker.contracts.cameras import MAX_NAME_LENGTH
 from stream_worker.contracts.events import (
     BASE64,
+    MAX_PLATE_TEXT_LENGTH,
     PLATE_FORMAT,
     PLATE_IMAGE_MAX_BASE64,
     SCHEMA_VERSION,
@@ -19,6 +21,9 @@ from stream_worker.contracts.events import (
     Point,
     Source,
 )
+from stream_worker.contracts.ids import CameraId, Uuid
+
+MAX_CANDIDATES = 50  # the sightings service's --candidates at most
 
 
 class Direction(StrEnum):
@@ -40,7 +45,7 @@ class ClosedBy(StrEnum):
 
 
 class SightingCandidate(BaseModel):
-    text: str
+    text: str = Field(max_length=MAX_PLATE_TEXT_LENGTH)
     score: float = Field(
         description="Product of the vote's support of each character, in [0, 1], rounded to 4 decimals."
     )
@@ -55,7 +60,7 @@ class BestRead(OmitsAbsent):
     event_id: str = Field(description="The PlateEvent the read comes from.")
     source: Source = Field(description="Where the frame itself was read (the frames topic).")
     captured_at: datetime | None
-    text: str
+    text: str = Field(max_length=MAX_PLATE_TEXT_LENGTH)
     confidence: float
     box: Box
     corners: list[Point] | None = Field(None, min_length=4, max_length=4)
@@ -67,7 +72,9 @@ class BestRead(OmitsAbsent):
         "has one; absent otherwise.",
     )
     zone: str | None = Field(
-        None, description="The read's zone (its PlateReading's `zone`) when it has one; absent otherwise."
+        None,
+        max_length=MAX_NAME_LENGTH,
+        description="The read's zone (its PlateReading's `zone`) when it has one; absent otherwise.",
     )
 
 
@@ -93,12 +100,15 @@ class PlateSighting(OmitsAbsent):
     omitted_when_absent: ClassVar[frozenset[str]] = READ_AS_FIELDS
 
     schema_version: Literal[1] = SCHEMA_VERSION
-    sighting_id: str = Field(
+    sighting_id: Uuid = Field(
         description="UUIDv5 of the camera id and the plates-topic position of the group's first read: "
         "a sighting published again after a restart carries the same id."
     )
-    camera_id: str
-    text: str = Field(description="The voted text (Latin look-alikes of the Cyrillic letters).")
+    camera_id: CameraId
+    text: str = Field(
+        max_length=MAX_PLATE_TEXT_LENGTH,
+        description="The voted text (Latin look-alikes of the Cyrillic letters).",
+    )
     confidence: float = Field(
         description="Support of the voted text's least supported character in [0, 1]: the summed "
         "confidences of the reads that agree on it over the number of reads."
@@ -107,7 +117,9 @@ class PlateSighting(OmitsAbsent):
         description=f"Whether `text` matches the camera's `plate_format`, else its region's formats (a "
         f"camera without a region: the Russian {PLATE_FORMAT})."
     )
-    candidates: list[SightingCandidate] = Field(description="The best texts, best first.")
+    candidates: list[SightingCandidate] = Field(
+        max_length=MAX_CANDIDATES, description="The best texts, best first."
+    )
     reads: int = Field(ge=1, description="Frames in which the plate was read.")
     first_seen: datetime = Field(description="Capture time of the first read (processing time without one).")
     last_seen: datetime

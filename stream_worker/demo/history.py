@@ -19,7 +19,8 @@ class HistoryStore(ServiceChild):
         super().__init__(
             "store",
             [*common, "--group-id", f"{group}-store", "--sightings-topic", topics.sightings,
-             "--alerts-topic", topics.alerts, "--watchlist-topic", topics.watchlist,
+             "--alerts-topic", topics.alerts, "--dlq-topic", topics.store_dead_letters,
+             "--watchlist-topic", topics.watchlist,
              "--cameras-topic", topics.cameras, "--data-dir", str(workdir / "store"),
              "--console-host", "127.0.0.1", "--console-port", str(self.console_port)],
             workdir,

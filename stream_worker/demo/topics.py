@@ -31,6 +31,7 @@ class DemoTopics:
     dead_letters: str = "frames.dlq"
     sightings: str = "sightings"
     alerts: str = "alerts"
+    store_dead_letters: str = "store.dlq"  # the records the history store cannot write
     watchlist: str = "watchlist"  # compacted
     cameras: str = "cameras"  # compacted: each camera's settings
     camera_status: str = "camera-status"  # compacted: the connector's, with video cameras only

@@ -17,6 +17,7 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from stream_worker.contracts.sightings import MAX_CANDIDATES
 from stream_worker.service.settings import ServiceSettings, load
 from stream_worker.sightings.direction import DirectionRules
 from stream_worker.sightings.grouping import GroupingRules
@@ -85,7 +86,7 @@ class SightingsSettings(ServiceSettings):
     )
 
     # Voting and direction
-    candidates: int = Field(5, ge=1, le=50, description="Candidate texts a sighting lists.")
+    candidates: int = Field(5, ge=1, le=MAX_CANDIDATES, description="Candidate texts a sighting lists.")
     direction_min_scale_change: float = Field(
         0.15, gt=0, description="Relative size change over a pass that means approaching or receding."
     )

@@ -8,8 +8,11 @@ Guarantees and how they are kept:
   skips ids already stored (writer.py), so a batch read again writes nothing.
 - A database that fails (down, full, a lost connection): the batch is kept and written again with
   a capped backoff, consumption stops meanwhile (nothing is committed past it), /readyz says so.
-- A record that is not the topic's contract is counted, logged and skipped (committed with the
-  rest): it would fail the same way on every replay.
+- A record the store cannot write is counted, logged and sent to the dead-letter topic
+  (--dlq-topic, store.dlq) with the reason, then committed with the rest: it would fail the same
+  way on every replay. That is a record that is not the topic's contract (undecodable, a field over
+  its column's limit: contracts/), or one the database refuses alone (a batch refused for its
+  content is written again record by record, so that one record never holds back the others).
 - SIGTERM/SIGINT: the batch in hand is written and committed, then the group is left.
 """
 
@@ -22,9 +25,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 
-from stream_worker.contracts import PlateAlert, PlateSighting
+from stream_worker.contracts import ErrorReason, PlateAlert, PlateSighting
 from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
@@ -34,15 +37,21 @@ from stream_worker.service.settings import ConfigError
 from stream_worker.store.console_thread import ConsoleError, start_console
 from stream_worker.store.consumer import StoreConsumer, StoreRecord
 from stream_worker.store.database import Database, DatabaseError
+from stream_worker.store.dead_letters import DeadLetter, DeadLetterError, DeadLetters
 from stream_worker.store.metrics import StoreMetrics
 from stream_worker.store.retention import expire
 from stream_worker.store.settings import StoreSettings, load_settings
-from stream_worker.store.writer import write_batch
+from stream_worker.store.writer import Written, unwritable, write_batch
 
 log = logging.getLogger("stream_worker.store")
 
 POLL_S = 0.2
 RETRY_FIRST_S, RETRY_MAX_S = 0.5, 10.0
+# What the database says about a record's content (a value too long for its column, a NUL in a
+# PostgreSQL text, a constraint): the same on every replay, unlike a database that is down.
+CONTENT_ERRORS = (DataError, IntegrityError)
+
+Decoded = tuple[StoreRecord, PlateSighting | PlateAlert]
 
 
 class Positions:
@@ -92,6 +101,7 @@ class StoreService(LoopService):
         self._next_retention = 0.0
         # The console first: a port it cannot bind fails the start before the group is joined.
         self.console = start_console(settings, self.database) if settings.console else None
+        self.dead_letters = DeadLetters(settings, self.metrics)
         self.consumer = StoreConsumer(settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost)
         self.committer = Committer(self.consumer, self.positions, self.metrics, partition_of=lambda p: p)
 
@@ -100,6 +110,7 @@ class StoreService(LoopService):
     def _started_fields(self) -> dict[str, Any]:
         return {
             "topics": [self.settings.sightings_topic, self.settings.alerts_topic],
+            "dlq_topic": self.settings.dlq_topic,
             "group_id": self.settings.group_id,
             "database": self.database.safe_url,
             "console": self.console.address if self.console else None,
@@ -121,6 +132,7 @@ class StoreService(LoopService):
         if self._pending and self.fatal is None:
             self._write(self._pending)
         self._leave_group()
+        self.dead_letters.close()
         if self.console is not None:
             self.console.stop()
         self.database.dispose()
@@ -133,8 +145,9 @@ class StoreService(LoopService):
 
     # --- the pipeline ----------------------------------------------------------------------
 
-    def _decode(self, records: Sequence[StoreRecord]) -> tuple[list[PlateSighting], list[PlateAlert]]:
-        found_sightings, found_alerts = [], []
+    def _decode(self, records: Sequence[StoreRecord]) -> tuple[list[Decoded], list[DeadLetter]]:
+        decoded: list[Decoded] = []
+        refused: list[DeadLetter] = []
         for record in records:
             self.metrics.records_in.labels(record.topic).inc()
             sighting_topic = record.topic == self.settings.sightings_topic
@@ -142,31 +155,31 @@ class StoreService(LoopService):
             try:
                 if record.value is None:
                     raise ValueError("no value (a tombstone)")
-                decoded = contract.model_validate_json(record.value)
+                message = contract.model_validate_json(record.value)
+                problem = unwritable(message) if isinstance(message, PlateSighting) else None
+                if problem is not None:
+                    raise ValueError(problem)
             except (ValidationError, ValueError) as error:
                 self.metrics.invalid_records.labels(record.topic).inc()
-                log.warning(
-                    f"skipped a record that is not a {contract.__name__}",
-                    extra={
-                        "topic": record.topic,
-                        "partition": record.partition,
-                        "offset": record.offset,
-                        "error": str(error).splitlines()[0][:300],
-                    },
-                )
+                detail = f"not a {contract.__name__}: {_problems(error)}"
+                refused.append(DeadLetter(record, ErrorReason.INVALID_RECORD, detail))
                 continue
-            (found_sightings if sighting_topic else found_alerts).append(decoded)
-        return found_sightings, found_alerts
+            decoded.append((record, message))
+        return decoded, refused
 
     def _write(self, records: list[StoreRecord]) -> None:
         owned = [r for r in records if self.consumer.owns((r.topic, r.partition))]
-        batch_sightings, batch_alerts = self._decode(owned)
+        decoded, refused = self._decode(owned)
         started = time.perf_counter()
         try:
-            with self.database.begin() as connection:
-                written = write_batch(connection, batch_sightings, batch_alerts)
+            written = self._write_decoded(decoded, refused)
         except (SQLAlchemyError, DatabaseError) as error:
             self._failed(error)
+            return
+        try:
+            self.dead_letters.send(refused)
+        except DeadLetterError as error:  # written, idempotently: written again with the retry
+            self._failed(error, database_up=True)
             return
         self.metrics.write_seconds.observe(time.perf_counter() - started)
         self.metrics.database_up.set(1)
@@ -178,14 +191,51 @@ class StoreService(LoopService):
         self._pending = []
         self.committer.commit()
 
-    def _failed(self, error: Exception) -> None:
+    def _write_decoded(self, decoded: list[Decoded], refused: list[DeadLetter]) -> Written:
+        """Write the batch in one transaction; when the database refuses it for a record's content,
+        write it again one record a transaction, the records refused added to `refused`."""
+        try:
+            return self._transaction([message for _, message in decoded])
+        except CONTENT_ERRORS as error:
+            if len(decoded) == 1:
+                refused.append(DeadLetter(decoded[0][0], ErrorReason.UNWRITABLE_RECORD, _first_line(error)))
+                return Written()
+            log.warning(
+                "the database refused the batch for a record's content, writing it record by record",
+                extra={"error": _first_line(error), "records": len(decoded)},
+            )
+        total = Written()
+        for record, message in decoded:
+            try:
+                written = self._transaction([message])
+            except CONTENT_ERRORS as error:
+                refused.append(DeadLetter(record, ErrorReason.UNWRITABLE_RECORD, _first_line(error)))
+                continue
+            total = Written(
+                total.sightings + written.sightings,
+                total.alerts + written.alerts,
+                total.pictures + written.pictures,
+            )
+        return total
+
+    def _transaction(self, messages: Sequence[PlateSighting | PlateAlert]) -> Written:
+        batch_sightings = [m for m in messages if isinstance(m, PlateSighting)]
+        batch_alerts = [m for m in messages if isinstance(m, PlateAlert)]
+        with self.database.begin() as connection:
+            return write_batch(connection, batch_sightings, batch_alerts)
+
+    def _failed(self, error: Exception, database_up: bool = False) -> None:
+        """The batch is kept and written again after a capped backoff (`database_up`: the database
+        took it, the dead-letter topic did not)."""
         self.metrics.write_failures.inc()
-        self.metrics.database_up.set(0)
+        self.metrics.database_up.set(1 if database_up else 0)
         self._retry_s = min(RETRY_MAX_S, max(RETRY_FIRST_S, self._retry_s * 2))
         self._retry_at = time.monotonic() + self._retry_s
         self._last_error = _first_line(error)
         log.warning(
-            "database write failed, writing the batch again",
+            "dead letters not delivered, writing the batch again"
+            if database_up
+            else "database write failed, writing the batch again",
             extra={"error": self._last_error, "retry_in_s": self._retry_s, "records": len(self._pending)},
         )
 
@@ -233,6 +283,18 @@ class StoreService(LoopService):
         if not self.consumer.assigned():
             return False, "no partitions assigned"
         return True, f"{len(self.consumer.assigned())} partitions assigned"
+
+
+def _problems(error: Exception) -> str:
+    """What is wrong with a record, field by field, without quoting its values (they may be huge)."""
+    if not isinstance(error, ValidationError):
+        return str(error)[:300]
+    items = error.errors(include_url=False, include_input=False, include_context=False)
+    parts = [
+        f"{'.'.join(str(part) for part in item['loc']) or 'record'}: {item['msg']}" for item in items[:5]
+    ]
+    more = f" (and {len(items) - 5} more)" if len(items) > 5 else ""
+    return "; ".join(parts) + more
 
 
 def _first_line(error: Exception) -> str:

@@ -4,7 +4,7 @@ alerts topics at once, records kept with their topic."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, Message
 
@@ -27,6 +27,8 @@ class StoreRecord:
     partition: int
     offset: int
     value: bytes | None
+    key: bytes | None = None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)  # kept for a dead letter
 
 
 class StoreConsumer(GroupConsumer[StoreRecord]):
@@ -51,4 +53,11 @@ class StoreConsumer(GroupConsumer[StoreRecord]):
         super().__init__(config, topics, metrics, on_assign, on_revoke, on_lost, client=client)
 
     def _record(self, message: Message) -> StoreRecord:
-        return StoreRecord(message.topic(), message.partition(), message.offset(), message.value())
+        return StoreRecord(
+            message.topic(),
+            message.partition(),
+            message.offset(),
+            message.value(),
+            message.key(),
+            list(message.headers() or []),
+        )

@@ -21,8 +21,14 @@ class StoreMetrics(ServiceMetrics):
         )
         self.invalid_records = Counter(
             "stream_worker_store_invalid_records",
-            "Records that are not the topic's contract (skipped, committed).",
+            "Records that are not the topic's contract (dead-lettered, committed).",
             ["topic"],
+            registry=r,
+        )
+        self.dead_letters = Counter(
+            "stream_worker_store_dead_letters",
+            "Records sent to the dead-letter topic (--dlq-topic), by topic and reason.",
+            ["topic", "reason"],
             registry=r,
         )
         self.rows_written = Counter(

@@ -19,9 +19,14 @@ import itertools
 
 from stream_worker.contracts.watchlist import normalise_plate
 from stream_worker.plates.matching import CONFUSIONS, canonical, deletions
+from stream_worker.store.schema import PLATE
 
 # The deletions stored per key: the widest tolerance a fuzzy search can honour is below EDITS + 1.
 EDITS = 1
+# The longest key the index holds (its column): so a plate brings at most MAX_KEY_LENGTH + 1 rows
+# (the key and each one-character deletion), whatever text a record carries (issue 33: one text of
+# 10,000 characters made 10,110 rows). The writer refuses a longer key (writer.unwritable).
+MAX_KEY_LENGTH = PLATE
 # Each class's representative (what `fold` writes) -> every character folded to it.
 _CLASSES: dict[str, str] = {}
 for _char in sorted({char for pair in CONFUSIONS for char in pair}):
@@ -38,6 +43,8 @@ def variants(key: str, edits: int = EDITS) -> frozenset[str]:
     """`key` (a `fold` result) and every string made by deleting up to `edits` of its characters."""
     if edits < 0:
         raise ValueError(f"edits must be >= 0, got {edits}")
+    if len(key) > MAX_KEY_LENGTH + edits:
+        raise ValueError(f"a key of {len(key)} characters: the index holds keys of {MAX_KEY_LENGTH} at most")
     return frozenset(deletions(key, edits))
 
 

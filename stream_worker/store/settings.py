@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from stream_worker.service.settings import ServiceSettings, load
@@ -47,6 +47,12 @@ class StoreSettings(ServiceSettings):
     group_id: str = Field("stream-worker-store", min_length=1, description="Kafka consumer group.")
     sightings_topic: str = Field("sightings", min_length=1, description="Topic of PlateSighting records.")
     alerts_topic: str = Field("alerts", min_length=1, description="Topic of PlateAlert records.")
+    dlq_topic: str = Field(
+        "store.dlq",
+        min_length=1,
+        description="Dead-letter topic for the records the store cannot write (not the contract, over "
+        "a column's limit, refused by the database alone), with the reason in their headers.",
+    )
     watchlist_topic: str = Field(
         "watchlist", min_length=1, description="The watch list (the console writes it)."
     )
@@ -93,6 +99,14 @@ class StoreSettings(ServiceSettings):
         if value is not None and not value.strip():
             raise ValueError("empty")
         return value
+
+    @model_validator(mode="after")
+    def _distinct_topics(self) -> StoreSettings:
+        if len({self.sightings_topic, self.alerts_topic, self.dlq_topic}) < 3:
+            raise ValueError(
+                "--sightings-topic, --alerts-topic and --dlq-topic must be three different topics"
+            )
+        return self
 
     def resolved_database_url(self) -> str:
         """The database URL with its ${NAME} references read from the environment."""

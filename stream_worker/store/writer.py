@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
 from stream_worker.contracts import PlateAlert, PlateSighting
-from stream_worker.store.plate_keys import fold, variants
+from stream_worker.store.plate_keys import MAX_KEY_LENGTH, fold, variants
 from stream_worker.store.schema import alerts, pictures, plate_variants, sightings
 
 
@@ -50,6 +50,15 @@ def _picture(sighting: PlateSighting) -> bytes | None:
         return base64.b64decode(image, validate=True)
     except (binascii.Error, ValueError):
         return None  # the contract checks the alphabet; a bad padding is not worth the batch
+
+
+def unwritable(sighting: PlateSighting) -> str | None:
+    """Why a sighting the contract accepts still cannot be stored, or None: its text folds to a key
+    longer than the index holds (an uppercase that grows: 'ß' -> 'SS')."""
+    length = len(fold(sighting.text))
+    if length > MAX_KEY_LENGTH:
+        return f"text: folds to {length} characters, more than the {MAX_KEY_LENGTH} the store keeps"
+    return None
 
 
 def sighting_row(sighting: PlateSighting, picture: bytes | None, now: datetime) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from stream_worker.cameras.store import DEFAULT_PARTITIONS as CAMERAS_PARTITIONS
 from stream_worker.launchers.broker import create_topics
 from stream_worker.service.compacted import ensure_compacted_topic
 
-STREAMS = ("frames", "plates", "frames.dlq", "sightings", "alerts")
+STREAMS = ("frames", "plates", "frames.dlq", "sightings", "alerts", "store.dlq")
 WATCHLIST = "watchlist"
 CAMERAS = "cameras"
 

@@ -43,6 +43,7 @@ from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
 from stream_worker.contracts.plate_formats import Region
 from stream_worker.recognition import FrameResult
 from stream_worker.service.commits import Committer
+from stream_worker.service.dead_letters import is_too_large
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.publisher import Publisher
@@ -71,7 +72,7 @@ from stream_worker.worker.inference import (
 from stream_worker.worker.metrics import HealthServer, LoopClock, Metrics
 from stream_worker.worker.offsets import OffsetTracker, Partition
 from stream_worker.worker.ordering import InOrderRelease
-from stream_worker.worker.publisher import is_too_large, producer_config
+from stream_worker.worker.publisher import producer_config
 from stream_worker.worker.reading import read_in_region
 from stream_worker.worker.validate import Frame, InputRecord, Rejection, validate
 

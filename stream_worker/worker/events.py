@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from stream_worker.contracts import (
     PLATE_FORMAT,
     Box,
-    DeadLetterHeader,
     ErrorReason,
     ErrorStage,
     ImageSize,
@@ -26,12 +25,12 @@ from stream_worker.contracts import (
 )
 from stream_worker.plates.reading import Reading
 from stream_worker.recognition import INVALID_IMAGE, FrameResult, Plate
+from stream_worker.service.dead_letters import dead_letter_headers, without_value
 from stream_worker.worker.validate import Frame, Headers, InputRecord, Rejection
 
 # Fixed forever: event ids must stay the same across versions and restarts for deduplication.
 EVENT_ID_NAMESPACE = uuid.UUID("6f1d3c52-8a4e-5b7a-9c2d-3e5f7a9b1c4d")
 _PLATE_PATTERN = re.compile(PLATE_FORMAT)
-_DEAD_LETTER_NAMES = frozenset(header.value for header in DeadLetterHeader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +45,7 @@ class OutgoingRecord:
 
     def without_value(self) -> OutgoingRecord:
         """This dead letter minus the frame, for when the broker refuses it as too large."""
-        size = str(len(self.value or b"")).encode()
-        headers = [*self.headers, (DeadLetterHeader.VALUE_OMITTED.value, size)]
+        headers = without_value(self.headers, self.value)
         return OutgoingRecord(self.topic, self.key, None, headers, self.dead_letter_reason)
 
 
@@ -158,15 +156,15 @@ def event_record(topic: str, event: PlateEvent) -> OutgoingRecord:
 
 def dead_letter_record(topic: str, record: InputRecord, rejection: Rejection) -> OutgoingRecord:
     """The original key, value and headers, plus the error and source headers (replacing stale ones)."""
-    headers = [(name, value) for name, value in record.headers if name not in _DEAD_LETTER_NAMES]
-    headers += [
-        (DeadLetterHeader.STAGE.value, rejection.stage.value.encode()),
-        (DeadLetterHeader.REASON.value, rejection.reason.value.encode()),
-        (DeadLetterHeader.DETAIL.value, rejection.detail.encode()),
-        (DeadLetterHeader.SOURCE_TOPIC.value, record.topic.encode()),
-        (DeadLetterHeader.SOURCE_PARTITION.value, str(record.partition).encode()),
-        (DeadLetterHeader.SOURCE_OFFSET.value, str(record.offset).encode()),
-    ]
+    headers = dead_letter_headers(
+        record.headers,
+        rejection.stage,
+        rejection.reason,
+        rejection.detail,
+        record.topic,
+        record.partition,
+        record.offset,
+    )
     return OutgoingRecord(
         topic=topic, key=record.key, value=record.value, headers=headers, dead_letter_reason=rejection.reason
     )

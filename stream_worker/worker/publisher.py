@@ -1,4 +1,4 @@
-"""The worker's producer settings (room for dead-lettered frames) and what a too-large refusal is.
+"""The worker's producer settings (room for dead-lettered frames).
 
 Publishing itself is the shared `Publisher` (stream_worker/service/publisher.py): idempotent,
 acks=all, one delivery callback per record; idempotence keeps the order of a partition's records
@@ -6,8 +6,6 @@ across the producer's own retries, which per-camera ordering relies on.
 """
 
 from __future__ import annotations
-
-from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.config import WorkerSettings
 from stream_worker.service import kafka
@@ -20,8 +18,3 @@ def producer_config(settings: WorkerSettings) -> dict[str, object]:
     return kafka.producer_config(
         settings, **{"message.max.bytes": max(1_000_000, settings.max_frame_bytes + _HEADROOM_BYTES)}
     )
-
-
-def is_too_large(error: KafkaError | KafkaException) -> bool:
-    code = (error.args[0] if isinstance(error, KafkaException) else error).code()
-    return code in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from stream_worker.contracts import ErrorReason, ErrorStage, FrameHeader
+from stream_worker.contracts.ids import camera_id_problem
 
 Headers = list[tuple[str, bytes | None]]
 _EPOCH_MS = re.compile(r"^-?\d{1,16}$")
@@ -116,6 +117,9 @@ def validate(record: InputRecord, max_frame_bytes: int, epoch: int = 0) -> Frame
         )
         if camera_id is None:
             raise _Invalid(ErrorReason.MISSING_CAMERA_ID, "neither a camera_id header nor a record key")
+        problem = camera_id_problem(camera_id)
+        if problem is not None:
+            raise _Invalid(ErrorReason.INVALID_CAMERA_ID, f"camera id {problem}")
         frame_id = _text(_last_header(record.headers, FrameHeader.FRAME_ID), "header frame_id")
         captured_text = _text(_last_header(record.headers, FrameHeader.CAPTURED_AT), "header captured_at")
         try:

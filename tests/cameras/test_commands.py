@@ -141,6 +141,23 @@ def test_bad_input_is_refused_before_the_broker(tmp_path: Path) -> None:
     assert absent.exit_code == 2  # typer's own check: the file must exist
 
 
+@pytest.mark.parametrize(
+    ("camera_id", "words"),
+    [
+        ("x" * 255, "has 255 characters, more than 64"),
+        ("x?y#z", "'x?y#z' is not 1 to 64 of A-Z a-z 0-9 . _ -"),
+        ("../cameras/gate-1/remove?", "'../cameras/gate-1/remove?' is not 1 to 64"),
+        ("cam 2", "'cam 2' is not 1 to 64"),
+    ],
+)
+def test_a_camera_id_outside_the_contract_is_refused(tmp_path: Path, camera_id: str, words: str) -> None:
+    good = _file(tmp_path, "gate.yaml", GATE_YAML)
+    for args in (("set", camera_id, "--file", good), ("remove", camera_id)):
+        result = _cameras(CLOSED, "cameras", *args)
+        assert result.exit_code == 2, result.output
+        assert f"error: camera id {words}" in result.stderr
+
+
 def test_an_unreachable_broker_exits_1(tmp_path: Path) -> None:
     good = _file(tmp_path, "gate.yaml", GATE_YAML)
     for args in (("set", "gate", "--file", good), ("get", "gate"), ("list",), ("remove", "gate")):

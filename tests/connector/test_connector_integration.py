@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import av
 import pytest
+from confluent_kafka import Producer
 from connector_process import (
     CAMERA_PARTITIONS,
     DASHCAM,
@@ -323,3 +324,36 @@ def test_a_gated_camera_publishes_static_markers_the_worker_takes(
     assert connector.metric('stream_worker_connector_camera_static_markers_total{camera="gated"}') == len(
         markers
     )
+
+
+def test_a_camera_whose_id_is_not_the_contract_is_reported_and_the_others_stream(
+    kafka_bootstrap, topics, start_connector, frames
+):
+    # Issue 33: a settings record written by another producer than `cameras set` (which refuses
+    # these ids) is skipped, logged and counted; no frame is published under that id.
+    source = CameraSettings(source=CameraSource(url=str(DASHCAM), fps=5, loop=True)).to_json()
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    producer.produce(topics.cameras, key=b"x?y#z", value=source, partition=0)
+    assert producer.flush(30) == 0
+    set_source(kafka_bootstrap, topics, "dash", str(DASHCAM), fps=5, loop=True)
+    connector = start_connector()
+    wait_for_frames(frames, "dash", 5, [connector])
+    producer.produce(topics.cameras, key=b"../cameras/dash/remove?", value=source, partition=0)
+    assert producer.flush(30) == 0  # read while following, not only at the load
+    wait_until(
+        lambda: connector.metric("stream_worker_connector_skipped_settings_total") == 2,
+        "both records skipped",
+        [connector],
+    )
+    reported = [
+        line["record"]
+        for line in connector.log_lines()
+        if line.get("msg") == "skipped a camera settings record"
+    ]
+    assert len(reported) == 2
+    assert "camera id 'x?y#z' is not 1 to 64 of A-Z a-z 0-9 . _ -" in reported[0]
+    assert "camera id '../cameras/dash/remove?' is not" in reported[1]
+    before = len(of_camera(frames, "dash"))
+    wait_for_frames(frames, "dash", before + 5, [connector])  # the good camera streams on
+    assert not [r for r in frames.records if r.key != b"dash"]
+    assert connector.stop() == 0

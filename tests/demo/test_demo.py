@@ -202,7 +202,9 @@ def test_alert_rows_and_summary() -> None:
 
 def test_demo_topics_are_the_defaults_locally_and_run_specific_elsewhere() -> None:
     local = DemoTopics.for_run(None)
-    assert local.names == ("frames", "plates", "frames.dlq", "sightings", "alerts", "watchlist", "cameras")
+    assert local.names == (
+        "frames", "plates", "frames.dlq", "sightings", "alerts", "store.dlq", "watchlist", "cameras"
+    )  # fmt: skip
     assert local.viewed == ("plates", "frames.dlq", "sightings", "alerts")
     assert local.compacted == ("watchlist", "cameras", "camera-status")
     assert local.with_connector(False) == local.names

@@ -22,6 +22,7 @@ ALL_TOPICS = {
     "frames.dlq": 1,
     "sightings": 6,
     "alerts": 6,
+    "store.dlq": 1,
     "watchlist": 1,
     "cameras": 6,
     "camera-status": 3,

@@ -76,6 +76,7 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
             "frames.dlq": 1,
             "sightings": 6,
             "alerts": 6,
+            "store.dlq": 1,
             "watchlist": 1,
             "cameras": 6,
             "camera-status": 3,
@@ -93,12 +94,14 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
         "frames.dlq",
         "sightings",
         "alerts",
+        "store.dlq",
         "watchlist",
         "cameras",
         "camera-status",
     }
     assert option(creates["frames"], "--partitions") == "12"
     assert option(creates["frames.dlq"], "--partitions") == "1"
+    assert option(creates["store.dlq"], "--partitions") == "1"
     assert all(option(call, "--replication-factor") == "3" for call in creates.values())
     assert all(option(call, "--bootstrap-server") == "kafka:9092" for call in calls)
     alters = calls_with(calls, "--alter", "--entity-name")
@@ -117,6 +120,7 @@ def test_raises_partitions_but_never_lowers_them(tmp_path: Path) -> None:
             "frames.dlq": 1,
             "sightings": 6,
             "alerts": 6,
+            "store.dlq": 1,
             "watchlist": 1,
             "cameras": 6,
             "camera-status": 3,
@@ -139,6 +143,7 @@ def test_passes_the_client_properties_when_present(tmp_path: Path) -> None:
         "frames.dlq": 1,
         "sightings": 6,
         "alerts": 6,
+        "store.dlq": 1,
         "watchlist": 1,
         "cameras": 6,
         "camera-status": 3,

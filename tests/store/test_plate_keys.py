@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from stream_worker.contracts.watchlist import PLATE_ALPHABET, normalise_plate
 from stream_worker.plates.matching import CHEAP_COST, CONFUSIONS, EDIT_COST, plate_distance
-from stream_worker.store.plate_keys import EDITS, fold, spellings, variants
+from stream_worker.store.plate_keys import EDITS, MAX_KEY_LENGTH, fold, spellings, variants
 
 # The groups the cheap pairs chain into (O/C and O/0 make one group of three).
 CLASSES = [{"0", "C", "O"}, {"8", "B"}, {"4", "5"}, {"E", "Y"}]
@@ -232,3 +232,12 @@ def test_spellings_beyond_the_limit_are_none() -> None:
     assert spellings("000", 26) is None
     assert spellings("AKMHPTX", 1) == ["AKMHPTX"]
     assert spellings("0" * 30, 10**6) is None  # 3**30: stops counting, builds nothing
+
+
+def test_the_index_is_bounded_per_plate():
+    # Issue 33: one 10,000-character text made 10,110 rows. A stored key has at most MAX_KEY_LENGTH
+    # characters (the writer refuses longer ones), so a plate brings at most MAX_KEY_LENGTH + 1 rows.
+    assert len(variants("A" * (MAX_KEY_LENGTH - 1) + "B")) == 3  # the key, one without a A, one without B
+    assert len(variants("".join(chr(ord("A") + k % 26) for k in range(MAX_KEY_LENGTH)))) <= MAX_KEY_LENGTH + 1
+    with pytest.raises(ValueError, match="the index holds keys of 32 at most"):
+        variants("A" * 10_000)

@@ -233,13 +233,13 @@ def test_the_cameras_seen_and_their_latest_time(database: Database) -> None:
             plate_sighting("b", "A123BC77", _minutes(9), camera_id="gate"),
             plate_sighting("c", "A123BC77", _minutes(5), camera_id="yard"),
             plate_sighting("d", "A123BC77", _minutes(1), camera_id="gate"),
-            plate_sighting("e", "A123BC77", _minutes(2), camera_id="car park"),
+            plate_sighting("e", "A123BC77", _minutes(2), camera_id="car-park"),
         ],
     )
     with database.connect() as connection:
         seen = queries.cameras_seen(connection)
     assert [(camera.camera_id, camera.last_seen) for camera in seen] == [
-        ("car park", _minutes(2)),
+        ("car-park", _minutes(2)),
         ("gate", _minutes(9)),
         ("yard", _minutes(5)),
     ]

@@ -1,6 +1,7 @@
 """`stream-worker store` as its own process, on the real local broker and a real database (SQLite
 and PostgreSQL): every sighting and alert stored exactly once, across SIGKILLs mid-stream; records
-that are not the contract skipped; offsets committed only for what is stored."""
+that are not the contract dead-lettered (test_store_dead_letters.py); offsets committed only for
+what is stored."""
 
 from __future__ import annotations
 
@@ -67,13 +68,14 @@ def test_five_sigkills_mid_stream_leave_exactly_one_row_per_record(
     kafka_bootstrap: str, unique_name: str, tmp_path: Path, database_url: str
 ) -> None:
     topics = (f"{unique_name}-sightings", f"{unique_name}-alerts")
-    create_topics(kafka_bootstrap, list(topics), PARTITIONS)
+    create_topics(kafka_bootstrap, [*topics, f"{unique_name}-dlq"], PARTITIONS)
     group = f"{unique_name}-store"
     args = [
         "--bootstrap-servers", kafka_bootstrap,
         "--group-id", group,
         "--sightings-topic", topics[0],
         "--alerts-topic", topics[1],
+        "--dlq-topic", f"{unique_name}-dlq",
         "--database-url", database_url,
         "--session-timeout-ms", "3000",  # a killed store's partitions go to its restart this soon
         "--metrics-port", "0",
@@ -145,11 +147,7 @@ def test_five_sigkills_mid_stream_leave_exactly_one_row_per_record(
         for service in started:
             if service.is_running():
                 service.stop(signal.SIGKILL)
-    # The record that is not a PlateSighting was skipped by the first start that read it.
-    skipped = [
-        line
-        for service in started
-        for line in service.log_lines()
-        if line.get("msg", "").startswith("skipped")
-    ]
+    # The record that is not a PlateSighting was dead-lettered by the first start that read it.
+    lines = [line for service in started for line in service.log_lines()]
+    skipped = [line for line in lines if line.get("msg") == "record dead-lettered"]
     assert skipped and skipped[0]["offset"] == 0

@@ -66,6 +66,11 @@ def test_unknown_headers_are_ignored():
         (JPEG, b"cam", [("captured_at", b"yesterday")], ErrorReason.INVALID_HEADER, "'yesterday' is neither"),
         (JPEG, b"cam", [("captured_at", b"\xff")], ErrorReason.INVALID_HEADER, "captured_at is not UTF-8"),
         (JPEG, b"cam", [("captured_at", b"99999999999999999")], ErrorReason.INVALID_HEADER, "captured_at"),
+        # Not the contract's camera id (contracts/ids.py): an id that would end up in URL paths.
+        (JPEG, b"x" * 255, [], ErrorReason.INVALID_CAMERA_ID, "camera id has 255 characters, more than 64"),
+        (JPEG, b"cam", [("camera_id", b"../cameras/gate-1/remove?")], ErrorReason.INVALID_CAMERA_ID, "../"),
+        (JPEG, b"x?y#z", [], ErrorReason.INVALID_CAMERA_ID, "'x?y#z' is not 1 to 64"),
+        (JPEG, "въезд-1".encode(), [], ErrorReason.INVALID_CAMERA_ID, "camera id"),
     ],
 )
 def test_bad_records_are_rejected_with_a_reason(value, key, headers, reason, detail):

@@ -112,6 +112,9 @@ def test_bad_input_is_dead_lettered_with_its_reason_and_never_stops_the_worker(
         # Too large for the worker's producer too (its 1 MB message.max.bytes): dead-lettered
         # without the frame, its size in a header.
         (b"cam-0", b"\xff\xd8" + b"x" * HUGE_FRAME_BYTES, [], "frame_too_large"),
+        # Camera ids outside the contract's (issue 33: they end up in the console's URL paths).
+        (b"x" * 255, small_jpeg, [], "invalid_camera_id"),
+        (b"cam-0", small_jpeg, [("camera_id", b"../cameras/gate-1/remove?")], "invalid_camera_id"),
     ]
     producer = Producer(
         {"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True, "message.max.bytes": 2_000_000}
@@ -143,7 +146,9 @@ def test_bad_input_is_dead_lettered_with_its_reason_and_never_stops_the_worker(
     # A camera's dead letters keep their order too (the keyless one may land on any DLQ partition).
     keyed = sorted((r for r in dead.values() if r.key == b"cam-0"), key=lambda r: r.offset)
     assert len({r.partition for r in keyed}) == 1
-    assert [r.dlq_source[1] for r in keyed] == [1, 2, 4, 5, 7, 9]
+    assert [r.dlq_source[1] for r in keyed] == [1, 2, 4, 5, 7, 9, 11]
+    assert dead[(0, 10)].headers["error.detail"] == b"camera id has 255 characters, more than 64"
+    assert b"'../cameras/gate-1/remove?' is not 1 to 64" in dead[(0, 11)].headers["error.detail"]
     assert worker.is_running()
     assert worker.stop() == 0
 

@@ -13,6 +13,7 @@
 #   REPLICATION_FACTOR                        default 1
 #   INPUT_TOPIC / OUTPUT_TOPIC / DLQ_TOPIC    default frames / plates / frames.dlq
 #   SIGHTINGS_TOPIC / ALERTS_TOPIC            default sightings / alerts
+#   STORE_DLQ_TOPIC                           default store.dlq (records the history store cannot write)
 #   WATCHLIST_TOPIC                           default watchlist (compacted, always 1 partition)
 #   CAMERAS_TOPIC                             default cameras (compacted; CAMERAS_PARTITIONS)
 #   CAMERAS_PARTITIONS                        default 6: connector replicas share the cameras by
@@ -20,9 +21,9 @@
 #   CAMERA_STATUS_TOPIC                       default camera-status (compacted; each camera's status)
 #   CAMERA_STATUS_PARTITIONS                  default 3
 #   FRAMES_PARTITIONS / PLATES_PARTITIONS / DLQ_PARTITIONS                   default 6 / 6 / 1
-#   SIGHTINGS_PARTITIONS / ALERTS_PARTITIONS                                 default 6 / 6
+#   SIGHTINGS_PARTITIONS / ALERTS_PARTITIONS / STORE_DLQ_PARTITIONS          default 6 / 6 / 1
 #   FRAMES_RETENTION_MS / PLATES_RETENTION_MS / DLQ_RETENTION_MS             default 1 h / 7 d / 14 d
-#   SIGHTINGS_RETENTION_MS / ALERTS_RETENTION_MS                             default 7 d / 7 d
+#   SIGHTINGS_RETENTION_MS / ALERTS_RETENTION_MS / STORE_DLQ_RETENTION_MS    default 7 d / 7 d / 14 d
 #   MAX_MESSAGE_BYTES                         default 10485760 (frames are whole JPEGs)
 set -eu
 
@@ -87,6 +88,7 @@ ensure_topic "${OUTPUT_TOPIC:-plates}" "${PLATES_PARTITIONS:-6}" "${PLATES_RETEN
 ensure_topic "${DLQ_TOPIC:-frames.dlq}" "${DLQ_PARTITIONS:-1}" "${DLQ_RETENTION_MS:-1209600000}"
 ensure_topic "${SIGHTINGS_TOPIC:-sightings}" "${SIGHTINGS_PARTITIONS:-6}" "${SIGHTINGS_RETENTION_MS:-604800000}"
 ensure_topic "${ALERTS_TOPIC:-alerts}" "${ALERTS_PARTITIONS:-6}" "${ALERTS_RETENTION_MS:-604800000}"
+ensure_topic "${STORE_DLQ_TOPIC:-store.dlq}" "${STORE_DLQ_PARTITIONS:-1}" "${STORE_DLQ_RETENTION_MS:-1209600000}"
 ensure_compacted_topic "${WATCHLIST_TOPIC:-watchlist}"
 # Partitioned: the connector's replicas share the cameras by these partitions (a consumer group).
 ensure_compacted_topic "${CAMERAS_TOPIC:-cameras}" "${CAMERAS_PARTITIONS:-6}"
