@@ -34,6 +34,7 @@ from stream_worker.contracts.plate_formats import (
     PlateFormat,
     Region,
     Slots,
+    best_fit,
 )
 
 GLOBAL_VOCABULARY = RECOGNIZER_ALPHABETS[GLOBAL] + "_"
@@ -82,8 +83,8 @@ def _check(probs: np.ndarray, shape: tuple[int, int], name: str) -> np.ndarray:
 
 
 def _fitted(reading: Reading, region_formats: tuple[PlateFormat, ...]) -> Reading:
-    """The reading with the first format (of `region_formats`) its text matches, if any."""
-    fmt = next((fmt for fmt in region_formats if fmt.matches(reading.text)), None) if reading.text else None
+    """The reading with the format (of `region_formats`) its text fits best (`best_fit`), if any."""
+    fmt = best_fit(reading.text, region_formats) if reading.text else None
     if fmt is None:
         return reading
     return _with_format(reading, fmt)
@@ -179,7 +180,8 @@ def read_slots(
     text = "".join(GLOBAL_VOCABULARY[column[1][slot]] for slot, column in enumerate(picked))
     characters = [float(column[2][slot]) for slot, column in enumerate(picked)]
     chosen = characters + [float(p) for p in probs[len(expansion) :, GLOBAL_PAD]]
-    return Reading(text, min(chosen), tuple(characters), GLOBAL, fmt.country, fmt.name, True, total)
+    named = best_fit(text, [other for other in formats if other.prior == fmt.prior]) or fmt
+    return Reading(text, min(chosen), tuple(characters), GLOBAL, named.country, named.name, True, total)
 
 
 # --- LPRNet: CTC -------------------------------------------------------------------------------
@@ -313,8 +315,10 @@ def read_ctc(
             label = int(lattice.labels[state])
             text[position] = LPRNET_VOCABULARY[label]
             confidences[position] = max(confidences[position], float(probs[step, label]))
+    plate = "".join(text)
+    named = best_fit(plate, [other for other in formats if other.prior == fmt.prior]) or fmt
     return Reading(
-        "".join(text), min(confidences), tuple(confidences), LPRNET, fmt.country, fmt.name, True, total
+        plate, min(confidences), tuple(confidences), LPRNET, named.country, named.name, True, total
     )
 
 
