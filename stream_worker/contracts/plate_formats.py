@@ -409,6 +409,8 @@ def known_regions() -> frozenset[str]:
     return default_book().known_regions()
 
 
+@cache
 def region(code: str) -> Region:
-    """The shipped book's region `code`; UnknownRegionError (listing the known codes) otherwise."""
+    """The shipped book's region `code` (built once per code); UnknownRegionError (listing the known
+    codes) otherwise."""
     return default_book().region(code)
