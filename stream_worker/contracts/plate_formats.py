@@ -86,6 +86,11 @@ class PlateFormat:
     regex: re.Pattern[str] = field(default=re.compile(r"(?!)"), repr=False, compare=False)
 
     @property
+    def texts(self) -> int:
+        """How many texts the format allows: of two that a text fits, the narrower says more."""
+        return sum(math.prod(len(allowed) for allowed in slots) for slots in self.expansions)
+
+    @property
     def key(self) -> str:
         """`country/name`: how events and reports name the format."""
         return f"{self.country}/{self.name}"
@@ -116,8 +121,15 @@ class Region:
         return tuple(fmt for fmt in self.formats if recognizer in fmt.recognizers)
 
     def fit(self, text: str) -> PlateFormat | None:
-        """The first of the region's formats that `text` matches, or None."""
-        return next((fmt for fmt in self.formats if fmt.matches(text)), None)
+        """The region's format that `text` matches (`best_fit`), or None."""
+        return best_fit(text, self.formats)
+
+
+def best_fit(text: str, formats: Iterable[PlateFormat]) -> PlateFormat | None:
+    """Of the formats `text` matches, the one with the highest prior, then the narrowest (a Bucharest
+    `B 123 ABC` is Romanian rather than an old British prefix plate), then the earliest; None if none."""
+    fitting = [fmt for fmt in formats if fmt.matches(text)]
+    return max(fitting, key=lambda fmt: (fmt.prior, -fmt.texts), default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,6 +409,8 @@ def known_regions() -> frozenset[str]:
     return default_book().known_regions()
 
 
+@cache
 def region(code: str) -> Region:
-    """The shipped book's region `code`; UnknownRegionError (listing the known codes) otherwise."""
+    """The shipped book's region `code` (built once per code); UnknownRegionError (listing the known
+    codes) otherwise."""
     return default_book().region(code)

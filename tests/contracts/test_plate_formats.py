@@ -94,6 +94,15 @@ def test_regions_group_countries_and_auto_runs_both_recognizers():
     assert "ru" not in {fmt.country for fmt in auto.formats_for(GLOBAL)}
 
 
+def test_a_text_fits_the_highest_prior_then_the_narrowest_format():
+    europe = region("eu")
+    assert europe.fit("B123ABC").key == "ro/Bucharest"  # not gb/prefix, which allows more texts
+    assert europe.fit("IS12ABC").key == "ro/county"  # CJ12ABC would also be British (gb/current)
+    us = region("us")
+    assert us.fit("ABC1234").key == "us/AAA0000"  # not the personalized fallback (prior 0.1)
+    assert us.fit("HELLO").key == "us/personalized"
+
+
 def test_a_region_code_is_read_case_insensitively():
     assert region(" US ").code == "us"
 
@@ -204,6 +213,12 @@ def test_an_operators_own_book(tmp_path):
         (('name = "Example"', 'name = "Example"\ncolour = "red"'), "unknown keys ['colour']"),
         (('pattern = "AA-000"', 'pattern = "AA-000"\nmax_length = "4"'), "`max_length` must be an integer"),
         (('pattern = "AA-000"', 'pattern = "AA-000"\nmax_length = 4'), "no alternative of 1 to 4 characters"),
+        (('name = "Example"', 'name = "Example"\nsame = ["O"]'), "`same` must be a list of two-character"),
+        (('name = "Example"', 'name = "Example"\nsame = ["O!"]'), "`same` must be a list of two-character"),
+        (
+            ('recognizers = ["global"]', 'recognizers = ["lprnet"]\nletters = "ABC"\nsame = ["O0"]'),
+            "`same` is read by global only",
+        ),
     ],
 )
 def test_a_bad_row_names_the_row_and_the_reason(tmp_path, change, reason):

@@ -303,10 +303,10 @@ def test_auto_keeps_the_recognizer_whose_fitting_read_is_surer():
     unsure_latin = _slots_for("AB123CD", sure=0.5)
     reading = read_plate(auto, russian, unsure_latin)
     assert (reading.text, reading.recognizer, reading.country) == ("B840CK197", LPRNET, "ru")
-    sure_latin = _slots_for("AB123CD", sure=0.99)
+    sure_latin = _slots_for("AQ123CD", sure=0.99)  # French (Italy issues no Q)
     unsure_russian = _steps_for("B-8-4-0-C-K-1-9-7", sure=0.5)
     reading = read_plate(auto, unsure_russian, sure_latin)
-    assert (reading.text, reading.recognizer, reading.country) == ("AB123CD", GLOBAL, "fr")
+    assert (reading.text, reading.recognizer, reading.country) == ("AQ123CD", GLOBAL, "fr")
 
 
 def test_auto_falls_back_to_the_surer_unconstrained_read():
@@ -319,3 +319,24 @@ def test_a_region_whose_recognizers_did_not_run_is_an_error():
     with pytest.raises(ValueError, match="region 'us' reads with global; none of them ran"):
         read_plate(region("us"), _steps_for("B-8"), None)
     assert read_plate(region("auto"), None, _slots_for("AB123CD")).recognizer == GLOBAL
+
+
+def test_us_plates_write_o_as_zero_where_the_format_allows_both_and_keep_it_in_letter_positions():
+    us = region("us")
+    personalized = read_plate(us, None, _slots_for("CHICAGO", s6={"O": 0.7, "0": 0.3}))
+    assert (personalized.text, personalized.format) == ("CHICAG0", "personalized")
+    assert personalized.character_confidences[6] == pytest.approx(1.0)
+    serial = read_plate(us, None, _slots_for("NOX218"))
+    assert (serial.text, serial.format) == ("NOX218", "AAA000")
+
+
+def test_a_text_that_several_countries_issue_is_named_by_the_narrowest_format():
+    bucharest = read_plate(region("eu"), None, _slots_for("B123ABC"))  # also an old British prefix plate
+    assert (bucharest.country, bucharest.format) == ("ro", "Bucharest")
+    assert read_argmax(_slots_for("B123ABC")).text == "B123ABC"
+    plain = read_plate(
+        Region("x", (GLOBAL,), (_format("A000AAA", name="wide"), _format("[B]000AAA", name="narrow"))),
+        None,
+        _slots_for("B123ABC"),
+    )
+    assert plain.format == "narrow"
