@@ -23,3 +23,22 @@ def opencv(feature: str) -> ModuleType:
         message = f"{feature} needs OpenCV, which is not installed: {MEDIA_EXTRA_HINT}"
         raise MediaSupportMissing(message) from error
     return cv2
+
+
+JPEG_MAGIC = b"\xff\xd8\xff"
+REENCODED_JPEG_QUALITY = 95  # near lossless for a plate's edges; the worker's frames come as JPEG
+
+
+def as_jpeg(data: bytes, feature: str) -> bytes:
+    """`data` itself when it is a JPEG; another image (a PNG crop) re-encoded as a JPEG, since Triton
+    decodes JPEG only; unchanged when OpenCV cannot decode it either (Triton then says why)."""
+    if data.startswith(JPEG_MAGIC):
+        return data
+    cv2 = opencv(feature)
+    import numpy as np
+
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    if image is None:
+        return data
+    encoded, buffer = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, REENCODED_JPEG_QUALITY])
+    return buffer.tobytes() if encoded else data

@@ -27,13 +27,28 @@ commands = typer.Typer()  # this package's commands; cli.py adds them to the roo
         "  LPR_WEIGHTS_DIR=../shared/weights stream-worker eval ../shared/evalset/scenes\n\n"
         "  stream-worker eval ../shared/evalset/boxes_only --url triton:8001 --report reports/boxes.json\n\n"
         "  stream-worker eval photos/ --min-found 0.9 --min-exact 0.7\n\n"
-        "Exit codes: 0 done, 1 the folder or its labels.json unusable, Triton unreachable or failing, "
-        "the report not written, 2 a --min-found/--min-exact rate not reached, 130 interrupted."
+        "  stream-worker eval ../shared/plates-world/us-crops --region auto\n\n"
+        "  stream-worker eval ../shared/plates-world/ro-scenes\n\n"
+        "Layouts, told from the folder's files: labels.json (photos: boxes and texts), labels.csv or "
+        "labels.tsv (plate crops, each read whole), Pascal VOC *.xml beside the images (boxes only). "
+        "Region: --region, else the folder name's country code when it is a known region (us-crops: "
+        "us; auto when none), labels.json folders: the default region (ru).\n\n"
+        "Exit codes: 0 done, 1 the folder or its labels unusable, an unknown region, Triton unreachable "
+        "or failing, the report not written, 2 a --min-found/--min-exact rate not reached, 130 interrupted."
     ),
 )
 def evaluate(
     folder: Path = typer.Argument(
-        ..., help="Folder of images with a labels.json (../shared/evalset's layout)."
+        ..., help="Folder of images with labels.json, labels.csv/.tsv (crops) or Pascal VOC .xml files."
+    ),
+    region: str | None = typer.Option(
+        None,
+        "--region",
+        help="Read the plates for this region (a country code, eu, auto; see the README's formats).",
+        show_default=False,
+    ),
+    raw: bool = typer.Option(
+        False, "--raw", help="Score the recognizers' unconstrained reads instead of the format reading."
     ),
     url: str | None = typer.Option(
         None,
@@ -72,6 +87,8 @@ def evaluate(
         raise typer.BadParameter("needs --url: the local Triton speaks plain text", param_hint="'--tls-*'")
     settings = EvalSettings(
         folder=folder,
+        region=region,
+        raw=raw,
         url=url,
         tls=tls,
         repository=repository,

@@ -15,12 +15,29 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from stream_worker.console import Console
-from stream_worker.evaluation.labels import ImageLabel, LabelsError, load_labels
-from stream_worker.evaluation.report import EvalReport, image_row, summary_lines, table_header, write_report
-from stream_worker.evaluation.scoring import ImageScore, Prediction, score_image, totals, unmet_thresholds
+from stream_worker.evaluation.labels import LabelsError
+from stream_worker.evaluation.layouts import Layout
+from stream_worker.evaluation.plan import EvalPlan, plan_eval
+from stream_worker.evaluation.report import (
+    EvalReport,
+    country_lines,
+    image_row,
+    summary_lines,
+    table_header,
+    write_report,
+)
+from stream_worker.evaluation.scoring import (
+    ImageScore,
+    Prediction,
+    totals,
+    totals_by_country,
+    unmet_thresholds,
+)
 from stream_worker.evaluation.settings import EvalSettings
 from stream_worker.launchers.triton import LocalTriton, TritonLaunchError
-from stream_worker.recognition import FRAME_OK
+from stream_worker.media import MediaSupportMissing, as_jpeg
+from stream_worker.plates.region_reading import RegionChoiceError, read_through_formats, recognizers_value
+from stream_worker.recognition import FRAME_OK, FrameResult
 from stream_worker.triton_client import PlateRecognitionClient, TritonError
 
 EXIT_OK = 0
@@ -64,17 +81,39 @@ def _triton(settings: EvalSettings, console: Console) -> Iterator[str]:
 
 def _read(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        data = path.read_bytes()
     except OSError as error:
         raise EvalError(f"cannot read image {path}: {error.strerror or error}") from error
+    try:
+        return as_jpeg(data, "eval on a folder of PNG crops")
+    except MediaSupportMissing as error:
+        raise EvalError(str(error)) from error
 
 
-def _evaluate(
-    settings: EvalSettings, labels: dict[str, ImageLabel], url: str, console: Console
-) -> EvalReport:
-    """Every labelled image through Triton in batches of `settings.batch_size`, scored and shown."""
-    names = list(labels)
+def _predictions(plan: EvalPlan, result: FrameResult) -> list[Prediction]:
+    """The frame's plates as scoring sees them: read through the region's formats, or `--raw`."""
+    if plan.raw:
+        return [Prediction(text=plate.text, box=plate.box) for plate in result.plates]
+    predictions = []
+    for plate in result.plates:
+        reading = read_through_formats(plan.region, plate)
+        predictions.append(
+            Prediction(
+                text=reading.text,
+                box=plate.box,
+                country=reading.country,
+                format=reading.format,
+                recognizer=reading.recognizer,
+            )
+        )
+    return predictions
+
+
+def _evaluate(settings: EvalSettings, plan: EvalPlan, url: str, console: Console) -> EvalReport:
+    """Every labelled item through Triton in batches of `settings.batch_size`, scored and shown."""
+    items = plan.items
     scores: list[ImageScore] = []
+    recognizers = recognizers_value(plan.region)
     with PlateRecognitionClient(url, timeout_s=settings.timeout_s, tls=settings.tls) as client:
         if not client.is_ready():
             raise EvalError(
@@ -83,25 +122,31 @@ def _evaluate(
             )
         console.line(table_header(), style="bold")
         try:
-            with console.counters({"images": len(names)}) as bars:
-                for start in range(0, len(names), settings.batch_size):
-                    batch = names[start : start + settings.batch_size]
-                    results = client.recognize([_read(settings.folder / name) for name in batch])
-                    for name, result in zip(batch, results, strict=True):
-                        predictions = [Prediction(text=plate.text, box=plate.box) for plate in result.plates]
-                        score = score_image(name, labels[name], result.status, predictions)
+            with console.counters({"images": len(items)}) as bars:
+                for start in range(0, len(items), settings.batch_size):
+                    batch = items[start : start + settings.batch_size]
+                    results = client.recognize(
+                        [_read(settings.folder / item.file) for item in batch],
+                        recognizers=[recognizers] * len(batch),
+                        frame_is_plate=[plan.layout is Layout.CROPS] * len(batch),
+                    )
+                    for item, result in zip(batch, results, strict=True):
+                        score = item.score(result.status, _predictions(plan, result))
                         console.line(image_row(score), style=None if score.status == FRAME_OK else "red")
                         scores.append(score)
                     bars.update("images", len(scores))
             model_version = client.model_version
         except TritonError as error:
-            raise EvalError(f"Triton failed after {len(scores)} of {len(names)} images: {error}") from error
+            raise EvalError(f"Triton failed after {len(scores)} of {len(items)} images: {error}") from error
     return EvalReport(
         created_at=datetime.now(UTC),
         settings=settings,
+        layout=plan.layout,
+        region=plan.region.code,
         triton_url=url,
         model_version=model_version,
         totals=totals(scores),
+        by_country=totals_by_country(scores),
         images=scores,
     )
 
@@ -111,16 +156,21 @@ def run_eval(settings: EvalSettings, console: Console | None = None) -> int:
     console = console or Console()
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop the local Triton too
     try:
-        labels = load_labels(settings.folder)  # a bad folder fails before any server starts
+        plan = plan_eval(settings)  # a bad folder or region fails before any server starts
+        console.line(
+            f"{plan.layout} layout, {len(plan.items)} labelled, region {plan.region.code}", style="dim"
+        )
         with _triton(settings, console) as url:
-            report = _evaluate(settings, labels, url, console)
+            report = _evaluate(settings, plan, url, console)
         console.line("")
         for line in summary_lines(report.totals):
             console.line(f"  {line}")
+        for line in country_lines(report.by_country):
+            console.line(line)
         if settings.report is not None:
             _write(settings.report, report)
             console.line(f"report: {settings.report}", style="dim")
-    except (LabelsError, EvalError) as error:
+    except (LabelsError, EvalError, RegionChoiceError) as error:
         console.error(f"error: {error}")
         return EXIT_FAILED
     except KeyboardInterrupt:

@@ -1,0 +1,67 @@
+"""What one `eval` run will do, settled before any server starts: the folder's layout, its labelled
+items (each knowing how to score its answer), and the region their plates are read for.
+
+The region: `--region` when given; else a crops or scenes folder's own country when it is a known
+region (`us-crops` -> `us`), `auto` when it has none; a `labels.json` folder (the Russian evalset)
+reads as a camera without a region does (DEFAULT_REGION).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from stream_worker.contracts.plate_formats import DEFAULT_REGION, Region, known_regions
+from stream_worker.evaluation.crops import load_crop_labels
+from stream_worker.evaluation.labels import load_labels
+from stream_worker.evaluation.layouts import Layout, detect_layout, folder_country
+from stream_worker.evaluation.scoring import ImageScore, Prediction, score_crop, score_image
+from stream_worker.evaluation.settings import EvalSettings
+from stream_worker.evaluation.voc import load_voc_labels
+from stream_worker.plates.region_reading import choose_region
+
+AUTO_REGION = "auto"
+
+Scorer = Callable[[str, Sequence[Prediction]], ImageScore]  # (frame status, predictions) -> row
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    file: str  # inside the folder
+    score: Scorer
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    layout: Layout
+    region: Region
+    raw: bool  # score Triton's unconstrained reads instead of the format reading
+    items: list[EvalItem]
+
+
+def default_region(layout: Layout, country: str | None) -> str:
+    if layout is Layout.PHOTOS:
+        return DEFAULT_REGION
+    return country if country in known_regions() else AUTO_REGION
+
+
+def _items(layout: Layout, settings: EvalSettings, country: str | None) -> list[EvalItem]:
+    folder = settings.folder
+    if layout is Layout.CROPS:
+        return [
+            EvalItem(crop.file, partial(score_crop, crop.file, crop.plate, crop.country or country))
+            for crop in load_crop_labels(folder)
+        ]
+    labels = load_labels(folder) if layout is Layout.PHOTOS else load_voc_labels(folder)
+    return [
+        EvalItem(name, partial(score_image, name, label, country=country)) for name, label in labels.items()
+    ]
+
+
+def plan_eval(settings: EvalSettings) -> EvalPlan:
+    """The run's plan; LabelsError (bad folder or labels) or RegionChoiceError (unknown region)."""
+    layout = detect_layout(settings.folder)
+    country = folder_country(settings.folder)
+    region = choose_region(settings.region or default_region(layout, country))
+    return EvalPlan(layout, region, settings.raw, _items(layout, settings, country))
