@@ -6,11 +6,17 @@ none of them depends on the others' wire formats.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 FRAME_OK = "ok"
 INVALID_IMAGE = "invalid_image"
 SINGLE_ROW, DOUBLE_ROW = "single_row", "double_row"
+# The recognizers `plate_recognition` can run per frame (its `plate_recognizers` input): `lprnet`
+# (STN + LPRNet, Russian plates, the default) and `global` (global_ocr, Latin-script plates).
+LPRNET, GLOBAL = "lprnet", "global"
+RECOGNIZERS = (LPRNET, GLOBAL)
 
 Point = tuple[float, float]
 
@@ -26,6 +32,13 @@ class Plate:
     character_confidences: tuple[float, ...] = ()  # one per character of `text`
     layout: str = SINGLE_ROW  # or DOUBLE_ROW, as the detector classified the plate
     image: bytes = b""  # the plate's picture (a JPEG of at most 16 KB) when its frame asked; else b""
+    # Which recognizers read the plate (`RECOGNIZERS` order); `text` is LPRNet's reading when it ran
+    # and read something, else global_ocr's plain argmax.
+    recognizers: tuple[str, ...] = (LPRNET,)
+    # LPRNet's softmax [18 time steps, 23 classes] (class 22 = CTC blank) and global_ocr's [9 slots,
+    # 37 classes `0-9A-Z_`], for reading through a plate format; None where that one did not run.
+    lprnet_probs: np.ndarray | None = field(default=None, compare=False, repr=False)
+    global_probs: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

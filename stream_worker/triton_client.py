@@ -23,7 +23,7 @@ from tritonclient.grpc import (
 )
 from tritonclient.utils import InferenceServerException
 
-from stream_worker.recognition import FrameResult, Plate
+from stream_worker.recognition import GLOBAL, LPRNET, RECOGNIZERS, FrameResult, Plate
 
 DEFAULT_MODEL_NAME = "plate_recognition"
 INPUT_NAME = "images"
@@ -33,6 +33,12 @@ PLATE_IMAGES_NAME = "plate_images"
 # Optional BYTES per frame: its camera's mask polygons as JSON (b"" for none); Triton drops the
 # plates whose centre lies inside one before reading them. Sent only when some frame has masks.
 PLATE_MASKS_NAME = "plate_masks"
+# Optional BYTES per frame: which recognizers read its plates, b"lprnet", b"global" or
+# b"lprnet,global" (absent or b"" = b"lprnet"). Sent only when some frame asks for other than LPRNet.
+PLATE_RECOGNIZERS_NAME = "plate_recognizers"
+# Optional BOOL per frame: the frame is itself a plate crop (no detection, the whole image is the
+# plate). Sent only when some frame is one.
+FRAME_IS_PLATE_NAME = "frame_is_plate"
 OUTPUT_NAMES = (
     "plate_frame",
     "plate_box",
@@ -43,6 +49,9 @@ OUTPUT_NAMES = (
     "plate_detection_score",
     "plate_layout",
     "plate_image",
+    "plate_lprnet_probs",
+    "plate_global_probs",
+    "plate_recognizers",
     "frame_status",
     "frame_size",
     "frame_masked",
@@ -144,6 +153,21 @@ def _decode(value: bytes | str) -> str:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
 
+def recognizer_names(value: str | Sequence[str]) -> tuple[str, ...]:
+    """`"lprnet,global"` or `("global",)` -> the names in `RECOGNIZERS` order; empty -> `("lprnet",)`.
+    Raises ValueError naming an unknown recognizer."""
+    names = [n.strip() for n in value.split(",")] if isinstance(value, str) else [str(n) for n in value]
+    names = [n for n in names if n]
+    unknown = [n for n in names if n not in RECOGNIZERS]
+    if unknown:
+        raise ValueError(f"unknown recognizer(s) {unknown}: each must be one of {', '.join(RECOGNIZERS)}")
+    return tuple(n for n in RECOGNIZERS if n in names) or (LPRNET,)
+
+
+def _probabilities(array: np.ndarray, ran: bool) -> np.ndarray | None:
+    return np.array(array, np.float32) if ran else None
+
+
 def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) -> list[FrameResult]:
     """Regroup the model's flattened per-plate outputs into one `FrameResult` per input frame.
 
@@ -170,6 +194,9 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
     scores = outputs["plate_detection_score"].reshape(-1)
     layouts = outputs["plate_layout"].reshape(-1)
     images = outputs["plate_image"].reshape(-1)
+    lprnet_probs = outputs["plate_lprnet_probs"]
+    global_probs = outputs["plate_global_probs"]
+    ran = [recognizer_names(_decode(value)) for value in outputs["plate_recognizers"].reshape(-1)]
     plate_count = len(plate_frames)
     lengths = {
         "box": len(boxes),
@@ -179,6 +206,9 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
         "detection score": len(scores),
         "layout": len(layouts),
         "image": len(images),
+        "LPRNet probabilities": len(lprnet_probs),
+        "global probabilities": len(global_probs),
+        "recognizers": len(ran),
     }
     if any(length != plate_count for length in lengths.values()):
         raise TritonInferenceError(
@@ -211,6 +241,9 @@ def parse_outputs(outputs: Mapping[str, np.ndarray | None], frame_count: int) ->
                 character_confidences=tuple(float(c) for c in characters),
                 layout=_decode(layouts[i]),
                 image=bytes(images[i]),
+                recognizers=ran[i],
+                lprnet_probs=_probabilities(lprnet_probs[i], LPRNET in ran[i]),
+                global_probs=_probabilities(global_probs[i], GLOBAL in ran[i]),
             )
         )
     return [
@@ -262,12 +295,17 @@ class PlateRecognitionClient:
         frames: Sequence[bytes],
         plate_images: Sequence[bool] | None = None,
         plate_masks: Sequence[bytes] | None = None,
+        recognizers: Sequence[str | Sequence[str]] | None = None,
+        frame_is_plate: Sequence[bool] | None = None,
     ) -> list[FrameResult]:
         """One `FrameResult` per frame, in order. An empty batch needs no request.
 
         `plate_images`: per frame, whether its plates come with their pictures (`Plate.image`);
         `plate_masks`: per frame, its mask polygons as JSON (b"" for none; `FrameResult.masked`
-        counts the plates they dropped). Without any, the request carries no such input at all.
+        counts the plates they dropped); `recognizers`: per frame, the recognizers that read its
+        plates (a tuple of names from `RECOGNIZERS` or a comma string; empty = LPRNet alone);
+        `frame_is_plate`: per frame, whether it is itself a plate crop. Without any, or with only
+        the defaults, the request carries no such input at all.
         """
         if not frames:
             return []
@@ -275,6 +313,11 @@ class PlateRecognitionClient:
             raise ValueError(f"{len(plate_images)} plate_images flags for {len(frames)} frames")
         if plate_masks is not None and len(plate_masks) != len(frames):
             raise ValueError(f"{len(plate_masks)} plate_masks values for {len(frames)} frames")
+        if recognizers is not None and len(recognizers) != len(frames):
+            raise ValueError(f"{len(recognizers)} recognizers values for {len(frames)} frames")
+        if frame_is_plate is not None and len(frame_is_plate) != len(frames):
+            raise ValueError(f"{len(frame_is_plate)} frame_is_plate flags for {len(frames)} frames")
+        chosen = [",".join(recognizer_names(value)) for value in recognizers or ()]
         batch = np.empty(len(frames), dtype=np.object_)
         batch[:] = [bytes(frame) for frame in frames]
         images = InferInput(INPUT_NAME, [len(frames)], "BYTES")
@@ -290,6 +333,16 @@ class PlateRecognitionClient:
             polygons = InferInput(PLATE_MASKS_NAME, [len(frames)], "BYTES")
             polygons.set_data_from_numpy(masks)
             inputs.append(polygons)
+        if any(value != LPRNET for value in chosen):
+            names = np.empty(len(frames), dtype=np.object_)
+            names[:] = [value.encode() for value in chosen]
+            which = InferInput(PLATE_RECOGNIZERS_NAME, [len(frames)], "BYTES")
+            which.set_data_from_numpy(names)
+            inputs.append(which)
+        if frame_is_plate is not None and any(frame_is_plate):
+            crops = InferInput(FRAME_IS_PLATE_NAME, [len(frames)], "BOOL")
+            crops.set_data_from_numpy(np.array([bool(c) for c in frame_is_plate], dtype=np.bool_))
+            inputs.append(crops)
         try:
             result = self._client.infer(
                 self.model_name,

@@ -16,6 +16,7 @@ from stream_worker.triton_client import (
     TritonUnavailableError,
     _translate,
     parse_outputs,
+    recognizer_names,
 )
 
 CAR_BOX = (94.0, 331.0, 132.0, 342.0)
@@ -50,6 +51,9 @@ def outputs(
         "plate_detection_score": np.array([p[4] for p in plates], dtype=np.float32),
         "plate_layout": np.array([b"single_row"] * len(plates), dtype=np.object_),
         "plate_image": np.array([b""] * len(plates), dtype=np.object_),
+        "plate_lprnet_probs": np.zeros((len(plates), 18, 23), dtype=np.float32),
+        "plate_global_probs": np.zeros((len(plates), 9, 37), dtype=np.float32),
+        "plate_recognizers": np.array([b"lprnet"] * len(plates), dtype=np.object_),
     }
 
 
@@ -130,6 +134,56 @@ def test_plate_pictures_ride_with_their_plates_and_are_empty_when_not_asked() ->
     raw["plate_image"] = raw["plate_image"][:1]
     with pytest.raises(TritonInferenceError, match="image 1"):
         parse_outputs(raw, frame_count=1)
+
+
+def test_each_plate_carries_the_probabilities_of_the_recognizers_that_ran() -> None:
+    raw = outputs(
+        [(b"ok", (780, 439))],
+        [
+            (0, CAR_BOX, b"B840CK197", 0.5, 0.5),
+            (0, CAR_BOX, b"AB123CD", 0.5, 0.5),
+            (0, CAR_BOX, b"X1", 0.5, 0.5),
+        ],
+    )
+    raw["plate_recognizers"] = np.array([b"lprnet", b"global", b"lprnet,global"], dtype=np.object_)
+    raw["plate_lprnet_probs"][[0, 2]] = 0.25
+    raw["plate_global_probs"][[1, 2]] = 0.5
+    (result,) = parse_outputs(raw, frame_count=1)
+    assert [p.recognizers for p in result.plates] == [("lprnet",), ("global",), ("lprnet", "global")]
+    first, second, both = result.plates
+    assert first.global_probs is None and second.lprnet_probs is None
+    assert first.lprnet_probs.shape == both.lprnet_probs.shape == (18, 23)
+    assert second.global_probs.shape == both.global_probs.shape == (9, 37)
+    assert (both.lprnet_probs == 0.25).all() and (both.global_probs == 0.5).all()
+    raw["plate_global_probs"] = raw["plate_global_probs"][:2]
+    with pytest.raises(TritonInferenceError, match="global probabilities 2"):
+        parse_outputs(raw, frame_count=1)
+
+
+@pytest.mark.parametrize(
+    ("value", "names"),
+    [
+        ("", ("lprnet",)),
+        ("lprnet", ("lprnet",)),
+        ("global", ("global",)),
+        ("global, lprnet", ("lprnet", "global")),
+        (("global",), ("global",)),
+        (("global", "lprnet"), ("lprnet", "global")),
+        ((), ("lprnet",)),
+    ],
+)
+def test_recognizer_names_are_normalised(value, names) -> None:
+    assert recognizer_names(value) == names
+
+
+def test_an_unknown_recognizer_is_refused_before_any_request() -> None:
+    with pytest.raises(ValueError, match=r"unknown recognizer\(s\) \['cyrillic'\]"):
+        recognizer_names("lprnet,cyrillic")
+    with PlateRecognitionClient(f"127.0.0.1:{closed_port()}", timeout_s=1.0) as client:
+        with pytest.raises(ValueError, match="unknown recognizer"):
+            client.recognize([b"x"], recognizers=["eu"])
+        with pytest.raises(ValueError, match="2 recognizers values for 1 frames"):
+            client.recognize([b"x"], recognizers=["global", "global"])
 
 
 def test_bytes_are_decoded_as_utf8_and_bad_bytes_do_not_raise() -> None:

@@ -11,10 +11,10 @@ from tritonclient.grpc import model_config_pb2
 from tests.model_repository.conftest import load_model_file
 
 MODEL_REPOSITORY = Path(__file__).resolve().parents[2] / "model_repository"
-MODELS = ("plate_recognition", "plate_detector", "haar_detector", "stn", "lprnet")
+MODELS = ("plate_recognition", "plate_detector", "haar_detector", "stn", "lprnet", "global_ocr")
 # The ONNX networks `stream-worker models prepare` writes: batched, on the GPU in the gpu variant.
-NETWORKS = ("plate_detector", "stn", "lprnet")
-RECOGNIZERS = ("stn", "lprnet")
+NETWORKS = ("plate_detector", "stn", "lprnet", "global_ocr")
+RECOGNIZERS = ("stn", "lprnet", "global_ocr")
 
 
 def _config(path: Path) -> model_config_pb2.ModelConfig:
@@ -85,6 +85,15 @@ def test_recognition_chunks_no_larger_than_the_networks_accept() -> None:
         assert all(
             chunk <= _config(MODEL_REPOSITORY / n / "config.pbtxt").max_batch_size for n in RECOGNIZERS
         )
+
+
+def test_both_variants_crop_and_call_the_same_recognizers() -> None:
+    default, gpu = _variants("plate_recognition")
+    keys = [k for k in default.parameters if k.endswith("_model") or "crop_" in k]
+    assert {"global_ocr_model", "global_crop_vertical_margin", "global_crop_horizontal_margin"} <= set(keys)
+    for key in keys:
+        assert gpu.parameters[key].string_value == default.parameters[key].string_value, key
+    assert default.parameters["global_ocr_model"].string_value == "global_ocr"
 
 
 def test_recognition_sends_the_detector_no_larger_requests_than_it_accepts() -> None:

@@ -37,9 +37,36 @@ def test_the_client_sends_the_contracts_inputs(contract: ModuleType) -> None:
         triton_client.INPUT_NAME,
         triton_client.PLATE_IMAGES_NAME,
         triton_client.PLATE_MASKS_NAME,
+        triton_client.PLATE_RECOGNIZERS_NAME,
+        triton_client.FRAME_IS_PLATE_NAME,
     )
     assert not contract.IMAGES.optional  # old clients send images only
-    assert contract.PLATE_IMAGES.optional and contract.PLATE_MASKS.optional
+    assert all(spec.optional for spec in contract.INPUTS[1:])
+
+
+def test_the_client_knows_the_contracts_recognizers(contract: ModuleType) -> None:
+    from stream_worker import recognition
+
+    assert recognition.RECOGNIZERS == contract.RECOGNIZERS
+    assert (recognition.LPRNET, recognition.GLOBAL) == (contract.LPRNET, contract.GLOBAL)
+    assert recognition.Plate("A1", 1.0, (0, 0, 1, 1), 1.0).recognizers == contract.DEFAULT_RECOGNIZERS
+
+
+def test_global_ocr_configs_declare_the_recognizers_contract(contract: ModuleType) -> None:
+    for config in _variants("global_ocr"):
+        assert _tensors(config.input) == _specs([contract.GLOBAL_OCR_INPUT])
+        assert _tensors(config.output) == _specs([contract.GLOBAL_OCR_OUTPUT])
+    outputs = {spec.name: spec for spec in contract.OUTPUTS}
+    assert outputs["plate_global_probs"].dims[1:] == contract.GLOBAL_OCR_OUTPUT.dims
+    assert contract.GLOBAL_CLASSES == len(contract.GLOBAL_ALPHABET) == 37
+    assert contract.GLOBAL_ALPHABET.endswith(contract.GLOBAL_PAD)
+
+
+def test_lprnet_probabilities_are_its_logits_time_major(contract: ModuleType) -> None:
+    (lprnet, _) = _variants("lprnet")
+    classes, steps = tuple(lprnet.output[0].dims)
+    outputs = {spec.name: spec for spec in contract.OUTPUTS}
+    assert outputs["plate_lprnet_probs"].dims == (-1, steps, classes)
 
 
 def test_the_picture_bound_is_the_events(pictures: ModuleType) -> None:

@@ -39,7 +39,12 @@ from contract import (
     DETECTOR_IMAGES,
     DETECTOR_ROW_WIDTH,
     DETECTOR_ROWS,
+    GLOBAL_CLASSES,
+    GLOBAL_SLOTS,
     IMAGES,
+    LPRNET,
+    LPRNET_CLASSES,
+    LPRNET_STEPS,
     PLATE_IMAGES,
     PLATE_MASKS,
     output_arrays,
@@ -67,6 +72,7 @@ from frames import (
     plan_decode,
     plate_confidence,
     plate_tensor,
+    softmax,
 )
 from heap import keep_freed_memory
 from masks import Polygon, masked_plates, parse_masks
@@ -166,7 +172,7 @@ class TritonPythonModel:
         plates = Detections.concatenate(found)
         logits = await self._read_plates(np.stack(crops)) if crops else np.zeros((0, 23, 18), np.float32)
 
-        kept, texts, confidences, character_confidences = [], [], [], []
+        kept, texts, confidences, character_confidences, lprnet_probs = [], [], [], [], []
         for i, plate_logits in enumerate(logits):
             text, characters = ctc_greedy_decode(plate_logits)
             if not text:
@@ -175,6 +181,7 @@ class TritonPythonModel:
             texts.append(text.encode())
             confidences.append(plate_confidence(characters))
             character_confidences.extend(characters)
+            lprnet_probs.append(softmax(plate_logits.astype(np.float64), axis=0).T)
         kept_plates = plates.take(np.array(kept, np.int64))
         kept_pictures = [pictures[i] for i in kept]
         if any(picture is not None for picture in kept_pictures):
@@ -192,6 +199,9 @@ class TritonPythonModel:
             "plate_detection_score": kept_plates.scores,
             "plate_layout": [(DOUBLE_ROW if d else SINGLE_ROW).encode() for d in kept_plates.double_row],
             "plate_image": images,
+            "plate_lprnet_probs": np.reshape(lprnet_probs, (-1, LPRNET_STEPS, LPRNET_CLASSES)),
+            "plate_global_probs": np.zeros((len(kept), GLOBAL_SLOTS, GLOBAL_CLASSES), np.float32),
+            "plate_recognizers": [LPRNET.encode()] * len(kept),
             "frame_status": [s.encode() for s in statuses],
             "frame_size": sizes,
             "frame_masked": masked,
