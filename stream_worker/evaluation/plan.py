@@ -12,16 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from stream_worker.contracts.plate_formats import DEFAULT_REGION, Region, known_regions
+from stream_worker.contracts.plate_formats import AUTO_REGION, DEFAULT_REGION, Region, known_regions, region
 from stream_worker.evaluation.crops import load_crop_labels
 from stream_worker.evaluation.labels import load_labels
 from stream_worker.evaluation.layouts import Layout, detect_layout, folder_country
 from stream_worker.evaluation.scoring import ImageScore, Prediction, score_crop, score_image
 from stream_worker.evaluation.settings import EvalSettings
 from stream_worker.evaluation.voc import load_voc_labels
-from stream_worker.plates.region_reading import choose_region
-
-AUTO_REGION = "auto"
 
 Scorer = Callable[[str, Sequence[Prediction]], ImageScore]  # (frame status, predictions) -> row
 
@@ -60,8 +57,8 @@ def _items(layout: Layout, settings: EvalSettings, country: str | None) -> list[
 
 
 def plan_eval(settings: EvalSettings) -> EvalPlan:
-    """The run's plan; LabelsError (bad folder or labels) or RegionChoiceError (unknown region)."""
+    """The run's plan; LabelsError (bad folder or labels) or UnknownRegionError."""
     layout = detect_layout(settings.folder)
     country = folder_country(settings.folder)
-    region = choose_region(settings.region or default_region(layout, country))
-    return EvalPlan(layout, region, settings.raw, _items(layout, settings, country))
+    chosen = region(settings.region or default_region(layout, country))
+    return EvalPlan(layout, chosen, settings.raw, _items(layout, settings, country))

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from stream_worker.console import Console
+from stream_worker.contracts.plate_formats import UnknownRegionError
 from stream_worker.evaluation.labels import LabelsError
 from stream_worker.evaluation.layouts import Layout
 from stream_worker.evaluation.plan import EvalPlan, plan_eval
@@ -36,7 +37,7 @@ from stream_worker.evaluation.scoring import (
 from stream_worker.evaluation.settings import EvalSettings
 from stream_worker.launchers.triton import LocalTriton, TritonLaunchError
 from stream_worker.media import MediaSupportMissing, as_jpeg
-from stream_worker.plates.region_reading import RegionChoiceError, read_through_formats, recognizers_value
+from stream_worker.plates.reading import read_plate
 from stream_worker.recognition import FRAME_OK, FrameResult
 from stream_worker.triton_client import PlateRecognitionClient, TritonError
 
@@ -96,7 +97,7 @@ def _predictions(plan: EvalPlan, result: FrameResult) -> list[Prediction]:
         return [Prediction(text=plate.text, box=plate.box) for plate in result.plates]
     predictions = []
     for plate in result.plates:
-        reading = read_through_formats(plan.region, plate)
+        reading = read_plate(plan.region, plate.lprnet_probs, plate.global_probs)
         predictions.append(
             Prediction(
                 text=reading.text,
@@ -113,7 +114,6 @@ def _evaluate(settings: EvalSettings, plan: EvalPlan, url: str, console: Console
     """Every labelled item through Triton in batches of `settings.batch_size`, scored and shown."""
     items = plan.items
     scores: list[ImageScore] = []
-    recognizers = recognizers_value(plan.region)
     with PlateRecognitionClient(url, timeout_s=settings.timeout_s, tls=settings.tls) as client:
         if not client.is_ready():
             raise EvalError(
@@ -127,7 +127,7 @@ def _evaluate(settings: EvalSettings, plan: EvalPlan, url: str, console: Console
                     batch = items[start : start + settings.batch_size]
                     results = client.recognize(
                         [_read(settings.folder / item.file) for item in batch],
-                        recognizers=[recognizers] * len(batch),
+                        recognizers=[plan.region.recognizers] * len(batch),
                         frame_is_plate=[plan.layout is Layout.CROPS] * len(batch),
                     )
                     for item, result in zip(batch, results, strict=True):
@@ -170,7 +170,7 @@ def run_eval(settings: EvalSettings, console: Console | None = None) -> int:
         if settings.report is not None:
             _write(settings.report, report)
             console.line(f"report: {settings.report}", style="dim")
-    except (LabelsError, EvalError, RegionChoiceError) as error:
+    except (LabelsError, EvalError, UnknownRegionError) as error:
         console.error(f"error: {error}")
         return EXIT_FAILED
     except KeyboardInterrupt:
