@@ -30,7 +30,12 @@ from types import TracebackType
 
 READY_MODEL = "plate_recognition"
 # Artifacts `stream-worker models prepare` exports; checked only for models present in the repository.
-ONNX_ARTIFACTS = ("stn/1/model.onnx", "lprnet/1/model.onnx", "plate_detector/1/model.onnx")
+ONNX_ARTIFACTS = (
+    "stn/1/model.onnx",
+    "lprnet/1/model.onnx",
+    "plate_detector/1/model.onnx",
+    "global_ocr/1/model.onnx",
+)
 STOP_GRACE_S = 20.0
 LOG_TAIL_LINES = 40
 # The Python backend's shared memory: one region per stub, unlinked only by a server that stops cleanly.
@@ -133,7 +138,8 @@ def check_artifacts(repository: Path, artifacts: Sequence[str] = ONNX_ARTIFACTS)
         raise TritonLaunchError(
             f"Model artifacts missing: {', '.join(str(p) for p in missing)}. "
             "Run `stream-worker models prepare` (needs the pinned weights: the STN/LPRNet checkpoints and "
-            "the plate detector y5fu_640x_sim.onnx in $LPR_WEIGHTS_DIR, or add --download; see README)."
+            "the plate detector y5fu_640x_sim.onnx and the recognizer cct_xs_v1_global.onnx in "
+            "$LPR_WEIGHTS_DIR, or add --download for those with a pinned URL; see README)."
         )
 
 

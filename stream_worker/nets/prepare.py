@@ -1,7 +1,8 @@
 """`models prepare`: verify the pinned weights and turn them into the Triton model repository's ONNX files.
 
 `stn` and `lprnet` are exported from their PyTorch checkpoints (export.py, needs torch);
-`plate_detector` is rewritten from the published ONNX graph (detector_graph.py, needs only onnx).
+`plate_detector` is rewritten from the published ONNX graph (detector_graph.py, needs only onnx);
+`global_ocr` is the published ONNX graph with its output renamed (global_ocr.py, needs only onnx).
 Idempotent: a stamp JSON beside each `model.onnx` records the source file's sha256 and the build
 format; when both still match (and the ONNX file is the one stamped) nothing is rebuilt. The build
 modules are imported only when a build is actually needed, so serving hosts need neither torch nor
@@ -28,6 +29,8 @@ from stream_worker.nets.weights import PINNED_FILES, ensure_weights, sha256_of
 EXPORT_FORMAT_VERSION = 1
 # Bump whenever detector_graph.py changes what it writes (input layout, names, shapes), to force a rewrite.
 DETECTOR_FORMAT_VERSION = 3
+# Bump whenever global_ocr.py changes what it writes.
+GLOBAL_OCR_FORMAT_VERSION = 1
 MODEL_FILE = "model.onnx"
 STAMP_FILE = "model.stamp.json"
 MODEL_VERSION = "1"
@@ -59,6 +62,10 @@ def _rewrite_detector(model: str, source: Path, target: Path) -> float:
     return _builder(model, "detector_graph").build_detector(source, target)
 
 
+def _place_global_ocr(model: str, source: Path, target: Path) -> float:
+    return _builder(model, "global_ocr").place_global_ocr(source, target)
+
+
 @dataclass(frozen=True)
 class Artifact:
     """How one model's `model.onnx` is built from its pinned weights file, and what its stamp says."""
@@ -72,6 +79,7 @@ ARTIFACTS: dict[str, Artifact] = {
     "stn": Artifact(EXPORT_FORMAT_VERSION, "max_abs_diff_vs_torch", _export_checkpoint),
     "lprnet": Artifact(EXPORT_FORMAT_VERSION, "max_abs_diff_vs_torch", _export_checkpoint),
     "plate_detector": Artifact(DETECTOR_FORMAT_VERSION, "max_error_vs_source", _rewrite_detector),
+    "global_ocr": Artifact(GLOBAL_OCR_FORMAT_VERSION, "max_error_vs_source", _place_global_ocr),
 }
 
 
@@ -109,7 +117,8 @@ def _write_stamp(path: Path, stamp: dict) -> None:
 def prepare_models(
     weights_dir: Path, repository: Path, download: bool = False, base_url: str | None = None
 ) -> None:
-    """Write `repository/{stn,lprnet,plate_detector}/1/model.onnx` from the verified weights in `weights_dir`.
+    """Write `repository/<model>/1/model.onnx` for every model of ARTIFACTS from the verified weights in
+    `weights_dir`.
 
     With `download`, missing or corrupt files are first fetched from their pinned URLs (or from the
     mirror `base_url`). Raises ModelPrepareError (with what, where and how to fix) on any failure.

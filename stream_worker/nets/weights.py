@@ -2,9 +2,11 @@
 
 The weights are never shipped with the project. The STN and LPRNet checkpoints come from the
 MIT-licensed repository `EgShes/one_task_multiple_infras` (commit c981015b9de7, Copyright (c) 2023
-shes), the plate detector from the Apache-2.0 repository `szad670401/HyperLPR` (commit 58ad4ef736fe).
-Each file is checked against a pinned sha256, so a truncated or swapped file is caught before it is
-turned into a Triton artifact.
+shes), the plate detector from the Apache-2.0 repository `szad670401/HyperLPR` (commit 58ad4ef736fe),
+the recognizer of Latin-script plates (`cct_xs_v1_global.onnx`) from the MIT-licensed fast-plate-ocr
+project (Copyright (c) 2024 ankandrew), for which no public URL is pinned: it is placed in the
+weights folder by hand. Each file is checked against a pinned sha256, so a truncated or swapped file
+is caught before it is turned into a Triton artifact.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ DETECTOR_URL = (
 )
 CHECKPOINTS_LICENCE = "MIT licence, EgShes/one_task_multiple_infras"
 DETECTOR_LICENCE = "Apache-2.0, szad670401/HyperLPR"
+GLOBAL_OCR_LICENCE = "MIT licence, ankandrew/fast-plate-ocr"
 DOWNLOAD_TIMEOUT_S = 60.0
 
 
@@ -40,8 +43,13 @@ class PinnedFile:
     name: str
     file_name: str
     sha256: str
-    url: str
+    url: str | None  # None: no pinned public URL, `--download` cannot fetch it (a mirror can)
     licence: str
+
+    @property
+    def source(self) -> str:
+        """Where to get it, for error messages."""
+        return self.url or "no pinned public URL: copy the file into the weights folder"
 
 
 PINNED_FILES: dict[str, PinnedFile] = {
@@ -65,6 +73,13 @@ PINNED_FILES: dict[str, PinnedFile] = {
         "0306de937471b87f56eb3f5620815e7e7058f8ab7428e0734fc64627cc4d716c",
         DETECTOR_URL,
         DETECTOR_LICENCE,
+    ),
+    "global_ocr": PinnedFile(
+        "global_ocr",
+        "cct_xs_v1_global.onnx",
+        "c1ae2ae031b10f8ab7ed6e3cdaf8d9c753477e299dbad3579c8f705a7d882134",
+        None,
+        GLOBAL_OCR_LICENCE,
     ),
 }
 
@@ -111,7 +126,9 @@ def verify_weights(weights_dir: Path) -> dict[str, Path]:
             + ", ".join(p.file_name for p in PINNED_FILES.values())
             + ", or run `stream-worker models prepare --download` to fetch them from their pinned URLs:\n  "
             + "\n  ".join(
-                f"{p.file_name}: {p.url} ({p.licence})" for p in PINNED_FILES.values() if p.name in unusable
+                f"{p.file_name}: {p.source} ({p.licence})"
+                for p in PINNED_FILES.values()
+                if p.name in unusable
             )
         )
     return {name: weights_dir / p.file_name for name, p in PINNED_FILES.items()}
@@ -122,8 +139,13 @@ def download_weights_file(pinned: PinnedFile, weights_dir: Path, base_url: str |
 
     `base_url`: a mirror holding every file under its file name, instead of the pinned URL.
     """
-    weights_dir.mkdir(parents=True, exist_ok=True)
     url = f"{base_url.rstrip('/')}/{pinned.file_name}" if base_url else pinned.url
+    if url is None:
+        raise WeightsError(
+            f"{pinned.file_name} has no pinned public URL to download from ({pinned.licence}): copy it "
+            f"into {weights_dir.resolve()} (sha256 {pinned.sha256}), or give a mirror that holds it."
+        )
+    weights_dir.mkdir(parents=True, exist_ok=True)
     target = weights_dir / pinned.file_name
     handle, temp_name = tempfile.mkstemp(prefix=f".{pinned.file_name}.", suffix=".part", dir=weights_dir)
     temp_path = Path(temp_name)

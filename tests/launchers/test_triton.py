@@ -73,6 +73,18 @@ def test_missing_detector_says_to_run_models_prepare(tmp_path: Path) -> None:
     assert "y5fu_640x_sim.onnx" in str(error.value) and "--download" in str(error.value)
 
 
+def test_missing_global_recognizer_says_to_run_models_prepare(tmp_path: Path) -> None:
+    for name in ("stn", "lprnet", "plate_detector", "global_ocr"):
+        (tmp_path / name / "1").mkdir(parents=True)
+    for name in ("stn", "lprnet", "plate_detector"):
+        (tmp_path / name / "1" / "model.onnx").write_bytes(b"onnx")
+    with pytest.raises(
+        TritonLaunchError, match=r"global_ocr/1/model\.onnx.*stream-worker models prepare"
+    ) as error:
+        check_artifacts(tmp_path)
+    assert "cct_xs_v1_global.onnx" in str(error.value)
+
+
 def test_backend_directory_holds_the_backend_and_the_stub(tmp_path: Path) -> None:
     python = build_backend_directory(tmp_path, python_version_tag()) / "python"
     assert (python / "libtriton_python.so").is_file()

@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
-from stream_worker.nets import detector_graph, export, prepare
+from stream_worker.nets import detector_graph, export, global_ocr, prepare
 from stream_worker.nets.prepare import STAMP_FILE, artifact_path, prepare_models
 from stream_worker.nets.weights import PINNED_FILES, WeightsError
 from tests.conftest import weights_dir
 
-NAMES = ("stn", "lprnet", "plate_detector")
+NAMES = ("stn", "lprnet", "plate_detector", "global_ocr")
 
 
 @pytest.fixture
@@ -38,6 +38,7 @@ def _forbid_export(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(export, "export_net", fail)
     monkeypatch.setattr(detector_graph, "build_detector", fail)
+    monkeypatch.setattr(global_ocr, "place_global_ocr", fail)
 
 
 def test_second_prepare_exports_nothing(repository: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,6 +59,8 @@ def test_stamp_records_the_source(repository: Path) -> None:
     print("plate_detector stamp", detector_stamp)
     assert detector_stamp["max_error_vs_source"] < 1e-3
     assert (repository / "plate_detector" / "1" / "model.onnx").stat().st_mode & 0o777 == 0o644
+    global_stamp = orjson.loads((repository / "global_ocr" / "1" / STAMP_FILE).read_bytes())
+    assert global_stamp["max_error_vs_source"] == 0.0
     for name in ("stn", "lprnet"):
         assert (
             orjson.loads((repository / name / "1" / STAMP_FILE).read_bytes())["max_abs_diff_vs_torch"] < 1e-4
@@ -164,6 +167,37 @@ def test_missing_detector_is_named_with_its_url_and_licence(tmp_path: Path, repo
         "resource/models/onnx/y5fu_640x_sim.onnx (Apache-2.0, szad670401/HyperLPR)"
     ) in message
     assert "LPR_WEIGHTS_DIR" in message and "--download" in message
+
+
+def test_missing_global_recognizer_is_named_without_a_url(tmp_path: Path, repository: Path) -> None:
+    weights = _copy_weights(tmp_path, names=("stn", "lprnet", "plate_detector"))
+    with pytest.raises(WeightsError) as raised:
+        prepare_models(weights, repository)
+    message = str(raised.value)
+    assert f"{weights / 'cct_xs_v1_global.onnx'}: missing" in message
+    assert "cct_xs_v1_global.onnx: no pinned public URL" in message and "fast-plate-ocr" in message
+    assert "stn.pth:" not in message
+
+
+def test_the_global_recognizer_is_placed_with_plain_names(repository: Path) -> None:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(artifact_path(repository, "global_ocr")))
+    [(name, shape)] = [(i.name, i.shape) for i in session.get_inputs()]
+    assert (name, shape) == ("input", ["batch", 64, 128, 3])
+    [(name, shape)] = [(o.name, o.shape) for o in session.get_outputs()]
+    assert (name, shape) == ("probabilities", ["batch", 9, 37])
+
+
+def test_rebuilding_only_the_global_recognizer_never_imports_torch(repository: Path) -> None:
+    placed = artifact_path(repository, "global_ocr")
+    placed.unlink()
+    result = _run_without_torch(
+        "from pathlib import Path\nfrom stream_worker.nets.prepare import prepare_models\n"
+        f"prepare_models(Path({str(weights_dir())!r}), Path({str(repository)!r}))\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert placed.is_file()
 
 
 def _run_without_torch(code: str) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support import serve_http
 
-from stream_worker.nets import detector_graph, export
+from stream_worker.nets import detector_graph, export, global_ocr
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import PINNED_FILES, WeightsError, ensure_weights, sha256_of
 from tests.conftest import weights_dir
@@ -47,7 +47,7 @@ def test_download_fetches_missing_and_corrupt_files(served: tuple[Path, str], tm
     paths = ensure_weights(target, download=True, base_url=base_url)
     assert paths == {name: target / p.file_name for name, p in PINNED_FILES.items()}
     assert _intact(target)
-    assert sorted(p.name for p in target.iterdir()) == ["lprnet.pth", "stn.pth", "y5fu_640x_sim.onnx"]
+    assert sorted(p.name for p in target.iterdir()) == sorted(p.file_name for p in PINNED_FILES.values())
 
 
 def test_download_rejects_a_wrong_file(served: tuple[Path, str], tmp_path: Path) -> None:
@@ -83,10 +83,27 @@ def test_without_a_mirror_each_file_comes_from_its_own_url(
     monkeypatch.setitem(PINNED_FILES, "plate_detector", detector)
     target = tmp_path / "weights"
     target.mkdir()
-    for name in ("stn", "lprnet"):
+    for name in ("stn", "lprnet", "global_ocr"):
         shutil.copyfile(weights_dir() / PINNED_FILES[name].file_name, target / PINNED_FILES[name].file_name)
     ensure_weights(target, download=True)
     assert _intact(target)
+
+
+def test_a_file_without_a_pinned_url_is_not_downloaded_and_says_where_to_put_it(
+    served: tuple[Path, str], tmp_path: Path
+) -> None:
+    """global_ocr's weights have no public URL pinned: --download fetches the others and names it."""
+    folder, _ = served
+    target = tmp_path / "weights"
+    target.mkdir()
+    for name in ("stn", "lprnet", "plate_detector"):
+        shutil.copyfile(folder / PINNED_FILES[name].file_name, target / PINNED_FILES[name].file_name)
+    with pytest.raises(WeightsError) as raised:
+        ensure_weights(target, download=True)
+    message = str(raised.value)
+    assert "cct_xs_v1_global.onnx has no pinned public URL" in message
+    assert str(target.resolve()) in message and PINNED_FILES["global_ocr"].sha256 in message
+    assert not (target / "cct_xs_v1_global.onnx").exists()
 
 
 def test_download_failure_names_the_url(served: tuple[Path, str], tmp_path: Path) -> None:
@@ -113,6 +130,9 @@ def test_prepare_downloads_then_verifies(
     monkeypatch.setattr(export, "export_net", lambda *args: pytest.fail("artifacts were up to date"))
     monkeypatch.setattr(
         detector_graph, "build_detector", lambda *args: pytest.fail("detector was up to date")
+    )
+    monkeypatch.setattr(
+        global_ocr, "place_global_ocr", lambda *args: pytest.fail("global_ocr was up to date")
     )
     target = tmp_path / "downloaded"
     prepare_models(target, repository, download=True, base_url=base_url)

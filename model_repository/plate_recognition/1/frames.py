@@ -5,6 +5,7 @@ Only numpy and OpenCV: the production Triton image has neither the stream_worker
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -37,6 +38,8 @@ PLATE_WIDTH, PLATE_HEIGHT = 94, 24
 # exactly on ../shared/evalset/scenes (57 of 61, against 52 with none; 56-57 for 10-25% vertically).
 PLATE_VERTICAL_MARGIN = 0.2
 PLATE_HORIZONTAL_MARGIN = 0.08
+# global_ocr's input: the plate warped flat to 128x64, RGB uint8 (the graph scales by 1/255 itself).
+GLOBAL_WIDTH, GLOBAL_HEIGHT = 128, 64
 VOCABULARY = "0123456789ABEKMHOPCTYX"
 CTC_BLANK = len(VOCABULARY)  # class 22
 
@@ -166,6 +169,51 @@ def warp_plate(
     return cv2.warpPerspective(
         image, transform, (width, height), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE
     )
+
+
+def _edge(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.hypot(*(np.asarray(b, np.float64) - np.asarray(a, np.float64))))
+
+
+def plate_extent(corners: np.ndarray) -> tuple[float, float]:
+    """(width, height) of the plate with these corners, in pixels: the mean of opposite edges."""
+    tl, tr, br, bl = np.asarray(corners, np.float64).reshape(4, 2)
+    return max(1.0, (_edge(tl, tr) + _edge(bl, br)) / 2), max(1.0, (_edge(tl, bl) + _edge(tr, br)) / 2)
+
+
+def warp_plate_resampled(
+    image: np.ndarray,
+    corners: np.ndarray,
+    size: tuple[int, int],
+    vertical_margin: float = PLATE_VERTICAL_MARGIN,
+    horizontal_margin: float = PLATE_HORIZONTAL_MARGIN,
+) -> np.ndarray:
+    """`warp_plate`, except that a plate much larger than `size` is warped at its own size first and
+    then area-averaged down (a direct cubic warp would alias it)."""
+    width, height = size
+    own_h = plate_extent(corners)[1] * (1 + 2 * vertical_margin)
+    if own_h <= 1.5 * height:
+        return warp_plate(image, corners, (width, height), vertical_margin, horizontal_margin)
+    factor = min(own_h / height, 4.0)  # bounded: the intermediate is at most 4x the target
+    native = (max(1, math.ceil(width * factor)), max(1, math.ceil(height * factor)))
+    large = warp_plate(image, corners, native, vertical_margin, horizontal_margin)
+    return cv2.resize(large, (width, height), interpolation=cv2.INTER_AREA)
+
+
+def global_crop(
+    image: np.ndarray, corners: np.ndarray, vertical_margin: float, horizontal_margin: float
+) -> np.ndarray:
+    """global_ocr's input [64, 128, 3] uint8 RGB: the plate warped flat from its corners, with these
+    margins, stretched to 128x64 whatever its aspect (as fast-plate-ocr resizes its crops)."""
+    crop = warp_plate_resampled(
+        image, corners, (GLOBAL_WIDTH, GLOBAL_HEIGHT), vertical_margin, horizontal_margin
+    )
+    return cv2.cvtColor(crop, cv2.COLOR_BGR2RGB)
+
+
+def image_corners(width: int, height: int) -> np.ndarray:
+    """The corners of a whole `width` x `height` image, for a frame that is itself a plate crop."""
+    return np.array([[0, 0], [width, 0], [width, height], [0, height]], np.float32)
 
 
 def plate_tensor(

@@ -11,13 +11,23 @@ Per request (one micro-batch of frames):
    only beyond `detector_max_batch`), which answers each canvas's best rows; boxes, corners and
    scores are thresholded, suppressed (NMS) and mapped back to each frame's pixels. With `detector: haar` the
    fallback `haar_detector` runs instead, one request per frame;
-3. each plate is warped flat from its four corners into the 94x24 input; all plates of all frames
-   go as ONE `stn` request and ONE `lprnet` request (chunked only beyond their max_batch_size),
-   which Triton's dynamic batcher may merge further with other requests;
-4. greedy CTC decoding. `plate_confidence` is the minimum over the plate's characters of each
-   character's softmax probability (the plate is only as sure as its least sure character);
-   `plate_character_confidences` holds those per-character values, all plates flattened in order
-   (plate i owns as many as its text has characters). Empty readings are dropped;
+3. each plate is read by the recognizers its frame asks for in the optional `plate_recognizers`
+   input (recognizers.py; absent or b"" = `lprnet`): for `lprnet` it is warped flat from its four
+   corners into the 94x24 input, and all such plates of all frames go as ONE `stn` request and ONE
+   `lprnet` request; for `global` it is warped into a 128x64 RGB crop with its own margins, and all
+   such plates go as ONE `global_ocr` request, at the same time (each chunked only beyond their
+   max_batch_size; Triton's dynamic batcher may merge them further with other requests). A frame
+   whose optional `frame_is_plate` input is true is itself a plate crop: it is not shown to the
+   detector, its one plate is the whole image (detection score 1.0, single row), read without
+   margins;
+4. decoding: `plate_text` is LPRNet's greedy CTC reading when it ran and read something, else
+   global_ocr's most probable class per slot, pads dropped. `plate_confidence` is the minimum over
+   the plate's characters of each character's softmax probability (the plate is only as sure as its
+   least sure character); `plate_character_confidences` holds those per-character values, all plates
+   flattened in order (plate i owns as many as its text has characters). Plates no recognizer read
+   anything of are dropped. `plate_lprnet_probs` (LPRNet's softmax per time step) and
+   `plate_global_probs` (global_ocr's per slot) let the caller read through a plate format; zeros
+   where that recognizer did not run, which `plate_recognizers` says per plate;
    Before anything is cut out, the plates of a frame whose optional `plate_masks` input names
    polygons are dropped when their box centre lies inside one (masks.py), and counted in
    `frame_masked`: a masked plate costs its detection only;
@@ -31,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -39,7 +50,11 @@ from contract import (
     DETECTOR_IMAGES,
     DETECTOR_ROW_WIDTH,
     DETECTOR_ROWS,
+    FRAME_IS_PLATE,
+    GLOBAL,
     GLOBAL_CLASSES,
+    GLOBAL_OCR_INPUT,
+    GLOBAL_OCR_OUTPUT,
     GLOBAL_SLOTS,
     IMAGES,
     LPRNET,
@@ -47,6 +62,7 @@ from contract import (
     LPRNET_STEPS,
     PLATE_IMAGES,
     PLATE_MASKS,
+    PLATE_RECOGNIZERS,
     output_arrays,
 )
 from detections import (
@@ -69,6 +85,8 @@ from frames import (
     InvalidImage,
     ctc_greedy_decode,
     decode_planned,
+    global_crop,
+    image_corners,
     plan_decode,
     plate_confidence,
     plate_tensor,
@@ -77,6 +95,7 @@ from frames import (
 from heap import keep_freed_memory
 from masks import Polygon, masked_plates, parse_masks
 from pictures import encode_bounded, plate_picture
+from recognizers import parse_recognizers, slot_argmax_decode
 
 DEFAULT_DECODED_MEMORY_BUDGET_MB = 128
 DETECTORS = ("yolo", "haar")
@@ -84,6 +103,25 @@ DETECTORS = ("yolo", "haar")
 
 class SubModelError(RuntimeError):
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a request asks per frame besides its JPEG (the optional inputs)."""
+
+    pictures: np.ndarray | None  # bool per frame, None when no frame asks
+    masks: list[tuple[Polygon, ...]] | None  # polygons per frame, None when no frame has any
+    recognizers: list[tuple[str, ...]]  # names per frame (recognizers.py)
+    frame_is_plate: np.ndarray | None  # bool per frame: the frame is itself a plate; None when none is
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """One plate cut out of its decoded frame: the inputs of the recognizers its frame asked for."""
+
+    lprnet: np.ndarray | None  # [3, 24, 94] float32
+    global_: np.ndarray | None  # [64, 128, 3] uint8 RGB
+    picture: np.ndarray | None  # its picture's pixels when its frame asked
 
 
 class TritonPythonModel:
@@ -111,6 +149,9 @@ class TritonPythonModel:
         self.horizontal_margin = float(parameters.get("crop_horizontal_margin", 0.08))
         self.stn = parameters.get("stn_model", "stn")
         self.lprnet = parameters.get("lprnet_model", "lprnet")
+        self.global_ocr = parameters.get("global_ocr_model", "global_ocr")
+        self.global_vertical_margin = float(parameters.get("global_crop_vertical_margin", 0.1))
+        self.global_horizontal_margin = float(parameters.get("global_crop_horizontal_margin", 0.04))
         self.recognizer_max_batch = int(parameters.get("recognizer_max_batch", 64))
 
     async def execute(self, requests: list) -> list:
@@ -131,8 +172,12 @@ class TritonPythonModel:
             self._bytes(frame)
             for frame in pb_utils.get_input_tensor_by_name(request, IMAGES.name).as_numpy().reshape(-1)
         ]
-        wanted = self._pictures_wanted(request, len(frames))
-        masks = self._masks(request, len(frames))
+        asked = Asked(
+            pictures=self._flags(request, PLATE_IMAGES.name, len(frames)),
+            masks=self._masks(request, len(frames)),
+            recognizers=parse_recognizers(self._values(request, PLATE_RECOGNIZERS.name), len(frames)),
+            frame_is_plate=self._flags(request, FRAME_IS_PLATE.name, len(frames)),
+        )
         statuses = ["ok"] * len(frames)
         sizes = np.zeros((len(frames), 2), np.int32)
         masked = np.zeros(len(frames), np.int32)
@@ -154,36 +199,48 @@ class TritonPythonModel:
 
         plate_frames: list[int] = []
         found: list[Detections] = []
-        crops: list[np.ndarray] = []
-        pictures: list[np.ndarray | None] = []  # per plate: its picture's pixels when its frame asked
+        cuts: list[Cut] = []
         order = list(plans)
         for wave in waves([plans[i].memory_bytes for i in order], self.budget.capacity):
             indices = [order[i] for i in wave]
             async with self.budget.hold(sum(plans[i].memory_bytes for i in indices)):
                 # The wave's full-size pixels live only inside this call: gone before the release.
-                for index, frame_plates, frame_crops, frame_pictures in await self._cut_plates(
-                    frames, plans, indices, statuses, wanted, masks, masked
+                for index, frame_plates, frame_cuts in await self._cut_plates(
+                    frames, plans, indices, statuses, asked, masked
                 ):
                     sizes[index] = (plans[index].header.width, plans[index].header.height)
                     plate_frames.extend([index] * len(frame_plates))
                     found.append(frame_plates)
-                    crops.extend(frame_crops)
-                    pictures.extend(frame_pictures)
+                    cuts.extend(frame_cuts)
         plates = Detections.concatenate(found)
-        logits = await self._read_plates(np.stack(crops)) if crops else np.zeros((0, 23, 18), np.float32)
+        lprnet_rows = [i for i, cut in enumerate(cuts) if cut.lprnet is not None]
+        global_rows = [i for i, cut in enumerate(cuts) if cut.global_ is not None]
+        logits, global_read = await asyncio.gather(
+            self._read_lprnet([cuts[i].lprnet for i in lprnet_rows]),
+            self._read_global([cuts[i].global_ for i in global_rows]),
+        )
+        lprnet_probs = np.zeros((len(cuts), LPRNET_STEPS, LPRNET_CLASSES), np.float32)
+        global_probs = np.zeros((len(cuts), GLOBAL_SLOTS, GLOBAL_CLASSES), np.float32)
+        lprnet_texts: dict[int, tuple[str, list[float]]] = {}
+        for i, plate_logits in zip(lprnet_rows, logits, strict=True):
+            lprnet_texts[i] = ctc_greedy_decode(plate_logits)
+            lprnet_probs[i] = softmax(plate_logits.astype(np.float64), axis=0).T
+        global_probs[global_rows] = global_read
 
-        kept, texts, confidences, character_confidences, lprnet_probs = [], [], [], [], []
-        for i, plate_logits in enumerate(logits):
-            text, characters = ctc_greedy_decode(plate_logits)
+        kept, texts, confidences, character_confidences, read_by = [], [], [], [], []
+        for i, frame in enumerate(plate_frames):
+            text, characters = lprnet_texts.get(i, ("", []))
+            if not text and cuts[i].global_ is not None:
+                text, characters = slot_argmax_decode(global_probs[i])
             if not text:
                 continue
             kept.append(i)
             texts.append(text.encode())
             confidences.append(plate_confidence(characters))
             character_confidences.extend(characters)
-            lprnet_probs.append(softmax(plate_logits.astype(np.float64), axis=0).T)
+            read_by.append(",".join(asked.recognizers[frame]).encode())
         kept_plates = plates.take(np.array(kept, np.int64))
-        kept_pictures = [pictures[i] for i in kept]
+        kept_pictures = [cuts[i].picture for i in kept]
         if any(picture is not None for picture in kept_pictures):
             images = await asyncio.to_thread(self._encode_pictures, kept_pictures)
         else:
@@ -199,9 +256,9 @@ class TritonPythonModel:
             "plate_detection_score": kept_plates.scores,
             "plate_layout": [(DOUBLE_ROW if d else SINGLE_ROW).encode() for d in kept_plates.double_row],
             "plate_image": images,
-            "plate_lprnet_probs": np.reshape(lprnet_probs, (-1, LPRNET_STEPS, LPRNET_CLASSES)),
-            "plate_global_probs": np.zeros((len(kept), GLOBAL_SLOTS, GLOBAL_CLASSES), np.float32),
-            "plate_recognizers": [LPRNET.encode()] * len(kept),
+            "plate_lprnet_probs": lprnet_probs[kept],
+            "plate_global_probs": global_probs[kept],
+            "plate_recognizers": read_by,
             "frame_status": [s.encode() for s in statuses],
             "frame_size": sizes,
             "frame_masked": masked,
@@ -216,14 +273,15 @@ class TritonPythonModel:
         plans: dict[int, DecodePlan],
         indices: list[int],
         statuses: list[str],
-        wanted: np.ndarray | None,
-        masks: list[tuple[Polygon, ...]] | None,
+        asked: Asked,
         masked: np.ndarray,
-    ) -> list[tuple[int, Detections, list[np.ndarray], list[np.ndarray | None]]]:
-        """Decode these frames, detect their plates and cut the plates out: per decoded frame, its
-        plates (in its full-size pixels), their network inputs and, where `wanted` asks for the
-        frame's pictures, their pictures' pixels (else None each). Plates inside the frame's
-        `masks` are dropped first and counted in `masked`. Failed decodes set `statuses`."""
+    ) -> list[tuple[int, Detections, list[Cut]]]:
+        """Decode these frames, find their plates and cut the plates out: per decoded frame, its
+        plates (in its full-size pixels) and their `Cut`s (the inputs of the recognizers the frame
+        asks for and, where it asks for pictures, their pixels). A frame that is itself a plate
+        (`asked.frame_is_plate`) is not detected: its plate is the whole image, cut without margins. Plates
+        inside the frame's masks are dropped first and counted in `masked`. Failed decodes set
+        `statuses`."""
         images = await asyncio.gather(
             *(asyncio.to_thread(self._decode, frames[i], plans[i]) for i in indices)
         )
@@ -233,40 +291,74 @@ class TritonPythonModel:
                 statuses[index] = image
             else:
                 decoded.append((index, image))
-        detections = await self._detect_all([image for _, image in decoded])
+        is_plate = [
+            asked.frame_is_plate is not None and bool(asked.frame_is_plate[index]) for index, _ in decoded
+        ]
+        scenes = [image for (_, image), whole in zip(decoded, is_plate, strict=True) if not whole]
+        detected = iter(await self._detect_all(scenes))
         result = []
-        for (index, image), plates in zip(decoded, detections, strict=True):
-            if masks is not None and masks[index]:
-                hidden = masked_plates(plates.boxes, masks[index], image.shape[1], image.shape[0])
+        for (index, image), whole in zip(decoded, is_plate, strict=True):
+            plates = self._whole_image_plate(image) if whole else next(detected)
+            if asked.masks is not None and asked.masks[index]:
+                hidden = masked_plates(plates.boxes, asked.masks[index], image.shape[1], image.shape[0])
                 masked[index] = int(hidden.sum())
                 plates = plates.take(np.flatnonzero(~hidden))
             corners = np.array(
                 [usable_corners(c, b) for c, b in zip(plates.corners, plates.boxes, strict=True)], np.float32
             ).reshape(-1, 4, 2)
-            crops = [plate_tensor(image, c, self.vertical_margin, self.horizontal_margin) for c in corners]
-            if wanted is not None and wanted[index]:
-                pictures = [
-                    plate_picture(image, c, self.vertical_margin, self.horizontal_margin) for c in corners
-                ]
-            else:
-                pictures = [None] * len(corners)
+            cuts = [self._cut(image, c, asked, index, whole) for c in corners]
             width, height = plans[index].size
             header = plans[index].header
             plates = Detections(plates.boxes, corners, plates.scores, plates.double_row)
             scaled = plates.scaled(header.width / width, header.height / height)
-            result.append((index, scaled, crops, pictures))
+            result.append((index, scaled, cuts))
         return result
 
+    def _cut(self, image: np.ndarray, corners: np.ndarray, asked: Asked, frame: int, whole: bool) -> Cut:
+        """One plate's recognizer inputs (and picture), with no margins for a frame that is a plate."""
+        vertical, horizontal = (0.0, 0.0) if whole else (self.vertical_margin, self.horizontal_margin)
+        names = asked.recognizers[frame]
+        if GLOBAL in names:
+            global_margins = (
+                (0.0, 0.0) if whole else (self.global_vertical_margin, self.global_horizontal_margin)
+            )
+            global_input = global_crop(image, corners, *global_margins)
+        else:
+            global_input = None
+        picture = asked.pictures is not None and asked.pictures[frame]
+        return Cut(
+            lprnet=plate_tensor(image, corners, vertical, horizontal) if LPRNET in names else None,
+            global_=global_input,
+            picture=plate_picture(image, corners, vertical, horizontal) if picture else None,
+        )
+
     @staticmethod
-    def _pictures_wanted(request: object, frames: int) -> np.ndarray | None:
-        """The optional `plate_images` input as one bool per frame; None when absent or all false."""
-        tensor = pb_utils.get_input_tensor_by_name(request, PLATE_IMAGES.name)
-        if tensor is None:
+    def _whole_image_plate(image: np.ndarray) -> Detections:
+        """A frame that is itself a plate crop: one single-row plate, the whole image, score 1.0."""
+        height, width = image.shape[:2]
+        return Detections(
+            np.array([[0, 0, width, height]], np.float32),
+            image_corners(width, height)[None],
+            np.ones(1, np.float32),
+            np.zeros(1, bool),
+        )
+
+    @staticmethod
+    def _values(request: object, name: str) -> np.ndarray | None:
+        """An optional input's values, flattened; None when the request lacks it."""
+        tensor = pb_utils.get_input_tensor_by_name(request, name)
+        return None if tensor is None else tensor.as_numpy().reshape(-1)
+
+    @classmethod
+    def _flags(cls, request: object, name: str, frames: int) -> np.ndarray | None:
+        """An optional BOOL input as one bool per frame; None when absent or all false."""
+        values = cls._values(request, name)
+        if values is None:
             return None
-        wanted = tensor.as_numpy().reshape(-1).astype(bool)
-        if len(wanted) != frames:
-            raise ValueError(f"{PLATE_IMAGES.name} has {len(wanted)} values for {frames} frames")
-        return wanted if wanted.any() else None
+        flags = values.astype(bool)
+        if len(flags) != frames:
+            raise ValueError(f"{name} has {len(flags)} values for {frames} frames")
+        return flags if flags.any() else None
 
     @staticmethod
     def _masks(request: object, frames: int) -> list[tuple[Polygon, ...]] | None:
@@ -347,16 +439,32 @@ class TritonPythonModel:
         corners = np.array([box_corners(box) for box in boxes], np.float32).reshape(-1, 4, 2)
         return Detections(boxes, corners, scores.reshape(-1).astype(np.float32), np.zeros(len(boxes), bool))
 
-    async def _read_plates(self, crops: np.ndarray) -> np.ndarray:
-        """STN then LPRNet over all crops of the request: one request each per max_batch_size chunk."""
-        chunks = [
-            crops[start : start + self.recognizer_max_batch]
-            for start in range(0, len(crops), self.recognizer_max_batch)
-        ]
-        logits = await asyncio.gather(*(self._read_chunk(chunk) for chunk in chunks))
-        return np.concatenate(logits)
+    async def _read_lprnet(self, crops: list[np.ndarray]) -> np.ndarray:
+        """STN then LPRNet over these crops: CTC logits [N, 23, 18]."""
+        return await self._read_chunked(crops, self._read_lprnet_chunk, (0, LPRNET_CLASSES, LPRNET_STEPS))
 
-    async def _read_chunk(self, crops: np.ndarray) -> np.ndarray:
+    async def _read_global(self, crops: list[np.ndarray]) -> np.ndarray:
+        """global_ocr over these crops: softmax per slot [N, 9, 37]."""
+        return await self._read_chunked(crops, self._read_global_chunk, (0, GLOBAL_SLOTS, GLOBAL_CLASSES))
+
+    async def _read_chunked(self, crops: list[np.ndarray], read, empty: tuple[int, ...]) -> np.ndarray:
+        """All crops of the request through one recognizer: one request per max_batch_size chunk."""
+        if not crops:
+            return np.zeros(empty, np.float32)
+        batch = np.stack(crops)
+        chunks = [
+            batch[start : start + self.recognizer_max_batch]
+            for start in range(0, len(batch), self.recognizer_max_batch)
+        ]
+        return np.concatenate(await asyncio.gather(*(read(chunk) for chunk in chunks)))
+
+    async def _read_lprnet_chunk(self, crops: np.ndarray) -> np.ndarray:
         (rectified,) = await self._infer(self.stn, [pb_utils.Tensor("input", crops)], ["output"])
         (logits,) = await self._infer(self.lprnet, [pb_utils.Tensor("input", rectified)], ["logits"])
         return logits
+
+    async def _read_global_chunk(self, crops: np.ndarray) -> np.ndarray:
+        (probabilities,) = await self._infer(
+            self.global_ocr, [pb_utils.Tensor(GLOBAL_OCR_INPUT.name, crops)], [GLOBAL_OCR_OUTPUT.name]
+        )
+        return probabilities

@@ -11,11 +11,9 @@ the plate looks like.
 
 from __future__ import annotations
 
-import math
-
 import cv2
 import numpy as np
-from frames import PLATE_HORIZONTAL_MARGIN, PLATE_VERTICAL_MARGIN, warp_plate
+from frames import PLATE_HORIZONTAL_MARGIN, PLATE_VERTICAL_MARGIN, plate_extent, warp_plate_resampled
 
 PICTURE_MAX_BYTES = 16 * 1024  # the contract's bound on a plate picture (PlateReading.image)
 PICTURE_HEIGHT = 64  # pixels, plate and margins: characters ~30 px high, readable at a glance
@@ -26,10 +24,6 @@ QUALITIES = (90, 80, 70, 60, 50, 40, 30)  # tried in order until the JPEG fits
 SHRINKS = (1.0, 0.75, 0.5)  # then smaller pictures, each at every quality
 
 
-def _edge(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.hypot(*(np.asarray(b, np.float64) - np.asarray(a, np.float64))))
-
-
 def picture_size(
     corners: np.ndarray,
     vertical_margin: float = PLATE_VERTICAL_MARGIN,
@@ -38,9 +32,7 @@ def picture_size(
     """(width, height) of the picture of the plate with these corners (in the decoded frame's pixels):
     the plate's aspect with its margins, `PICTURE_HEIGHT` high at most, never magnified more than
     `PICTURE_MAX_UPSCALE` times unless that is under `PICTURE_MIN_HEIGHT`."""
-    tl, tr, br, bl = np.asarray(corners, np.float64).reshape(4, 2)
-    plate_w = max(1.0, (_edge(tl, tr) + _edge(bl, br)) / 2)
-    plate_h = max(1.0, (_edge(tl, bl) + _edge(tr, br)) / 2)
+    plate_w, plate_h = plate_extent(corners)
     crop_w, crop_h = plate_w * (1 + 2 * horizontal_margin), plate_h * (1 + 2 * vertical_margin)
     aspect = min(max(crop_w / crop_h, PICTURE_ASPECTS[0]), PICTURE_ASPECTS[1])
     height = min(PICTURE_HEIGHT, max(PICTURE_MIN_HEIGHT, round(crop_h * PICTURE_MAX_UPSCALE)))
@@ -55,15 +47,8 @@ def plate_picture(
 ) -> np.ndarray:
     """The plate warped flat at `picture_size`, uint8 like `image`. A plate larger than the picture is
     warped at its own size first and then area-averaged down (a direct cubic warp would alias)."""
-    width, height = picture_size(corners, vertical_margin, horizontal_margin)
-    tl, tr, br, bl = np.asarray(corners, np.float64).reshape(4, 2)
-    own_h = (_edge(tl, bl) + _edge(tr, br)) / 2 * (1 + 2 * vertical_margin)
-    if own_h <= 1.5 * height:
-        return warp_plate(image, corners, (width, height), vertical_margin, horizontal_margin)
-    factor = min(own_h / height, 4.0)  # bounded: the intermediate is at most 4x the picture
-    native = (max(1, math.ceil(width * factor)), max(1, math.ceil(height * factor)))
-    large = warp_plate(image, corners, native, vertical_margin, horizontal_margin)
-    return cv2.resize(large, (width, height), interpolation=cv2.INTER_AREA)
+    size = picture_size(corners, vertical_margin, horizontal_margin)
+    return warp_plate_resampled(image, corners, size, vertical_margin, horizontal_margin)
 
 
 def encode_bounded(picture: np.ndarray, max_bytes: int = PICTURE_MAX_BYTES) -> bytes:
