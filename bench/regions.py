@@ -19,10 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import orjson
-from stream_worker.contracts.plate_formats import DEFAULT_REGION, Region, region
 from stream_worker.plates.reading import read_plate
 
 from bench.cpu import meter
@@ -30,12 +28,12 @@ from bench.frames import BenchFrame
 from bench.limit import InProcessPipeline, opencv_threads
 from bench.pipeline import BenchError, Ours, interleaved
 from bench.report import ratio
+from stream_worker.contracts.plate_formats import DEFAULT_REGION, Region, region
 
 # Issue 34's targets: CPU per frame over today's (ru), in a single Latin region and in auto.
 SINGLE_REGION_TARGET = 1.10
 AUTO_TARGET = 1.25
 GLOBAL_MODEL = "global_ocr"
-GLOBAL_SIZE = (128, 64)  # width, height: global_ocr's input
 RECOGNIZER_MODELS = ("lprnet", GLOBAL_MODEL)
 
 
@@ -73,11 +71,12 @@ class RegionArm(Ours):
 
 
 def global_crop(pipeline: InProcessPipeline, image: np.ndarray, quad: np.ndarray) -> np.ndarray:
-    """The plate as global_ocr takes it: warped from the corners to 128x64, RGB uint8."""
-    warped = pipeline.frames.warp_plate(
-        image, quad, GLOBAL_SIZE, pipeline.vertical_margin, pipeline.horizontal_margin
+    """The plate as plate_recognition cuts it for global_ocr (its config's margins), 128x64 RGB."""
+    margins = (
+        float(pipeline.parameters.get("global_crop_vertical_margin", 0.1)),
+        float(pipeline.parameters.get("global_crop_horizontal_margin", 0.04)),
     )
-    return cv2.cvtColor(warped, cv2.COLOR_BGR2RGB)
+    return pipeline.frames.global_crop(image, quad, *margins)
 
 
 def _cpu_ms_per_plate(run: Any, crops: np.ndarray, per_run: int) -> float:
