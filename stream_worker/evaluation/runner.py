@@ -97,7 +97,12 @@ def _predictions(plan: EvalPlan, result: FrameResult) -> list[Prediction]:
         return [Prediction(text=plate.text, box=plate.box) for plate in result.plates]
     predictions = []
     for plate in result.plates:
-        reading = read_plate(plan.region, plate.lprnet_probs, plate.global_probs)
+        try:
+            reading = read_plate(plan.region, plate.lprnet_probs, plate.global_probs)
+        except ValueError as error:  # Triton answered without the recognizers asked for
+            raise EvalError(
+                f"Triton's answer cannot be read for region {plan.region.code}: {error}"
+            ) from error
         predictions.append(
             Prediction(
                 text=reading.text,

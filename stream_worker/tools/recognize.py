@@ -23,8 +23,8 @@ import orjson
 
 from stream_worker.contracts.plate_formats import AUTO_REGION, UnknownRegionError, region
 from stream_worker.media import MediaSupportMissing, as_jpeg, opencv
-from stream_worker.plates.reading import Reading, read_plate
-from stream_worker.recognition import FrameResult, Plate
+from stream_worker.plates.reading import Reading, read_argmax, read_greedy, read_plate
+from stream_worker.recognition import GLOBAL, LPRNET, FrameResult, Plate
 
 if TYPE_CHECKING:
     from stream_worker.triton_client import TritonTLS
@@ -87,8 +87,18 @@ def plate_record(plate: Plate, reading: Reading, raw: bool = False) -> dict[str,
         "recognizer": reading.recognizer,
     }
     if raw:
-        record["raw"] = {"text": plate.text, "confidence": round(plate.confidence, 4)}
+        record["raw"] = raw_reads(plate)
     return record
+
+
+def raw_reads(plate: Plate) -> dict[str, str]:
+    """Each recognizer's unconstrained read (LPRNet's greedy CTC, global_ocr's argmax per slot)."""
+    reads = {}
+    if plate.lprnet_probs is not None:
+        reads[LPRNET] = read_greedy(plate.lprnet_probs).text
+    if plate.global_probs is not None:
+        reads[GLOBAL] = read_argmax(plate.global_probs).text
+    return reads
 
 
 def result_record(
@@ -222,7 +232,10 @@ def run(
 
     taken: set[Path] = set()
     for image, result in zip(images, results, strict=True):
-        readings = [read_plate(chosen, plate.lprnet_probs, plate.global_probs) for plate in result.plates]
+        try:
+            readings = [read_plate(chosen, plate.lprnet_probs, plate.global_probs) for plate in result.plates]
+        except ValueError as error:  # Triton answered without the recognizers asked for
+            raise RecognizeError(f"Triton at {url}: {error}", EXIT_TRITON_ERROR) from error
         emit(orjson.dumps(result_record(image.path, result, readings, raw)).decode())
         if annotate_dir is None:
             continue
