@@ -35,6 +35,8 @@ SINGLE_REGION_TARGET = 1.10
 AUTO_TARGET = 1.25
 GLOBAL_MODEL = "global_ocr"
 RECOGNIZER_MODELS = ("lprnet", GLOBAL_MODEL)
+PLATES_PER_RUN = 32  # the batched figure: a middle one of global_ocr's preferred batch sizes
+PLATES_TIMED = 128  # each figure's plates: the bench frames' few plates, repeated
 
 
 class RegionArm(Ours):
@@ -86,7 +88,9 @@ def _cpu_ms_per_plate(run: Any, crops: np.ndarray, per_run: int) -> float:
     return round((time.process_time() - started) * 1000 / len(crops), 2)
 
 
-def plate_costs(pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch: int) -> dict[str, Any]:
+def plate_costs(
+    pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch: int = PLATES_PER_RUN
+) -> dict[str, Any]:
     """CPU ms per plate of STN + LPRNet and of global_ocr, one plate per run and `batch` per run."""
     path = pipeline.repository / GLOBAL_MODEL / "1" / "model.onnx"
     if not path.is_file():
@@ -100,7 +104,7 @@ def plate_costs(pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch
         pairs = list(zip(owners, quads, strict=True))
         lprnet_crops = np.stack([pipeline.lprnet_crop(images[owner], quad) for owner, quad in pairs])
         global_crops = np.stack([global_crop(pipeline, images[owner], quad) for owner, quad in pairs])
-        plates = max(batch * 2, len(pairs))  # enough plates for two full runs
+        plates = max(PLATES_TIMED, len(pairs))
         lprnet_crops = np.resize(lprnet_crops, (plates, *lprnet_crops.shape[1:]))
         global_crops = np.resize(global_crops, (plates, *global_crops.shape[1:]))
 
@@ -173,7 +177,7 @@ def run_regions(
 ) -> dict[str, Any]:
     """Per plate in process, then per frame through Triton for ru, `latin_region` and auto."""
     pipeline = InProcessPipeline(repository, model_config_name)
-    per_plate = plate_costs(pipeline, [frame for frame in frames if frame.has_plate], batch)
+    per_plate = plate_costs(pipeline, [frame for frame in frames if frame.has_plate])
     cpu = meter(groups=[triton_pid])
     arms = [
         RegionArm(region(code), grpc_url, batch, concurrency, cpu)
