@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import orjson
-from stream_worker.plates.reading import read_plate
 
 from bench.cpu import meter
 from bench.frames import BenchFrame
@@ -29,6 +28,7 @@ from bench.limit import InProcessPipeline, opencv_threads
 from bench.pipeline import BenchError, Ours, interleaved
 from bench.report import ratio
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, Region, region
+from stream_worker.plates.reading import read_plate
 
 # Issue 34's targets: CPU per frame over today's (ru), in a single Latin region and in auto.
 SINGLE_REGION_TARGET = 1.10
