@@ -79,6 +79,9 @@ class PlateFormat:
     source: str
     prior: float = 1.0  # weight against the region's other formats when a read fits several
     recognizers: tuple[str, ...] = (GLOBAL,)  # its country's: the recognizers that read it
+    # (read, written) pairs the country's plates do not tell apart (`same` in the book): where a
+    # position allows both, their probabilities count together for the written one.
+    same: tuple[tuple[str, str], ...] = ()
     expansions: tuple[Slots, ...] = field(default=(), repr=False, compare=False)
     regex: re.Pattern[str] = field(default=re.compile(r"(?!)"), repr=False, compare=False)
 
@@ -244,6 +247,7 @@ def compile_format(
     letters: str,
     recognizers: tuple[str, ...],
     max_length: int | None = None,
+    same: tuple[tuple[str, str], ...] = (),
 ) -> PlateFormat:
     """One pattern compiled and checked against the recognizers' alphabets and lengths."""
     expansions = expand(parse_pattern(pattern, letters), max_length)
@@ -261,7 +265,11 @@ def compile_format(
             )
     if not (0 < prior <= 1):
         raise ValueError(f"prior {prior} is not in (0, 1]")
-    return PlateFormat(country, name, pattern, source, prior, recognizers, expansions, _regex(expansions))
+    if same and recognizers != (GLOBAL,):
+        raise ValueError(f"`same` is read by {GLOBAL} only, not {', '.join(recognizers)}")
+    return PlateFormat(
+        country, name, pattern, source, prior, recognizers, same, expansions, _regex(expansions)
+    )
 
 
 # --- the book's file --------------------------------------------------------------------------
@@ -280,7 +288,7 @@ def _country(code: str, row: object) -> Country:
         raise FormatsError(f"{where}: a code is two lowercase letters, optionally -suffix (us-ca)")
     if not isinstance(row, dict):
         raise FormatsError(f"{where}: must be a table")
-    unknown = set(row) - {"name", "recognizers", "letters", "source", "formats"}
+    unknown = set(row) - {"name", "recognizers", "letters", "same", "source", "formats"}
     if unknown:
         raise FormatsError(f"{where}: unknown keys {sorted(unknown)}")
     name = _text(row, "name", where)
@@ -290,6 +298,13 @@ def _country(code: str, row: object) -> Country:
     letters = row.get("letters", LETTERS)
     if not isinstance(letters, str) or not letters or not set(letters) <= set(LETTERS):
         raise FormatsError(f"{where}: `letters` must be uppercase Latin letters")
+    same = row.get("same", [])
+    if not isinstance(same, list) or not all(
+        isinstance(pair, str) and len(pair) == 2 and pair[0] != pair[1] and set(pair) <= set(LETTERS + DIGITS)
+        for pair in same
+    ):
+        raise FormatsError(f'{where}: `same` must be a list of two-character strings such as "O0"')
+    pairs = tuple((pair[0], pair[1]) for pair in same)
     default_source = row.get("source")
     rows = row.get("formats")
     if not isinstance(rows, list) or not rows:
@@ -318,7 +333,9 @@ def _country(code: str, row: object) -> Country:
             raise FormatsError(f"{at}: the name {format_name!r} is used twice")
         try:
             formats.append(
-                compile_format(code, format_name, pattern, source, float(prior), letters, ordered, max_length)
+                compile_format(
+                    code, format_name, pattern, source, float(prior), letters, ordered, max_length, pairs
+                )
             )
         except ValueError as error:
             raise FormatsError(f"{at} ({format_name}) pattern {pattern!r}: {error}") from None
