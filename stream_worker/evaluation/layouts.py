@@ -4,6 +4,7 @@
 - `crops`: a `labels.csv` or `labels.tsv` (../shared/plates-world/us-crops, ar-crops): one plate per
   picture, read whole (`frame_is_plate`), texts only.
 - `voc`: Pascal VOC `.xml` files beside the images (../shared/plates-world/ro-scenes): boxes only.
+- `clips`: video files named after their plate (../shared/videos): every frame read, by text.
 
 A folder's country is the code its name starts with (`us-crops` -> `us`, `ro_scenes` -> `ro`), so
 that the plates-world folders need no extra flag; labels naming a country per row win over it.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from stream_worker.evaluation.crops import CROP_LABEL_FILES
 from stream_worker.evaluation.labels import LABELS_FILE, LabelsError
+from stream_worker.media import VIDEO_SUFFIXES
 
 _COUNTRY_PREFIX = re.compile(r"^([a-z]{2})(?:[-_]|$)")
 
@@ -25,6 +27,7 @@ class Layout(StrEnum):
     PHOTOS = "photos"
     CROPS = "crops"
     VOC = "voc"
+    CLIPS = "clips"
 
 
 def detect_layout(folder: Path) -> Layout:
@@ -38,9 +41,14 @@ def detect_layout(folder: Path) -> Layout:
         found.append(Layout.CROPS)
     if next(folder.glob("*.xml"), None) is not None:
         found.append(Layout.VOC)
+    if not found and any(path.suffix.lower() in VIDEO_SUFFIXES for path in folder.iterdir()):
+        found.append(Layout.CLIPS)  # only without labels: a photo folder may hold a video too
     if len(found) == 1:
         return found[0]
-    wanted = f"{LABELS_FILE} (photos), {' or '.join(CROP_LABEL_FILES)} (crops), or Pascal VOC *.xml (scenes)"
+    wanted = (
+        f"{LABELS_FILE} (photos), {' or '.join(CROP_LABEL_FILES)} (crops), Pascal VOC *.xml (scenes) "
+        "or video clips named after their plate"
+    )
     if not found:
         raise LabelsError(f"{folder} has no labels: give it {wanted}")
     raise LabelsError(f"{folder} mixes layouts ({', '.join(found)}): keep one of {wanted}")

@@ -131,7 +131,7 @@ def _evaluate(settings: EvalSettings, plan: EvalPlan, url: str, console: Console
                 for start in range(0, len(items), settings.batch_size):
                     batch = items[start : start + settings.batch_size]
                     results = client.recognize(
-                        [_read(settings.folder / item.file) for item in batch],
+                        [item.jpeg or _read(settings.folder / item.file) for item in batch],
                         recognizers=[plan.region.recognizers] * len(batch),
                         frame_is_plate=[plan.layout is Layout.CROPS] * len(batch),
                     )
