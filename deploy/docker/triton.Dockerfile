@@ -3,9 +3,10 @@
 # repository root, handing over the weights as the named build context `weights`:
 #   docker build -f deploy/docker/triton.Dockerfile \
 #     --build-context weights=/abs/path/to/weights -t stream-worker-triton:0.1.0 .
-# The folder must hold stn.pth and lprnet.pth (MIT, EgShes/one_task_multiple_infras) and the plate
-# detector y5fu_640x_sim.onnx (Apache-2.0, szad670401/HyperLPR); NOTICE and deploy/README.md say
-# where they come from. They are verified against their pinned sha256 and turned into the model
+# The folder must hold stn.pth and lprnet.pth (MIT, EgShes/one_task_multiple_infras), the plate
+# detector y5fu_640x_sim.onnx (Apache-2.0, szad670401/HyperLPR) and the recognizer of Latin-script
+# plates cct_xs_v1_global.onnx (MIT, fast-plate-ocr); NOTICE and deploy/README.md say where they
+# come from. They are verified against their pinned sha256 and turned into the model
 # repository's ONNX files in a throwaway stage (STN/LPRNet exported with torch, the detector made
 # batch-dynamic with onnx); only those artifacts reach the final image, and the weights never enter
 # the git tree or the main build context.
@@ -30,10 +31,11 @@ RUN python -m pip install ".[export]"
 COPY model_repository /models
 # The files stream_worker/nets/weights.py pins (tests/deploy checks that this list matches it).
 RUN --mount=type=bind,from=weights,target=/weights \
-    for name in stn.pth lprnet.pth y5fu_640x_sim.onnx; do \
+    for name in stn.pth lprnet.pth y5fu_640x_sim.onnx cct_xs_v1_global.onnx; do \
       if [ ! -f "/weights/${name}" ]; then \
         echo "${name} not found: pass --build-context weights=/abs/path/to/weights, a folder holding" \
-          "stn.pth, lprnet.pth and y5fu_640x_sim.onnx (deploy/README.md says where to get them)" >&2; \
+          "stn.pth, lprnet.pth, y5fu_640x_sim.onnx and cct_xs_v1_global.onnx" \
+          "(deploy/README.md says where to get them)" >&2; \
         exit 1; \
       fi; \
     done \
@@ -44,9 +46,9 @@ RUN --mount=type=bind,from=weights,target=/weights \
 # 24.10 = Triton 2.51, the same server version as the nvidia-pytriton wheel the tests run.
 FROM nvcr.io/nvidia/tritonserver:24.10-py3 AS runtime
 # What the Python-backend models import: numpy and OpenCV (plate_recognition; haar_detector, whose
-# cascade ships inside the opencv wheel) and onnxruntime (the CPU variants of plate_detector, stn and
-# lprnet, which serve the default configs). numpy < 2: the Python backend stub of this release is
-# built against numpy 1.x. The `gpu` configs run plate_detector, stn and lprnet on Triton's native
+# cascade ships inside the opencv wheel) and onnxruntime (the CPU variants of plate_detector, stn,
+# lprnet and global_ocr, which serve the default configs). numpy < 2: the Python backend stub of
+# this release is built against numpy 1.x. The `gpu` configs run those four networks on Triton's native
 # onnxruntime backend with TensorRT, so no onnxruntime-gpu is needed. Exact pins keep rebuilds
 # reproducible.
 ARG ONNXRUNTIME_VERSION=1.20.1

@@ -239,7 +239,9 @@ def test_build_names_every_pinned_weights_file(triton: list[Stage]) -> None:
     assert loop[1].split() == [pinned.file_name for pinned in PINNED_FILES.values()]
     deploy_readme = (REPO_ROOT / "deploy" / "README.md").read_text()
     for pinned in PINNED_FILES.values():
-        assert pinned.file_name in deploy_readme and pinned.url in deploy_readme, pinned.file_name
+        assert pinned.file_name in deploy_readme, pinned.file_name
+        # a file without a pinned URL (global_ocr's) says where its checksum is instead
+        assert (pinned.url or "stream_worker/nets/weights.py") in deploy_readme, pinned.file_name
 
 
 def test_triton_python_dependencies_meet_the_projects_limits(triton: list[Stage]) -> None:

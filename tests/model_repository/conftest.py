@@ -40,6 +40,17 @@ def pictures() -> ModuleType:
 
 
 @pytest.fixture(scope="session")
+def recognizers() -> ModuleType:
+    """recognizers.py imports `contract` by name, as pictures.py imports `frames`."""
+    directory = str(MODEL_REPOSITORY / "plate_recognition" / "1")
+    sys.path.insert(0, directory)
+    try:
+        return load_model_file("plate_recognition", "recognizers")
+    finally:
+        sys.path.remove(directory)
+
+
+@pytest.fixture(scope="session")
 def detectors() -> ModuleType:
     return load_model_file("haar_detector", "detectors")
 

@@ -94,6 +94,14 @@ def test_both_variants_crop_and_call_the_same_recognizers() -> None:
     for key in keys:
         assert gpu.parameters[key].string_value == default.parameters[key].string_value, key
     assert default.parameters["global_ocr_model"].string_value == "global_ocr"
+    frames = load_model_file("plate_recognition", "frames")
+    assert (
+        float(default.parameters["global_crop_vertical_margin"].string_value) == frames.GLOBAL_VERTICAL_MARGIN
+    )
+    assert (
+        float(default.parameters["global_crop_horizontal_margin"].string_value)
+        == frames.GLOBAL_HORIZONTAL_MARGIN
+    )
 
 
 def test_recognition_sends_the_detector_no_larger_requests_than_it_accepts() -> None:

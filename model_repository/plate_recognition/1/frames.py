@@ -40,6 +40,14 @@ PLATE_VERTICAL_MARGIN = 0.2
 PLATE_HORIZONTAL_MARGIN = 0.08
 # global_ocr's input: the plate warped flat to 128x64, RGB uint8 (the graph scales by 1/255 itself).
 GLOBAL_WIDTH, GLOBAL_HEIGHT = 128, 64
+# Its crop's margins around the detector's corners (fractions of the plate's height and width). Its
+# exact reads (argmax), from the corners plate_recognition finds, over vertical 0-0.3 x horizontal
+# 0-0.12: ../shared/evalset/scenes (Russian, 59 plates with text) 18-33, 33 here, 28 at 0.1/0.04;
+# plates-world us-crops 10-22 of 251 (22 here; the detector finds few plates in such tight crops)
+# and ar-crops 61-74 of 147 (72 here). Whole crops (`frame_is_plate`, no margins): us 211/251, ar
+# 134/147, as a plain resize of the crop (209, 134).
+GLOBAL_VERTICAL_MARGIN = 0.15
+GLOBAL_HORIZONTAL_MARGIN = 0.12
 VOCABULARY = "0123456789ABEKMHOPCTYX"
 CTC_BLANK = len(VOCABULARY)  # class 22
 

@@ -81,6 +81,8 @@ from detections import (
 from frames import (
     DEFAULT_MAX_DECODED_PIXELS,
     DEFAULT_MAX_PIXELS,
+    GLOBAL_HORIZONTAL_MARGIN,
+    GLOBAL_VERTICAL_MARGIN,
     DecodePlan,
     InvalidImage,
     ctc_greedy_decode,
@@ -150,8 +152,12 @@ class TritonPythonModel:
         self.stn = parameters.get("stn_model", "stn")
         self.lprnet = parameters.get("lprnet_model", "lprnet")
         self.global_ocr = parameters.get("global_ocr_model", "global_ocr")
-        self.global_vertical_margin = float(parameters.get("global_crop_vertical_margin", 0.1))
-        self.global_horizontal_margin = float(parameters.get("global_crop_horizontal_margin", 0.04))
+        self.global_vertical_margin = float(
+            parameters.get("global_crop_vertical_margin", GLOBAL_VERTICAL_MARGIN)
+        )
+        self.global_horizontal_margin = float(
+            parameters.get("global_crop_horizontal_margin", GLOBAL_HORIZONTAL_MARGIN)
+        )
         self.recognizer_max_batch = int(parameters.get("recognizer_max_batch", 64))
 
     async def execute(self, requests: list) -> list:
