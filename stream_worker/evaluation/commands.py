@@ -39,7 +39,8 @@ commands = typer.Typer()  # this package's commands; cli.py adds them to the roo
 )
 def evaluate(
     folder: Path = typer.Argument(
-        ..., help="Folder of images with labels.json, labels.csv/.tsv (crops) or Pascal VOC .xml files."
+        ...,
+        help="Photos with labels.json, crops with labels.csv/.tsv, scenes with Pascal VOC .xml, or clips.",
     ),
     region: str | None = typer.Option(
         None,
@@ -78,7 +79,7 @@ def evaluate(
     tls_cert_file: Path | None = TLS_CERT_OPTION,
     tls_key_file: Path | None = TLS_KEY_OPTION,
 ) -> None:
-    """Score a labelled photo folder through the Triton pipeline: plates found, texts read, a report."""
+    """Score a labelled folder through the Triton pipeline: plates found, texts read, per country, a report."""
     from stream_worker.evaluation.runner import run_eval
     from stream_worker.evaluation.settings import EvalSettings
 
