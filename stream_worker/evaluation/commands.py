@@ -79,7 +79,7 @@ def evaluate(
     tls_cert_file: Path | None = TLS_CERT_OPTION,
     tls_key_file: Path | None = TLS_KEY_OPTION,
 ) -> None:
-    """Score a labelled folder through the Triton pipeline: plates found, texts read, per country, a report."""
+    """Score a labelled folder through the Triton pipeline: plates found, texts read by country, a report."""
     from stream_worker.evaluation.runner import run_eval
     from stream_worker.evaluation.settings import EvalSettings
 
