@@ -29,12 +29,15 @@ commands = typer.Typer()  # this package's commands; cli.py adds them to the roo
         "  stream-worker eval photos/ --min-found 0.9 --min-exact 0.7\n\n"
         "  stream-worker eval ../shared/plates-world/us-crops --region auto\n\n"
         "  stream-worker eval ../shared/plates-world/ro-scenes\n\n"
+        "  stream-worker eval ../shared/evalset/scenes --region auto --baseline reports/scenes-main.json\n\n"
         "Layouts, told from the folder's files: labels.json (photos: boxes and texts), labels.csv or "
-        "labels.tsv (plate crops, each read whole), Pascal VOC *.xml beside the images (boxes only). "
-        "Region: --region, else the folder name's country code when it is a known region (us-crops: "
-        "us; auto when none), labels.json folders: the default region (ru).\n\n"
-        "Exit codes: 0 done, 1 the folder or its labels unusable, an unknown region, Triton unreachable "
-        "or failing, the report not written, 2 a --min-found/--min-exact rate not reached, 130 interrupted."
+        "labels.tsv (plate crops, each read whole), Pascal VOC *.xml beside the images (boxes only), "
+        "video clips named after their plate (every frame). Region: --region, else the folder name's "
+        "country code when it is a known region (us-crops: us; auto when none); photos and clips: "
+        "the default region (ru).\n\n"
+        "Exit codes: 0 done, 1 the folder, its labels or --baseline unusable, an unknown region, Triton "
+        "unreachable or failing, the report not written, 2 a --min-found/--min-exact rate not reached "
+        "or a plate worse than in --baseline, 130 interrupted."
     ),
 )
 def evaluate(
@@ -64,6 +67,12 @@ def evaluate(
     ),
     min_exact: float | None = typer.Option(
         None, "--min-exact", min=0.0, max=1.0, help="Exit 2 below this fraction of texts read exactly."
+    ),
+    baseline: Path | None = typer.Option(
+        None,
+        "--baseline",
+        help="An earlier --report of this folder: list the plates read (or found) then and not now, "
+        "and the reverse; exit 2 when one is worse.",
     ),
     timeout: float = typer.Option(120.0, "--timeout", min=0.1, help="Seconds to wait for each request."),
     weights_dir: Path | None = typer.Option(
@@ -99,5 +108,6 @@ def evaluate(
         min_found=min_found,
         min_exact=min_exact,
         report=report,
+        baseline=baseline,
     )
     raise typer.Exit(run_eval(settings))

@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel
 
+from stream_worker.evaluation.compare import Comparison
 from stream_worker.evaluation.scoring import LOOSE_IOU_THRESHOLD, ImageScore, Totals
 from stream_worker.evaluation.settings import EvalSettings
 
@@ -25,6 +26,7 @@ class EvalReport(BaseModel):
     model_version: str
     totals: Totals
     by_country: dict[str, Totals] = {}  # per country the labels name (empty when none does)
+    baseline: Comparison | None = None  # against `--baseline`, when given
     images: list[ImageScore]
 
 

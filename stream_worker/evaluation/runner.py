@@ -3,7 +3,8 @@
 Starts the local Triton (exporting the models first when needed) unless `--url` names a server,
 prints one row per image as its batch comes back (a progress bar below them at a terminal), then
 the totals. Exit codes: 0 done, 1 unusable folder or labels, Triton unreachable or failing,
-report not written; 2 a --min-found / --min-exact rate not reached; 130 interrupted.
+report not written; 2 a --min-found / --min-exact rate not reached or a plate worse than in
+--baseline; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from stream_worker.console import Console
 from stream_worker.contracts.plate_formats import UnknownRegionError
+from stream_worker.evaluation.compare import compare, comparison_lines, load_images
 from stream_worker.evaluation.labels import LabelsError
 from stream_worker.evaluation.layouts import Layout
 from stream_worker.evaluation.plan import EvalPlan, plan_eval
@@ -162,6 +164,7 @@ def run_eval(settings: EvalSettings, console: Console | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop the local Triton too
     try:
         plan = plan_eval(settings)  # a bad folder or region fails before any server starts
+        before = load_images(settings.baseline) if settings.baseline is not None else None
         console.line(
             f"{plan.layout} layout, {len(plan.items)} labelled, region {plan.region.code}", style="dim"
         )
@@ -172,6 +175,11 @@ def run_eval(settings: EvalSettings, console: Console | None = None) -> int:
             console.line(f"  {line}")
         for line in country_lines(report.by_country):
             console.line(line)
+        if before is not None and settings.baseline is not None:
+            report = report.model_copy(update={"baseline": compare(before, report.images)})
+            console.line("")
+            for line in comparison_lines(report.baseline, settings.baseline):  # type: ignore[arg-type]
+                console.line(line, style="red" if line.startswith("  worse") else None)
         if settings.report is not None:
             _write(settings.report, report)
             console.line(f"report: {settings.report}", style="dim")
@@ -184,6 +192,8 @@ def run_eval(settings: EvalSettings, console: Console | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     unmet = unmet_thresholds(report.totals, settings.min_found, settings.min_exact)
+    if report.baseline is not None and report.baseline.worse:
+        unmet.append(f"{len(report.baseline.worse)} plate(s) worse than in {settings.baseline}")
     for line in unmet:
         console.error(f"below threshold: {line}")
     return EXIT_BELOW_THRESHOLD if unmet else EXIT_OK

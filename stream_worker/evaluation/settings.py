@@ -24,3 +24,4 @@ class EvalSettings(BaseModel):
     min_found: float | None = Field(None, ge=0, le=1)
     min_exact: float | None = Field(None, ge=0, le=1)
     report: Path | None = None
+    baseline: Path | None = None  # an earlier report of the folder: compared plate by plate

@@ -172,3 +172,28 @@ def test_eval_measures_detector_recall_on_voc_scenes(triton_url: str, tmp_path: 
     assert ro["plates_labelled"] == 3 and ro["texts_labelled"] == 0
     assert ro["plates_found_loose"] >= ro["plates_found"] >= 2
     assert "found at IoU 0.3" in result.output
+
+
+@pytest.mark.integration
+def test_eval_against_a_baseline_exits_2_when_a_plate_got_worse(triton_url: str, tmp_path: Path) -> None:
+    folder = labelled_folder(tmp_path / "photos")
+    first = tmp_path / "first.json"
+    assert evaluate(str(folder), "--url", triton_url, "--report", str(first)).exit_code == EXIT_OK
+
+    same = evaluate(str(folder), "--url", triton_url, "--baseline", str(first))
+    assert same.exit_code == EXIT_OK, same.output
+    assert f"against {first}: 1 plates compared, 0 worse, 0 better" in same.output
+
+    report = orjson.loads(first.read_bytes())
+    (plate,) = report["images"][0]["plates"]
+    if plate["read"] == EXPECTED_PLATE:  # the van read exactly: make the baseline miss it instead
+        plate["read"], plate["iou"], direction = None, None, "better"
+    else:  # as today (B840OK197): a baseline that read it exactly
+        plate["read"], direction = EXPECTED_PLATE, "worse"
+    doctored = tmp_path / "doctored.json"
+    doctored.write_bytes(orjson.dumps(report))
+    result = evaluate(str(folder), "--url", triton_url, "--baseline", str(doctored))
+    assert f"  {direction}: car.jpg plate 0 (text {EXPECTED_PLATE})" in result.output
+    if direction == "worse":
+        assert result.exit_code == EXIT_BELOW_THRESHOLD
+        assert f"below threshold: 1 plate(s) worse than in {doctored}" in result.output
