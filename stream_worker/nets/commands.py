@@ -27,7 +27,8 @@ def models_prepare(
     weights_dir: Path | None = typer.Option(
         None,
         "--weights-dir",
-        help="Folder holding stn.pth, lprnet.pth and the plate detector y5fu_640x_sim.onnx "
+        help="Folder holding stn.pth, lprnet.pth, the plate detector y5fu_640x_sim.onnx and the "
+        "recognizer cct_xs_v1_global.onnx "
         "(default: $LPR_WEIGHTS_DIR, else ~/.cache/stream-worker/weights).",
         show_default=False,
     ),
@@ -36,7 +37,8 @@ def models_prepare(
         False, "--download", help="Fetch missing or corrupt weights files from the pinned upstream URLs."
     ),
 ) -> None:
-    """Verify the weights' sha256, export STN and LPRNet to ONNX and make the detector batch-dynamic.
+    """Verify the weights' sha256, export STN and LPRNet to ONNX, make the detector batch-dynamic and
+    place the global recognizer.
 
     Idempotent: artifacts already built from the same weights are kept.
 

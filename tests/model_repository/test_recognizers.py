@@ -66,6 +66,17 @@ def test_a_pad_between_characters_is_dropped(recognizers) -> None:
     assert recognizers.slot_argmax_decode(_slots("AB_12"))[0] == "AB12"
 
 
+def test_lprnets_reading_comes_first_when_it_read_something(recognizers) -> None:
+    lprnet = ("B840CK197", [0.9] * 9)
+    assert recognizers.plate_reading(lprnet, _slots("AB123CD")) == lprnet
+    assert recognizers.plate_reading(lprnet, None) == lprnet
+    assert recognizers.plate_reading(("", []), _slots("AB123CD", 0.5)) == ("AB123CD", [0.5] * 7)
+    assert recognizers.plate_reading(None, _slots("AB123CD", 0.5))[0] == "AB123CD"
+    assert (
+        recognizers.plate_reading(("", []), None) == recognizers.plate_reading(None, _slots("")) == ("", [])
+    )
+
+
 def test_the_global_crop_is_the_plate_flat_in_rgb(frames) -> None:
     """A blue plate (BGR) whose left half is dark, tilted in the frame: the crop is 128x64 RGB, the
     plate fills it inside the margins, its left half dark."""

@@ -97,7 +97,7 @@ from frames import (
 from heap import keep_freed_memory
 from masks import Polygon, masked_plates, parse_masks
 from pictures import encode_bounded, plate_picture
-from recognizers import parse_recognizers, slot_argmax_decode
+from recognizers import parse_recognizers, plate_reading
 
 DEFAULT_DECODED_MEMORY_BUDGET_MB = 128
 DETECTORS = ("yolo", "haar")
@@ -219,25 +219,12 @@ class TritonPythonModel:
                     found.append(frame_plates)
                     cuts.extend(frame_cuts)
         plates = Detections.concatenate(found)
-        lprnet_rows = [i for i, cut in enumerate(cuts) if cut.lprnet is not None]
-        global_rows = [i for i, cut in enumerate(cuts) if cut.global_ is not None]
-        logits, global_read = await asyncio.gather(
-            self._read_lprnet([cuts[i].lprnet for i in lprnet_rows]),
-            self._read_global([cuts[i].global_ for i in global_rows]),
-        )
-        lprnet_probs = np.zeros((len(cuts), LPRNET_STEPS, LPRNET_CLASSES), np.float32)
-        global_probs = np.zeros((len(cuts), GLOBAL_SLOTS, GLOBAL_CLASSES), np.float32)
-        lprnet_texts: dict[int, tuple[str, list[float]]] = {}
-        for i, plate_logits in zip(lprnet_rows, logits, strict=True):
-            lprnet_texts[i] = ctc_greedy_decode(plate_logits)
-            lprnet_probs[i] = softmax(plate_logits.astype(np.float64), axis=0).T
-        global_probs[global_rows] = global_read
+        lprnet_readings, lprnet_probs, global_probs = await self._read_all(cuts)
 
         kept, texts, confidences, character_confidences, read_by = [], [], [], [], []
         for i, frame in enumerate(plate_frames):
-            text, characters = lprnet_texts.get(i, ("", []))
-            if not text and cuts[i].global_ is not None:
-                text, characters = slot_argmax_decode(global_probs[i])
+            global_read = global_probs[i] if cuts[i].global_ is not None else None
+            text, characters = plate_reading(lprnet_readings.get(i), global_read)
             if not text:
                 continue
             kept.append(i)
@@ -444,6 +431,27 @@ class TritonPythonModel:
         boxes = boxes.reshape(-1, 4).astype(np.float32)
         corners = np.array([box_corners(box) for box in boxes], np.float32).reshape(-1, 4, 2)
         return Detections(boxes, corners, scores.reshape(-1).astype(np.float32), np.zeros(len(boxes), bool))
+
+    async def _read_all(
+        self, cuts: list[Cut]
+    ) -> tuple[dict[int, tuple[str, list[float]]], np.ndarray, np.ndarray]:
+        """Every plate through the recognizers its frame asked for, both at once: LPRNet's greedy
+        CTC reading by plate index, and both recognizers' probabilities per plate (zeros where one
+        did not run)."""
+        lprnet_rows = [i for i, cut in enumerate(cuts) if cut.lprnet is not None]
+        global_rows = [i for i, cut in enumerate(cuts) if cut.global_ is not None]
+        logits, global_read = await asyncio.gather(
+            self._read_lprnet([cuts[i].lprnet for i in lprnet_rows]),
+            self._read_global([cuts[i].global_ for i in global_rows]),
+        )
+        lprnet_probs = np.zeros((len(cuts), LPRNET_STEPS, LPRNET_CLASSES), np.float32)
+        global_probs = np.zeros((len(cuts), GLOBAL_SLOTS, GLOBAL_CLASSES), np.float32)
+        readings = {}
+        for i, plate_logits in zip(lprnet_rows, logits, strict=True):
+            readings[i] = ctc_greedy_decode(plate_logits)
+            lprnet_probs[i] = softmax(plate_logits.astype(np.float64), axis=0).T
+        global_probs[global_rows] = global_read
+        return readings, lprnet_probs, global_probs
 
     async def _read_lprnet(self, crops: list[np.ndarray]) -> np.ndarray:
         """STN then LPRNet over these crops: CTC logits [N, 23, 18]."""

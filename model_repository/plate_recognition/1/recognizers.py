@@ -49,3 +49,16 @@ def slot_argmax_decode(probabilities: np.ndarray) -> tuple[str, list[float]]:
             text.append(character)
             confidences.append(float(probabilities[slot, label]))
     return "".join(text), confidences
+
+
+def plate_reading(
+    lprnet: tuple[str, list[float]] | None, global_probabilities: np.ndarray | None
+) -> tuple[str, list[float]]:
+    """The plate's `plate_text` and per-character confidences: LPRNet's reading (None: it did not run)
+    when it read something, else global_ocr's argmax (None: it did not run); ("", []) when neither
+    read anything, and the plate is dropped."""
+    if lprnet is not None and lprnet[0]:
+        return lprnet
+    if global_probabilities is not None:
+        return slot_argmax_decode(global_probabilities)
+    return "", []
