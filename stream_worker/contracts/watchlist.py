@@ -2,8 +2,9 @@
 
 Record key = the normalised plate (UTF-8), value = the entry as JSON; a tombstone (null value)
 removes the plate. Compaction keeps the latest record per key, so the topic read from the start
-is the whole watch list. Plates are compared the way the recognizer writes them: uppercase Latin
-look-alikes of the Cyrillic letters, no separators, so `в 840 ск 197` and `B840CK197` are one key.
+is the whole watch list. Plates are compared the way the recognizers write them: uppercase Latin
+letters and digits (a Russian plate's Cyrillic letters as their Latin look-alikes), no separators,
+so `в 840 ск 197` and `B840CK197` are one key, and `AB-123-CD` and `ab 123 cd` another.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-# The recognizer's alphabet: stream_worker/nets/lprnet.py VOCABULARY (copied here: importing it
-# would import torch). tests/alerts/test_watchlist.py checks the two stay equal.
+# The Russian recognizer's alphabet: stream_worker/nets/lprnet.py VOCABULARY (copied here: importing
+# it would import torch). tests/contracts/test_watchlist.py checks the two stay equal.
 PLATE_ALPHABET = "0123456789ABEKMHOPCTYX"
-PLATE_PATTERN = r"^[0-9ABEKMHOPCTYX]{6,9}$"
+# What a watch-list plate may hold: what any recognizer writes (the Latin one reads A-Z, digits),
+# 2 to 9 characters (a US personalized plate may be 2; the recognizers read 9 at most).
+LATIN_PLATE_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+MIN_PLATE_LENGTH, MAX_PLATE_LENGTH = 2, 9
+PLATE_PATTERN = rf"^[0-9A-Z]{{{MIN_PLATE_LENGTH},{MAX_PLATE_LENGTH}}}$"
 LIST_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
 MAX_LIST_LENGTH = 64
 MAX_LABEL_LENGTH = 200
@@ -26,7 +31,8 @@ MAX_LABEL_LENGTH = 200
 # The uppercase Cyrillic letters A VE IE KA EM EN O ER ES TE U HA, which look like ABEKMHOPCTYX.
 CYRILLIC_LOOKALIKES = "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0423\u0425"
 _TO_LATIN = str.maketrans(CYRILLIC_LOOKALIKES, "ABEKMHOPCTYX")
-_SEPARATORS = re.compile(r"[\s\-\u2010-\u2015]+")  # whitespace, hyphen and the Unicode dashes
+# Whitespace, hyphen, the Unicode dashes, and the dots some plates print (full stop, middle dot, bullet).
+_SEPARATORS = re.compile(r"[\s\-\u2010-\u2015.\u00b7\u2022]+")
 _PLATE_RE = re.compile(PLATE_PATTERN)
 
 
@@ -35,8 +41,8 @@ class WatchRecordError(ValueError):
 
 
 def normalise_plate(text: str) -> str:
-    """The plate as the recognizer would write it: uppercase, Cyrillic look-alikes to Latin,
-    spaces and dashes removed. No validation (see `validate_plate`)."""
+    """The plate as the recognizers would write it: uppercase, Cyrillic look-alikes to Latin,
+    spaces, dashes and dots removed. No validation (see `validate_plate`)."""
     return _SEPARATORS.sub("", text).upper().translate(_TO_LATIN)
 
 
@@ -44,15 +50,15 @@ def plate_problem(plate: str) -> str | None:
     """Why a normalised plate is not a valid key, or None when it is."""
     if _PLATE_RE.match(plate):
         return None
-    foreign = sorted({char for char in plate if char not in PLATE_ALPHABET})
+    foreign = sorted({char for char in plate if char not in LATIN_PLATE_ALPHABET})
     if foreign:
         shown = " ".join(repr(char) for char in foreign)
-        return f"{plate!r} has characters the recognizer never reads: {shown} (allowed: {PLATE_ALPHABET})"
-    return f"{plate!r} has {len(plate)} characters, not 6 to 9"
+        return f"{plate!r} has characters no recognizer reads: {shown} (allowed: A-Z, 0-9)"
+    return f"{plate!r} has {len(plate)} characters, not {MIN_PLATE_LENGTH} to {MAX_PLATE_LENGTH}"
 
 
 def validate_plate(text: str) -> str:
-    """The normalised plate; ValueError when it is not 6-9 characters of the recognizer's alphabet."""
+    """The normalised plate; ValueError when it is not 2-9 Latin letters and digits."""
     plate = normalise_plate(text)
     problem = plate_problem(plate)
     if problem is not None:
@@ -74,10 +80,11 @@ class WatchEntry(BaseModel):
     schema_version: Literal[1] = 1
     plate: str = Field(
         pattern=PLATE_PATTERN,
-        description="The plate as the recognizer writes it: uppercase Latin look-alikes of the Cyrillic "
-        "letters (ABEKMHOPCTYX) and digits, no spaces or dashes; also the record key. Python callers "
-        "may pass any spelling (Cyrillic, lowercase, spaces): it is normalised first.",
-        examples=["B840CK197"],
+        description="The plate as the recognizers write it: 2-9 uppercase Latin letters and digits (a "
+        "Russian plate's Cyrillic letters as their Latin look-alikes ABEKMHOPCTYX), no spaces, dashes "
+        "or dots; also the record key. Python callers may pass any spelling (Cyrillic, lowercase, "
+        "spaces, dashes, dots): it is normalised first.",
+        examples=["B840CK197", "AB123CD"],
     )
     list: str = Field(
         pattern=LIST_PATTERN,

@@ -126,54 +126,60 @@ def _indices(allowed: str, vocabulary: str) -> np.ndarray:
     return np.array([vocabulary.index(char) for char in allowed], dtype=np.int64)
 
 
-def _best_slots(
-    log_probs: np.ndarray, probs: np.ndarray, expansion: Slots, same: tuple[tuple[str, str], ...]
-) -> tuple[float, str, list[float]]:
-    """The most probable text of one fixed-length expansion: log probability, text, per-slot
-    probabilities (characters, then pads). A `same` pair allowed at a position counts as one
-    character there, the written one, with both probabilities."""
-    total = 0.0
-    text: list[str] = []
-    chosen: list[float] = []
-    for slot, allowed in enumerate(expansion):
-        row = probs[slot]
-        merged = [(read, written) for read, written in same if read in allowed and written in allowed]
-        if merged:
-            row = row.copy()
-            for read, written in merged:
-                row[GLOBAL_VOCABULARY.index(written)] += row[GLOBAL_VOCABULARY.index(read)]
-                allowed = allowed.replace(read, "")
-        indices = _indices(allowed, GLOBAL_VOCABULARY)
-        best = int(indices[row[indices].argmax()])
-        total += math.log(max(float(row[best]), _FLOOR)) if merged else float(log_probs[slot, best])
-        text.append(GLOBAL_VOCABULARY[best])
-        chosen.append(float(row[best]))
-    for slot in range(len(expansion), GLOBAL_SLOTS):
-        total += float(log_probs[slot, GLOBAL_PAD])
-        chosen.append(float(probs[slot, GLOBAL_PAD]))
-    return total, "".join(text), chosen
+_Column = tuple[np.ndarray, np.ndarray, np.ndarray]  # per slot: best log probability, class, probability
+
+
+def _column(probs: np.ndarray, allowed: str, same: tuple[tuple[str, str], ...]) -> _Column:
+    """For every slot at once, the most probable character of `allowed`. A `same` pair allowed here
+    counts as one character, the written one, with both probabilities."""
+    merged = [(read, written) for read, written in same if read in allowed and written in allowed]
+    if merged:
+        probs = probs.copy()
+        for read, written in merged:
+            probs[:, GLOBAL_VOCABULARY.index(written)] += probs[:, GLOBAL_VOCABULARY.index(read)]
+            allowed = allowed.replace(read, "")
+    indices = _indices(allowed, GLOBAL_VOCABULARY)
+    values = probs[:, indices]
+    best = values.argmax(axis=1)
+    chosen = values[np.arange(GLOBAL_SLOTS), best]
+    return _log(chosen), indices[best], chosen
 
 
 def read_slots(
     global_probs: np.ndarray, formats: tuple[PlateFormat, ...] | list[PlateFormat]
 ) -> Reading | None:
     """The most probable text (times its format's prior) that one of `formats` allows, from the
-    CCT's [9, 37] slot probabilities; None without formats. Ties go to the earlier format."""
+    CCT's [9, 37] slot probabilities; None without formats. Ties go to the earlier format.
+
+    Exact: the slots are independent, so an expansion's best text is each position's best
+    character within its class (one column per distinct class, for all slots at once), then the
+    pad in every slot after it."""
     probs = _check(global_probs, (GLOBAL_SLOTS, len(GLOBAL_VOCABULARY)), "global_probs").astype(np.float64)
-    log_probs = _log(probs)
-    best: tuple[float, str, list[float], PlateFormat] | None = None
+    pads = _log(probs[:, GLOBAL_PAD])
+    pad_tail = np.concatenate([np.cumsum(pads[::-1])[::-1], [0.0]])  # [L]: log P(pads from slot L on)
+    columns: dict[tuple[str, tuple[tuple[str, str], ...]], _Column] = {}
+    best: tuple[float, float, Slots, PlateFormat] | None = None  # (score with prior, without, ...)
     for fmt in formats:
         weight = math.log(fmt.prior)
         for expansion in fmt.expansions:
             if len(expansion) > GLOBAL_SLOTS:
                 continue
-            total, text, chosen = _best_slots(log_probs, probs, expansion, fmt.same)
-            if best is None or total + weight > best[0] + math.log(best[3].prior):
-                best = (total, text, chosen, fmt)
+            total = float(pad_tail[len(expansion)])
+            for slot, allowed in enumerate(expansion):
+                column = columns.get((allowed, fmt.same))
+                if column is None:
+                    column = columns[(allowed, fmt.same)] = _column(probs, allowed, fmt.same)
+                total += float(column[0][slot])
+            if best is None or total + weight > best[0]:
+                best = (total + weight, total, expansion, fmt)
     if best is None:
         return None
-    total, text, chosen, fmt = best
-    return Reading(text, min(chosen), tuple(chosen[: len(text)]), GLOBAL, fmt.country, fmt.name, True, total)
+    _, total, expansion, fmt = best
+    picked = [columns[(allowed, fmt.same)] for allowed in expansion]
+    text = "".join(GLOBAL_VOCABULARY[column[1][slot]] for slot, column in enumerate(picked))
+    characters = [float(column[2][slot]) for slot, column in enumerate(picked)]
+    chosen = characters + [float(p) for p in probs[len(expansion) :, GLOBAL_PAD]]
+    return Reading(text, min(chosen), tuple(characters), GLOBAL, fmt.country, fmt.name, True, total)
 
 
 # --- LPRNet: CTC -------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Keys that make the history store's fuzzy plate search an index lookup instead of a table scan.
 
-`fold(text)` writes a plate the way the recognizer would (`normalise_plate`) with every cheap
-confusion of the watch-list matcher made equal (O/C/0, B/8, 5/4, E/Y: `plates.matching.canonical`):
+`fold(text)` writes a plate the way the recognizers would (`normalise_plate`) with every cheap
+confusion of the watch-list matcher made equal (O/C/D/0, B/8, S/5/4, E/Y, I/1, Z/2:
+`plates.matching.canonical`):
 the sightings' `text_key` column. `variants(key)` is the key and every string made by deleting
 one character from it: the `plate_variants` rows written beside each distinct key.
 
@@ -42,8 +43,8 @@ def variants(key: str, edits: int = EDITS) -> frozenset[str]:
 
 
 def spellings(key: str, limit: int) -> list[str] | None:
-    """Every text in the recognizer's spelling (normalised) that folds to `key`, sorted; None when
-    there are more than `limit` (a key of many confusable characters: 3 * 2 * ... of them)."""
+    """Every text in the recognizers' spelling (normalised) that folds to `key`, sorted; None when
+    there are more than `limit` (a key of many confusable characters: 4 * 2 * ... of them)."""
     choices = [_CLASSES.get(char, char) for char in key]
     count = 1
     for options in choices:

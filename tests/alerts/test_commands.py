@@ -101,11 +101,11 @@ def test_a_bad_csv_writes_nothing_and_names_every_bad_row(
     kafka_bootstrap: str, unique_name: str, tmp_path: Path
 ) -> None:
     source = tmp_path / "plates.csv"
-    source.write_text(GOOD_CSV + "A12,stolen,,,\nA123BC77,Stolen,,,\n", encoding="utf-8")
+    source.write_text(GOOD_CSV + "A123BC7777,stolen,,,\nA123BC77,Stolen,,,\n", encoding="utf-8")
     result = _watchlist(kafka_bootstrap, unique_name, "import", str(source))
     assert result.exit_code == 2
     assert "refused, nothing imported (2 bad row(s))" in result.stderr
-    assert "row 4: plate 'A12'" in result.stderr and "row 5: list 'Stolen'" in result.stderr
+    assert "row 4: plate 'A123BC7777'" in result.stderr and "row 5: list 'Stolen'" in result.stderr
     assert read_watchlist(kafka_bootstrap, unique_name).topic_exists is False
 
 
@@ -121,11 +121,11 @@ def test_list_and_export_of_a_missing_topic_are_empty(kafka_bootstrap: str, uniq
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("add", "A12", "--list", "stolen"), "plate 'A12' has 3 characters"),
+        (("add", "A123BC7777", "--list", "stolen"), "plate 'A123BC7777' has 10 characters"),
         (("add", "B840CK197", "--list", "Stolen"), "list 'Stolen' is not a lowercase slug"),
         (("add", "B840CK197", "--list", "stolen", "--expires-at", "soon"), "expires_at 'soon'"),
         (("add", "B840CK197", "--list", "stolen", "--expires-at", "2020-01-01"), "already past"),
-        (("remove", "A12"), "plate 'A12' has 3 characters"),
+        (("remove", "A123BC7777"), "plate 'A123BC7777' has 10 characters"),
     ],
 )
 def test_bad_input_exits_2_before_any_broker_call(args: tuple[str, ...], message: str) -> None:

@@ -204,6 +204,12 @@ def test_an_operators_own_book(tmp_path):
         (('name = "Example"', 'name = "Example"\ncolour = "red"'), "unknown keys ['colour']"),
         (('pattern = "AA-000"', 'pattern = "AA-000"\nmax_length = "4"'), "`max_length` must be an integer"),
         (('pattern = "AA-000"', 'pattern = "AA-000"\nmax_length = 4'), "no alternative of 1 to 4 characters"),
+        (('name = "Example"', 'name = "Example"\nsame = ["O"]'), "`same` must be a list of two-character"),
+        (('name = "Example"', 'name = "Example"\nsame = ["O!"]'), "`same` must be a list of two-character"),
+        (
+            ('recognizers = ["global"]', 'recognizers = ["lprnet"]\nletters = "ABC"\nsame = ["O0"]'),
+            "`same` is read by global only",
+        ),
     ],
 )
 def test_a_bad_row_names_the_row_and_the_reason(tmp_path, change, reason):

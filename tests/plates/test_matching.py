@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from stream_worker.contracts.alerts import MatchKind
-from stream_worker.contracts.watchlist import PLATE_ALPHABET, WatchEntry
+from stream_worker.contracts.watchlist import LATIN_PLATE_ALPHABET, PLATE_ALPHABET, WatchEntry
 from stream_worker.plates.matching import (
     CHEAP_COST,
     CONFUSIONS,
@@ -46,13 +46,14 @@ def test_the_issues_known_confusions_are_cheap() -> None:
 def test_the_measured_confusions_are_cheap_and_nothing_else() -> None:
     measured = {frozenset("54"), frozenset("EY")}
     reported = {frozenset("OC"), frozenset("O0"), frozenset("B8")}
-    assert measured | reported == CONFUSIONS
+    latin = {frozenset(pair) for pair in ("O0", "I1", "B8", "D0", "S5", "Z2", "DO")}  # issue 34
+    assert measured | reported | latin == CONFUSIONS
     assert substitution_cost("K", "C") == substitution_cost("C", "0") == substitution_cost("8", "3") == 1.0
 
 
 def test_confusions_are_pairs_of_the_recognizers_characters() -> None:
     for pair in CONFUSIONS:
-        assert len(pair) == 2 and set(pair) <= set(PLATE_ALPHABET)
+        assert len(pair) == 2 and set(pair) <= set(LATIN_PLATE_ALPHABET)
 
 
 @pytest.mark.parametrize("pair", sorted("".join(sorted(pair)) for pair in CONFUSIONS))
@@ -63,6 +64,31 @@ def test_each_cheap_confusion_costs_half_in_a_plate(pair: str) -> None:
         read = listed[:position] + b + listed[position + 1 :]
         assert plate_distance(read, listed) == CHEAP_COST
         assert plate_distance(listed, read) == CHEAP_COST
+
+
+def test_latin_look_alikes_are_cheap_and_a_different_letter_is_not() -> None:
+    # Issue 34: a French AB-123-CD read with each look-alike of the CCT recognizer.
+    listed = "AB123CD"
+    for read in ("A8123CD", "ABI23CD", "AB123C0", "AB123CO", "AB1Z3CD"):
+        assert plate_distance(read, listed) == CHEAP_COST, read
+    assert plate_distance("5UW999", "SUW999") == CHEAP_COST
+    assert plate_distance("AB123CE", listed) == 1.0
+    assert plate_distance("ABT23CD", listed) == 1.0  # I/T was measured, but is not cheap
+
+
+def test_a_latin_plate_on_the_list_matches_its_look_alike_reads_in_any_spelling() -> None:
+    matcher = Matcher([_entry("ab-123.cd"), _entry("в 840 ск 197")], default_max_distance=1.0)
+    (found,) = matcher.match("A8-I23-CD")
+    assert (found.entry.plate, found.kind, found.distance, found.candidate) == (
+        "AB123CD",
+        MatchKind.FUZZY,
+        1.0,
+        "A8I23CD",
+    )
+    assert matcher.match("A8I23C0") == []  # three look-alikes: 1.5, beyond the default
+    assert [m.entry.plate for m in matcher.match("AB.123.CD")] == ["AB123CD"]
+    assert [m.kind for m in matcher.match("AB.123.CD")] == [MatchKind.EXACT]
+    assert [m.entry.plate for m in matcher.match("B840OK197")] == ["B840CK197"]
 
 
 def test_ordinary_substitutions_cost_one() -> None:

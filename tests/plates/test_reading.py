@@ -319,3 +319,12 @@ def test_a_region_whose_recognizers_did_not_run_is_an_error():
     with pytest.raises(ValueError, match="region 'us' reads with global; none of them ran"):
         read_plate(region("us"), _steps_for("B-8"), None)
     assert read_plate(region("auto"), None, _slots_for("AB123CD")).recognizer == GLOBAL
+
+
+def test_us_plates_write_o_as_zero_where_the_format_allows_both_and_keep_it_in_letter_positions():
+    us = region("us")
+    personalized = read_plate(us, None, _slots_for("CHICAGO", s6={"O": 0.7, "0": 0.3}))
+    assert (personalized.text, personalized.format) == ("CHICAG0", "personalized")
+    assert personalized.character_confidences[6] == pytest.approx(1.0)
+    serial = read_plate(us, None, _slots_for("NOX218"))
+    assert (serial.text, serial.format) == ("NOX218", "AAA000")

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stream_worker.contracts.watchlist import PLATE_ALPHABET, normalise_plate
+from stream_worker.contracts.watchlist import LATIN_PLATE_ALPHABET, PLATE_ALPHABET, normalise_plate
 from stream_worker.plates.matching import CHEAP_COST, CONFUSIONS, EDIT_COST, plate_distance
 from stream_worker.store.plate_keys import EDITS, fold, spellings, variants
 
-# The groups the cheap pairs chain into (O/C and O/0 make one group of three).
-CLASSES = [{"0", "C", "O"}, {"8", "B"}, {"4", "5"}, {"E", "Y"}]
+# The groups the cheap pairs chain into (O/C, O/0, D/0 and D/O make one group of four).
+CLASSES = [{"0", "C", "D", "O"}, {"8", "B"}, {"4", "5", "S"}, {"E", "Y"}, {"1", "I"}, {"2", "Z"}]
 # The widest tolerance one stored deletion per key serves: below two whole edits.
 WIDEST = 2 * EDIT_COST - CHEAP_COST
 
@@ -24,8 +24,8 @@ def test_the_classes_are_the_matchers_confusions_chained() -> None:
     assert set().union(*CLASSES) == set().union(*CONFUSIONS)
 
 
-@pytest.mark.parametrize("a", PLATE_ALPHABET)
-@pytest.mark.parametrize("b", PLATE_ALPHABET)
+@pytest.mark.parametrize("a", LATIN_PLATE_ALPHABET)
+@pytest.mark.parametrize("b", LATIN_PLATE_ALPHABET)
 def test_two_characters_fold_equal_exactly_when_they_are_in_one_class(a: str, b: str) -> None:
     same_class = a == b or any(a in group and b in group for group in CLASSES)
     assert (fold(a) == fold(b)) is same_class
@@ -40,13 +40,21 @@ def test_every_member_of_a_class_folds_to_one_member_of_it(group: set[str]) -> N
 
 def test_characters_outside_the_classes_are_kept() -> None:
     plain = "".join(char for char in PLATE_ALPHABET if not any(char in group for group in CLASSES))
-    assert plain == "123679AKMHPTX"
+    assert plain == "3679AKMHPTX"
     assert fold(plain) == plain
+    latin = "".join(char for char in LATIN_PLATE_ALPHABET if not any(char in group for group in CLASSES))
+    assert fold(latin) == latin
 
 
 def test_the_issues_sample_and_its_misread_share_a_key() -> None:
     assert fold("B840CK197") == fold("B840OK197") == fold("8840CK197") == "88400K197"
     assert fold("B840HK197") != fold("B840CK197")
+
+
+def test_a_latin_plate_and_its_look_alike_reads_share_a_key() -> None:
+    # Issue 34: O/0, I/1, B/8, D/0, S/5, Z/2; separators (dots too) ignored.
+    assert fold("AB-123.CD") == fold("A8I23C0") == fold("ab 1z3 co") == "A81230O".replace("O", "0")
+    assert fold("SUW999") == fold("5UW999") and fold("SUW999") != fold("TUW999")
 
 
 def test_fold_normalises_first() -> None:
@@ -211,7 +219,8 @@ def test_spelling_does_not_change_the_variants(text: str, separator: str, lower:
 # --- spellings ----------------------------------------------------------------------------------
 def test_spellings_of_the_sample() -> None:
     spelled = spellings(fold("B840CK197"), 1000)
-    assert spelled is not None and len(spelled) == 2 * 2 * 2 * 3 * 3  # B/8, 8/B, 4/5, 0/O/C, C/O/0
+    # B/8, 8/B, 4/5/S, 0/O/C/D, C/O/0/D, 1/I
+    assert spelled is not None and len(spelled) == 2 * 2 * 3 * 4 * 4 * 2
     assert {"B840CK197", "B840OK197", "8840CK197", "B850CK197"} <= set(spelled)
     assert spelled == sorted(spelled)
 
@@ -219,7 +228,7 @@ def test_spellings_of_the_sample() -> None:
 @pytest.mark.parametrize("length", [0, 1, 2, 3])
 def test_spellings_are_exactly_the_texts_that_fold_to_the_key(length: int) -> None:
     # Exhaustive over the whole alphabet for short texts.
-    texts = ["".join(chars) for chars in itertools.product(PLATE_ALPHABET, repeat=length)]
+    texts = ["".join(chars) for chars in itertools.product(LATIN_PLATE_ALPHABET, repeat=length)]
     by_key: dict[str, set[str]] = {}
     for text in texts:
         by_key.setdefault(fold(text), set()).add(text)
@@ -228,7 +237,7 @@ def test_spellings_are_exactly_the_texts_that_fold_to_the_key(length: int) -> No
 
 
 def test_spellings_beyond_the_limit_are_none() -> None:
-    assert spellings("000", 27) is not None and len(spellings("000", 27) or []) == 27
-    assert spellings("000", 26) is None
+    assert spellings("000", 64) is not None and len(spellings("000", 64) or []) == 64
+    assert spellings("000", 63) is None
     assert spellings("AKMHPTX", 1) == ["AKMHPTX"]
-    assert spellings("0" * 30, 10**6) is None  # 3**30: stops counting, builds nothing
+    assert spellings("0" * 30, 10**6) is None  # 4**30: stops counting, builds nothing

@@ -50,7 +50,7 @@ def test_header_only_is_no_entries() -> None:
 
 
 def test_one_broken_row_refuses_the_whole_file_naming_it() -> None:
-    text = HEADER + "B840CK197,stolen,,,\nA12,stolen,,,\nA123BC77,stolen,,,\n"
+    text = HEADER + "B840CK197,stolen,,,\nA123BC7777,stolen,,,\nA123BC77,stolen,,,\n"
     assert [problem.row for problem in _problems(text)] == [3]
 
 
@@ -58,32 +58,32 @@ def test_every_bad_row_is_named_with_its_reason() -> None:
     text = (
         HEADER
         + "B840CK197,stolen,,,\n"  # row 2: fine
-        + "A12,stolen,,,\n"  # row 3
+        + "A123BC7777,stolen,,,\n"  # row 3
         + "A123BC77,Stolen Cars,,,\n"  # row 4
         + "A123BC78,stolen,,-1,\n"  # row 5
         + "A123BC79,stolen,,,someday\n"  # row 6
         + "A123BC80,stolen,,,2020-01-01\n"  # row 7
         + "A123BC81,stolen\n"  # row 8: too few cells
         + "b-840-ck-197,residents,,,\n"  # row 9: row 2's plate in another spelling
-        + "A123DC77,,,,\n"  # row 10: two problems
+        + "A123ЖC77,,,,\n"  # row 10: two problems
     )
     problems = {problem.row: problem.reason for problem in _problems(text)}
     assert sorted(problems) == [3, 4, 5, 6, 7, 8, 9, 10]
-    assert "'A12' has 3 characters" in problems[3]
+    assert "'A123BC7777' has 10 characters" in problems[3]
     assert "list 'Stolen Cars' is not a lowercase slug" in problems[4]
     assert "max_distance -1.0 is not a finite number >= 0" in problems[5]
     assert "expires_at 'someday' is not an ISO-8601" in problems[6]
     assert "already past" in problems[7]
     assert "2 cells, the header has 5" in problems[8]
     assert "B840CK197 is already on row 2" in problems[9]
-    assert "'D'" in problems[10] and "list ''" in problems[10]
+    assert "'Ж'" in problems[10] and "list ''" in problems[10]
 
 
 def test_the_error_message_lists_each_row() -> None:
     with pytest.raises(CsvImportError) as caught:
-        parse_csv(HEADER + "A12,stolen,,,\nB840CK197,STOLEN,,,\n", NOW)
+        parse_csv(HEADER + "A123BC7777,stolen,,,\nB840CK197,STOLEN,,,\n", NOW)
     lines = str(caught.value).splitlines()
-    assert lines[0].startswith("row 2: plate 'A12'") and lines[1].startswith("row 3: list 'STOLEN'")
+    assert lines[0].startswith("row 2: plate 'A123BC7777'") and lines[1].startswith("row 3: list 'STOLEN'")
 
 
 @pytest.mark.parametrize(
