@@ -60,11 +60,25 @@ def us_crops(count: int) -> list[tuple[bytes, str]]:
     ]
 
 
-def _requests_and_inferences(url: str, models: tuple[str, ...], before: dict | None = None) -> dict:
-    now = {model: _statistics(url, model) for model in models}
-    if before is None:
-        return now
-    return {model: (now[model][0] - before[model][0], now[model][2] - before[model][2]) for model in models}
+def _counts(url: str, models: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """(requests, inferences) so far per model."""
+    counts = {}
+    for model in models:
+        requests, _, inferences, _ = _statistics(url, model)
+        counts[model] = (requests, inferences)
+    return counts
+
+
+def _since(url: str, before: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    now = _counts(url, tuple(before))
+    return {model: (now[model][0] - before[model][0], now[model][1] - before[model][1]) for model in before}
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Byte for byte (BYTES outputs element by element)."""
+    if a.dtype == object or b.dtype == object:
+        return a.shape == b.shape and a.tolist() == b.tolist()
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def test_old_requests_get_todays_answer_whatever_the_default_is_spelt(
@@ -76,11 +90,7 @@ def test_old_requests_get_todays_answer_whatever_the_default_is_spelt(
     for spelt in ([b""], [b"lprnet"], [b" lprnet "]):
         again = infer(triton_url, [car_jpeg], spelt)
         for name in OUTPUT_NAMES:
-            assert (
-                again[name].tobytes() == old[name].tobytes()
-                if again[name].dtype != object
-                else again[name].tolist() == old[name].tolist()
-            ), name
+            assert _same(again[name], old[name]), name
     text, characters = character_confidences(triton_url, frames, car_jpeg, old["plate_corners"][0])
     assert old["plate_text"].tolist() == [text.encode()]
     assert old["plate_character_confidences"].tolist() == pytest.approx(characters, abs=1e-6)
@@ -96,10 +106,10 @@ def test_a_global_frame_is_read_by_global_ocr_alone(
     """Frames asking for `global` go as one global_ocr request and never reach STN or LPRNet; the
     text is the CCT's argmax (the Russian plate's letters are Latin look-alikes)."""
     models = ("stn", "lprnet", "global_ocr")
-    before = _requests_and_inferences(triton_url, models)
+    before = _counts(triton_url, models)
     result = infer(triton_url, [car_jpeg, cat_jpeg, car_jpeg], [b"global"] * 3)
     _statistics(triton_url, "global_ocr", at_least=before["global_ocr"][0] + 1)
-    assert _requests_and_inferences(triton_url, models, before) == {
+    assert _since(triton_url, before) == {
         "stn": (0, 0),
         "lprnet": (0, 0),
         "global_ocr": (1, 2),
@@ -153,10 +163,10 @@ def test_a_frame_that_is_a_plate_is_read_whole(triton_url: str, car_jpeg: bytes)
     crops = us_crops(8)
     frames = [data for data, _ in crops]
     models = ("plate_detector", "global_ocr")
-    before = _requests_and_inferences(triton_url, models)
+    before = _counts(triton_url, models)
     result = infer(triton_url, [*frames, car_jpeg], [b"global"] * 9, [True] * 8 + [False])
     _statistics(triton_url, "global_ocr", at_least=before["global_ocr"][0] + 1)
-    counts = _requests_and_inferences(triton_url, models, before)
+    counts = _since(triton_url, before)
     assert counts["global_ocr"] == (1, 9)
     assert counts["plate_detector"][1] == 2  # the scene alone, at its two scales
     assert result["plate_frame"].tolist() == list(range(9))
