@@ -107,12 +107,12 @@ class InProcessPipeline:
         )
         # plate_detector cuts each batch Triton hands it into ONNX Runtime runs of this size (0: all).
         self.detector_run_batch = int(self.detector_parameters.get("run_batch_size", 0))
-        self.detector = self._session(detector_model)
-        self.stn = self._session(self.parameters.get("stn_model", "stn"))
-        self.lprnet = self._session(self.parameters.get("lprnet_model", "lprnet"))
+        self.detector = self.session(detector_model)
+        self.stn = self.session(self.parameters.get("stn_model", "stn"))
+        self.lprnet = self.session(self.parameters.get("lprnet_model", "lprnet"))
         self.detector_input = self.detector.get_inputs()[0].name
 
-    def _session(self, model: str) -> ort.InferenceSession:
+    def session(self, model: str) -> ort.InferenceSession:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
@@ -152,11 +152,13 @@ class InProcessPipeline:
                     rows[view] = view_rows
         return rows
 
-    def recognize(
-        self, jpegs: Sequence[bytes], clock: StageClock | None = None, pool: Executor | None = None
-    ) -> list[list[str]]:
-        """The plate texts of each frame; `clock` times each stage; `pool` decodes and letterboxes."""
-        stage: Callable[[str], contextlib.AbstractContextManager[None]] = clock.stage if clock else _untimed
+    def locate(
+        self,
+        jpegs: Sequence[bytes],
+        stage: Callable[[str], contextlib.AbstractContextManager[None]] = _untimed,
+        pool: Executor | None = None,
+    ) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
+        """The decoded frames, and for every plate found its frame's index and its four corners."""
         each = pool.map if pool else map
         with stage("decode"):
             images = list(each(self.decode, jpegs))
@@ -174,28 +176,42 @@ class InProcessPipeline:
                 rows, canvases.placements, sizes, scales, self.score_threshold, self.nms_iou
             )
         owners: list[int] = []
-        crops: list[np.ndarray] = []
+        quads: list[np.ndarray] = []
+        for index, plates in enumerate(found):
+            for corners, box in zip(plates.corners, plates.boxes, strict=True):
+                owners.append(index)
+                quads.append(self.detections.usable_corners(corners, box))
+        return images, owners, quads
+
+    def lprnet_crop(self, image: np.ndarray, quad: np.ndarray) -> np.ndarray:
+        """The plate as STN + LPRNet take it (float [3, 24, 94])."""
+        return self.frames.plate_tensor(image, quad, self.vertical_margin, self.horizontal_margin)
+
+    def rectify(self, crops: np.ndarray) -> list[np.ndarray]:
+        """STN over a stack of crops, `recognizer_max_batch` per run."""
+        size = self.recognizer_max_batch
+        return [
+            self.stn.run(["output"], {"input": crops[i : i + size]})[0] for i in range(0, len(crops), size)
+        ]
+
+    def lprnet_logits(self, rectified: Sequence[np.ndarray]) -> np.ndarray:
+        """LPRNet over STN's runs: the logits of every plate [N, 23, 18]."""
+        return np.concatenate([self.lprnet.run(["logits"], {"input": part})[0] for part in rectified])
+
+    def recognize(
+        self, jpegs: Sequence[bytes], clock: StageClock | None = None, pool: Executor | None = None
+    ) -> list[list[str]]:
+        """The plate texts of each frame; `clock` times each stage; `pool` decodes and letterboxes."""
+        stage: Callable[[str], contextlib.AbstractContextManager[None]] = clock.stage if clock else _untimed
+        images, owners, quads = self.locate(jpegs, stage, pool)
         with stage("crop"):
-            for index, (image, plates) in enumerate(zip(images, found, strict=True)):
-                for corners, box in zip(plates.corners, plates.boxes, strict=True):
-                    owners.append(index)
-                    quad = self.detections.usable_corners(corners, box)
-                    crops.append(
-                        self.frames.plate_tensor(image, quad, self.vertical_margin, self.horizontal_margin)
-                    )
+            crops = [self.lprnet_crop(images[owner], quad) for owner, quad in zip(owners, quads, strict=True)]
         texts: list[list[str]] = [[] for _ in images]
         if crops:
-            batch = np.stack(crops)
-            chunks = range(0, len(batch), self.recognizer_max_batch)
             with stage("stn"):
-                rectified = [
-                    self.stn.run(["output"], {"input": batch[i : i + self.recognizer_max_batch]})[0]
-                    for i in chunks
-                ]
+                rectified = self.rectify(np.stack(crops))
             with stage("lprnet"):
-                logits = np.concatenate(
-                    [self.lprnet.run(["logits"], {"input": part})[0] for part in rectified]
-                )
+                logits = self.lprnet_logits(rectified)
             with stage("ctc"):
                 for owner, plate_logits in zip(owners, logits, strict=True):
                     text, _ = self.frames.ctc_greedy_decode(plate_logits)

@@ -1,7 +1,8 @@
 """`stream-worker bench SCENARIO`: run a benchmark, print its table, write its JSON report.
 
 Scenarios: pipeline (ours vs the original design, Triton only), limit (the in-process compute
-floor vs ours), stream (Kafka end to end: backlog drain and paced live load), sweep (worker
+floor vs ours), regions (the second recognizer's cost: per plate, and per frame for ru, a Latin
+region and auto), stream (Kafka end to end: backlog drain and paced live load), sweep (worker
 batching settings), triton (pipeline and limit, no Kafka), all (every scenario against one
 Triton and one broker, plus the ratios between them). Every report carries the machine, the
 versions and each run's settings. `sightings` (bench/sightings.py, its own flags): exact texts per
@@ -29,7 +30,7 @@ from bench.frames import camera_frames, samples_dir
 from bench.report import format_table, ratio, write_json
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ("pipeline", "limit", "stream", "sweep", "triton", "all")
+SCENARIOS = ("pipeline", "limit", "regions", "stream", "sweep", "triton", "all")
 # The targets the headline figures are judged against: ours over the baseline in frames/s (issue
 # 12); end to end on 1920x1080 frames, a rate or a CPU cost per frame summed over broker, Triton and
 # worker; the in-process floor's CPU per frame, ours through Triton as a fraction of it by CPU per
@@ -85,6 +86,9 @@ def parser() -> argparse.ArgumentParser:
         "--providers",
         default="",
         help="onnxruntime providers of the in-process limit, comma-separated (default: CPU).",
+    )
+    p.add_argument(
+        "--latin-region", default="us", help="regions: the single Latin region set beside ru and auto."
     )
     p.add_argument("--backlog", type=int, default=None, help="Backlog frames (stream; default: --frames).")
     p.add_argument("--cameras", type=int, default=4, help="Live load: cameras (stream).")
@@ -217,6 +221,16 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
             summary["pipeline_ceiling_vs_baseline"] = round(
                 limit_over_ours * pipeline["ratio_frames_per_s"]["baseline"], 3
             )
+    if regions := results.get("regions"):
+        summary["regions_cpu_per_frame_over_ru"] = regions["cpu_per_frame_over_ru"]
+        summary["regions_cpu_ms_per_plate_batched"] = {
+            name: costs["batched"] for name, costs in regions["per_plate"]["cpu_ms_per_plate"].items()
+        }
+        summary["regions_targets"] = regions["targets"]
+        summary["regions_targets_met"] = regions["targets_met"]
+        summary["regions_mean_batch"] = {
+            model: figures["mean_batch"] for model, figures in regions["triton_batches"].items()
+        }
     if stream := results.get("stream"):
         summary["stream_drain_frames_per_s"] = stream["backlog"]["frames_per_s"]
         summary["stream_drain_cpu_ms_per_frame"] = stream["backlog"]["cpu_ms_per_frame"]
@@ -268,6 +282,20 @@ def render(report: dict[str, Any]) -> str:
             f"({profile['canvas_area_per_frame']} of a 640x640 canvas in area), CPU ms per canvas "
             f"{per_canvas['batched']} as ours runs it ({profile['detector_images_per_run']} per ONNX Runtime "
             f"run), {per_canvas['one_per_run']} one per run (as the baseline)"
+        )
+    if regions := results.get("regions"):
+        rows = [
+            {**system, "cpu_over_ru": regions["cpu_per_frame_over_ru"][name]}
+            for name, system in regions["systems"].items()
+        ]
+        per_plate = regions["per_plate"]
+        plate_rows = [{"recognizer": name, **costs} for name, costs in per_plate["cpu_ms_per_plate"].items()]
+        parts.append(
+            "\nregions, per 1080p frame through Triton (client + server CPU):\n"
+            + format_table(rows, [*system_columns, "cpu_over_ru"])
+            + f"\nregions, CPU ms per plate in process ({per_plate['plates']} plates, one thread, "
+            f"{per_plate['plates_per_batched_run']} per batched run):\n"
+            + format_table(plate_rows, ["recognizer", "one_per_run", "batched"])
         )
     if stream := results.get("stream"):
         backlog_columns = ["frames", "seconds", "frames_per_s", "worker_peak_rss_mib", "p50_ms", "p99_ms"]

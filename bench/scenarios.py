@@ -26,7 +26,8 @@ INCLUDED = {
     "stream": ("stream",),
     "sweep": ("sweep",),
     "triton": ("pipeline", "limit"),  # no Kafka: what bench/gpu.sh runs
-    "all": ("pipeline", "limit", "stream", "sweep"),
+    "regions": ("regions",),
+    "all": ("pipeline", "limit", "regions", "stream", "sweep"),
 }
 BACKLOG_CAMERAS = 4
 
@@ -79,6 +80,21 @@ def run_scenarios(
                 args.concurrency,
                 args.model_config_name,
                 [p for p in args.providers.split(",") if p],
+            )
+        if "regions" in included:
+            from bench.regions import run_regions  # imports the formats book, which limit does not need
+
+            results["regions"] = run_regions(
+                repository,
+                triton.grpc_url,
+                triton.http_url,
+                triton.pid,
+                frames,
+                args.rounds,
+                args.batch,
+                args.concurrency,
+                args.latin_region,
+                args.model_config_name,
             )
         if "stream" in included or "sweep" in included:
             from bench.stream import StreamBench

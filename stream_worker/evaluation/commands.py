@@ -27,13 +27,32 @@ commands = typer.Typer()  # this package's commands; cli.py adds them to the roo
         "  LPR_WEIGHTS_DIR=../shared/weights stream-worker eval ../shared/evalset/scenes\n\n"
         "  stream-worker eval ../shared/evalset/boxes_only --url triton:8001 --report reports/boxes.json\n\n"
         "  stream-worker eval photos/ --min-found 0.9 --min-exact 0.7\n\n"
-        "Exit codes: 0 done, 1 the folder or its labels.json unusable, Triton unreachable or failing, "
-        "the report not written, 2 a --min-found/--min-exact rate not reached, 130 interrupted."
+        "  stream-worker eval ../shared/plates-world/us-crops --region auto\n\n"
+        "  stream-worker eval ../shared/plates-world/ro-scenes\n\n"
+        "  stream-worker eval ../shared/evalset/scenes --region auto --baseline reports/scenes-main.json\n\n"
+        "Layouts, told from the folder's files: labels.json (photos: boxes and texts), labels.csv or "
+        "labels.tsv (plate crops, each read whole), Pascal VOC *.xml beside the images (boxes only), "
+        "video clips named after their plate (every frame). Region: --region, else the folder name's "
+        "country code when it is a known region (us-crops: us; auto when none); photos and clips: "
+        "the default region (ru).\n\n"
+        "Exit codes: 0 done, 1 the folder, its labels or --baseline unusable, an unknown region, Triton "
+        "unreachable or failing, the report not written, 2 a --min-found/--min-exact rate not reached "
+        "or a plate worse than in --baseline, 130 interrupted."
     ),
 )
 def evaluate(
     folder: Path = typer.Argument(
-        ..., help="Folder of images with a labels.json (../shared/evalset's layout)."
+        ...,
+        help="Photos with labels.json, crops with labels.csv/.tsv, scenes with Pascal VOC .xml, or clips.",
+    ),
+    region: str | None = typer.Option(
+        None,
+        "--region",
+        help="Read the plates for this region (a country code, eu, auto; see the README's formats).",
+        show_default=False,
+    ),
+    raw: bool = typer.Option(
+        False, "--raw", help="Score the recognizers' unconstrained reads instead of the format reading."
     ),
     url: str | None = typer.Option(
         None,
@@ -49,6 +68,12 @@ def evaluate(
     min_exact: float | None = typer.Option(
         None, "--min-exact", min=0.0, max=1.0, help="Exit 2 below this fraction of texts read exactly."
     ),
+    baseline: Path | None = typer.Option(
+        None,
+        "--baseline",
+        help="An earlier --report of this folder: list the plates read (or found) then and not now, "
+        "and the reverse; exit 2 when one is worse.",
+    ),
     timeout: float = typer.Option(120.0, "--timeout", min=0.1, help="Seconds to wait for each request."),
     weights_dir: Path | None = typer.Option(
         None,
@@ -63,7 +88,7 @@ def evaluate(
     tls_cert_file: Path | None = TLS_CERT_OPTION,
     tls_key_file: Path | None = TLS_KEY_OPTION,
 ) -> None:
-    """Score a labelled photo folder through the Triton pipeline: plates found, texts read, a report."""
+    """Score a labelled folder through the Triton pipeline: plates found, texts read by country, a report."""
     from stream_worker.evaluation.runner import run_eval
     from stream_worker.evaluation.settings import EvalSettings
 
@@ -72,6 +97,8 @@ def evaluate(
         raise typer.BadParameter("needs --url: the local Triton speaks plain text", param_hint="'--tls-*'")
     settings = EvalSettings(
         folder=folder,
+        region=region,
+        raw=raw,
         url=url,
         tls=tls,
         repository=repository,
@@ -81,5 +108,6 @@ def evaluate(
         min_found=min_found,
         min_exact=min_exact,
         report=report,
+        baseline=baseline,
     )
     raise typer.Exit(run_eval(settings))

@@ -8,7 +8,8 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel
 
-from stream_worker.evaluation.scoring import ImageScore, Totals
+from stream_worker.evaluation.compare import Comparison
+from stream_worker.evaluation.scoring import LOOSE_IOU_THRESHOLD, ImageScore, Totals
 from stream_worker.evaluation.settings import EvalSettings
 
 COLUMNS = (("file", 24), ("found", 6), ("exact", 6), ("other", 6), ("status", 14), ("texts read", 0))
@@ -19,9 +20,13 @@ class EvalReport(BaseModel):
 
     created_at: datetime
     settings: EvalSettings
+    layout: str = "photos"  # photos, crops or voc (evaluation/layouts.py); reports before it: photos
+    region: str | None = None  # what the plates were read for; None in reports from before regions
     triton_url: str
     model_version: str
     totals: Totals
+    by_country: dict[str, Totals] = {}  # per country the labels name (empty when none does)
+    baseline: Comparison | None = None  # against `--baseline`, when given
     images: list[ImageScore]
 
 
@@ -61,6 +66,7 @@ def _of(part: int, whole: int, rate: float | None) -> str:
 def summary_lines(totals: Totals) -> list[str]:
     mean_iou = f", mean IoU {totals.mean_iou:.2f}" if totals.mean_iou is not None else ""
     cer = f"{totals.char_error_rate:.3f} " if totals.char_error_rate is not None else ""
+    loose = _of(totals.plates_found_loose, totals.plates_labelled, totals.found_loose_rate)
     lines = [
         f"images            {totals.images} ({totals.rejected} rejected by Triton)",
         f"plates found      {_of(totals.plates_found, totals.plates_labelled, totals.found_rate)}{mean_iou}",
@@ -74,7 +80,26 @@ def summary_lines(totals: Totals) -> list[str]:
             f"{totals.images_matched_by_text} image(s) labelled without boxes: their plates were paired "
             "with the reads by closest text and count in no box figure"
         )
+    if totals.plates_labelled:
+        lines.append(f"found at IoU {LOOSE_IOU_THRESHOLD}  {loose}")
     return lines
+
+
+def _share(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.3f}"
+
+
+def country_lines(by_country: dict[str, Totals]) -> list[str]:
+    """A row per country: plates, exact share, character accuracy, boxes found at both IoUs."""
+    if not by_country:
+        return []
+    header = f"{'country':<8} {'texts':>6} {'exact':>6} {'chars':>6} {'boxes':>6} {'found':>6} {'@0.3':>6}"
+    rows = [
+        f"{country:<8} {t.texts_labelled:>6} {_share(t.exact_rate):>6} {_share(t.char_accuracy):>6} "
+        f"{t.plates_labelled:>6} {_share(t.found_rate):>6} {_share(t.found_loose_rate):>6}"
+        for country, t in by_country.items()
+    ]
+    return ["", "by country (exact: share of texts read exactly; chars: 1 - char error rate):", header, *rows]
 
 
 def write_report(path: Path, report: EvalReport) -> None:

@@ -3,7 +3,8 @@
 Starts the local Triton (exporting the models first when needed) unless `--url` names a server,
 prints one row per image as its batch comes back (a progress bar below them at a terminal), then
 the totals. Exit codes: 0 done, 1 unusable folder or labels, Triton unreachable or failing,
-report not written; 2 a --min-found / --min-exact rate not reached; 130 interrupted.
+report not written; 2 a --min-found / --min-exact rate not reached or a plate worse than in
+--baseline; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -15,12 +16,31 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from stream_worker.console import Console
-from stream_worker.evaluation.labels import ImageLabel, LabelsError, load_labels
-from stream_worker.evaluation.report import EvalReport, image_row, summary_lines, table_header, write_report
-from stream_worker.evaluation.scoring import ImageScore, Prediction, score_image, totals, unmet_thresholds
+from stream_worker.contracts.plate_formats import UnknownRegionError
+from stream_worker.evaluation.compare import compare, comparison_lines, load_images
+from stream_worker.evaluation.labels import LabelsError
+from stream_worker.evaluation.layouts import Layout
+from stream_worker.evaluation.plan import EvalPlan, plan_eval
+from stream_worker.evaluation.report import (
+    EvalReport,
+    country_lines,
+    image_row,
+    summary_lines,
+    table_header,
+    write_report,
+)
+from stream_worker.evaluation.scoring import (
+    ImageScore,
+    Prediction,
+    totals,
+    totals_by_country,
+    unmet_thresholds,
+)
 from stream_worker.evaluation.settings import EvalSettings
 from stream_worker.launchers.triton import LocalTriton, TritonLaunchError
-from stream_worker.recognition import FRAME_OK
+from stream_worker.media import MediaSupportMissing, as_jpeg
+from stream_worker.plates.reading import read_plate
+from stream_worker.recognition import FRAME_OK, FrameResult
 from stream_worker.triton_client import PlateRecognitionClient, TritonError
 
 EXIT_OK = 0
@@ -64,16 +84,42 @@ def _triton(settings: EvalSettings, console: Console) -> Iterator[str]:
 
 def _read(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        data = path.read_bytes()
     except OSError as error:
         raise EvalError(f"cannot read image {path}: {error.strerror or error}") from error
+    try:
+        return as_jpeg(data, "eval on a folder of PNG crops")
+    except MediaSupportMissing as error:
+        raise EvalError(str(error)) from error
 
 
-def _evaluate(
-    settings: EvalSettings, labels: dict[str, ImageLabel], url: str, console: Console
-) -> EvalReport:
-    """Every labelled image through Triton in batches of `settings.batch_size`, scored and shown."""
-    names = list(labels)
+def _predictions(plan: EvalPlan, result: FrameResult) -> list[Prediction]:
+    """The frame's plates as scoring sees them: read through the region's formats, or `--raw`."""
+    if plan.raw:
+        return [Prediction(text=plate.text, box=plate.box) for plate in result.plates]
+    predictions = []
+    for plate in result.plates:
+        try:
+            reading = read_plate(plan.region, plate.lprnet_probs, plate.global_probs)
+        except ValueError as error:  # Triton answered without the recognizers asked for
+            raise EvalError(
+                f"Triton's answer cannot be read for region {plan.region.code}: {error}"
+            ) from error
+        predictions.append(
+            Prediction(
+                text=reading.text,
+                box=plate.box,
+                country=reading.country,
+                format=reading.format,
+                recognizer=reading.recognizer,
+            )
+        )
+    return predictions
+
+
+def _evaluate(settings: EvalSettings, plan: EvalPlan, url: str, console: Console) -> EvalReport:
+    """Every labelled item through Triton in batches of `settings.batch_size`, scored and shown."""
+    items = plan.items
     scores: list[ImageScore] = []
     with PlateRecognitionClient(url, timeout_s=settings.timeout_s, tls=settings.tls) as client:
         if not client.is_ready():
@@ -83,25 +129,31 @@ def _evaluate(
             )
         console.line(table_header(), style="bold")
         try:
-            with console.counters({"images": len(names)}) as bars:
-                for start in range(0, len(names), settings.batch_size):
-                    batch = names[start : start + settings.batch_size]
-                    results = client.recognize([_read(settings.folder / name) for name in batch])
-                    for name, result in zip(batch, results, strict=True):
-                        predictions = [Prediction(text=plate.text, box=plate.box) for plate in result.plates]
-                        score = score_image(name, labels[name], result.status, predictions)
+            with console.counters({"images": len(items)}) as bars:
+                for start in range(0, len(items), settings.batch_size):
+                    batch = items[start : start + settings.batch_size]
+                    results = client.recognize(
+                        [item.jpeg or _read(settings.folder / item.file) for item in batch],
+                        recognizers=[plan.region.recognizers] * len(batch),
+                        frame_is_plate=[plan.layout is Layout.CROPS] * len(batch),
+                    )
+                    for item, result in zip(batch, results, strict=True):
+                        score = item.score(result.status, _predictions(plan, result))
                         console.line(image_row(score), style=None if score.status == FRAME_OK else "red")
                         scores.append(score)
                     bars.update("images", len(scores))
             model_version = client.model_version
         except TritonError as error:
-            raise EvalError(f"Triton failed after {len(scores)} of {len(names)} images: {error}") from error
+            raise EvalError(f"Triton failed after {len(scores)} of {len(items)} images: {error}") from error
     return EvalReport(
         created_at=datetime.now(UTC),
         settings=settings,
+        layout=plan.layout,
+        region=plan.region.code,
         triton_url=url,
         model_version=model_version,
         totals=totals(scores),
+        by_country=totals_by_country(scores),
         images=scores,
     )
 
@@ -111,16 +163,27 @@ def run_eval(settings: EvalSettings, console: Console | None = None) -> int:
     console = console or Console()
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop the local Triton too
     try:
-        labels = load_labels(settings.folder)  # a bad folder fails before any server starts
+        plan = plan_eval(settings)  # a bad folder or region fails before any server starts
+        before = load_images(settings.baseline) if settings.baseline is not None else None
+        console.line(
+            f"{plan.layout} layout, {len(plan.items)} labelled, region {plan.region.code}", style="dim"
+        )
         with _triton(settings, console) as url:
-            report = _evaluate(settings, labels, url, console)
+            report = _evaluate(settings, plan, url, console)
         console.line("")
         for line in summary_lines(report.totals):
             console.line(f"  {line}")
+        for line in country_lines(report.by_country):
+            console.line(line)
+        if before is not None and settings.baseline is not None:
+            report = report.model_copy(update={"baseline": compare(before, report.images)})
+            console.line("")
+            for line in comparison_lines(report.baseline, settings.baseline):  # type: ignore[arg-type]
+                console.line(line, style="red" if line.startswith("  worse") else None)
         if settings.report is not None:
             _write(settings.report, report)
             console.line(f"report: {settings.report}", style="dim")
-    except (LabelsError, EvalError) as error:
+    except (LabelsError, EvalError, UnknownRegionError) as error:
         console.error(f"error: {error}")
         return EXIT_FAILED
     except KeyboardInterrupt:
@@ -129,6 +192,8 @@ def run_eval(settings: EvalSettings, console: Console | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     unmet = unmet_thresholds(report.totals, settings.min_found, settings.min_exact)
+    if report.baseline is not None and report.baseline.worse:
+        unmet.append(f"{len(report.baseline.worse)} plate(s) worse than in {settings.baseline}")
     for line in unmet:
         console.error(f"below threshold: {line}")
     return EXIT_BELOW_THRESHOLD if unmet else EXIT_OK

@@ -19,6 +19,7 @@ from stream_worker.plates.distance import edit_distance
 from stream_worker.recognition import FRAME_OK
 
 IOU_THRESHOLD = 0.5
+LOOSE_IOU_THRESHOLD = 0.3  # a plate found at all, however loose its box (the issue's recall figure)
 
 
 class Prediction(BaseModel):
@@ -28,6 +29,9 @@ class Prediction(BaseModel):
 
     text: str
     box: Box
+    country: str | None = None  # what the format reading says the plate is (None: no format fitted)
+    format: str | None = None
+    recognizer: str | None = None  # which recognizer's read was kept
 
 
 class PlateRead(BaseModel):
@@ -36,6 +40,9 @@ class PlateRead(BaseModel):
     expected: str | None
     read: str | None
     iou: float | None  # None when not found, or paired by text
+    country: str | None = None  # the paired prediction's, as in Prediction
+    format: str | None = None
+    recognizer: str | None = None
 
 
 class ImageScore(BaseModel):
@@ -43,9 +50,11 @@ class ImageScore(BaseModel):
 
     file: str
     status: str  # Triton's frame status: "ok", or why it rejected the frame
-    matched_by: Literal["box", "text"]
+    matched_by: Literal["box", "text", "crop"]  # crop: the picture is the plate, read whole
+    country: str | None = None  # whose plates the labels say these are
     labelled: int  # labelled plate boxes
     found: int
+    found_loose: int = 0  # at IoU >= LOOSE_IOU_THRESHOLD
     texts_labelled: int  # labelled plates with a known text
     texts_exact: int
     texts_within_one: int
@@ -64,6 +73,8 @@ class Totals(BaseModel):
     plates_labelled: int
     plates_found: int
     found_rate: float | None
+    plates_found_loose: int = 0
+    found_loose_rate: float | None = None  # at IoU >= LOOSE_IOU_THRESHOLD
     mean_iou: float | None
     texts_labelled: int
     texts_exact: int
@@ -73,6 +84,7 @@ class Totals(BaseModel):
     char_errors: int
     char_total: int
     char_error_rate: float | None
+    char_accuracy: float | None = None  # 1 - char_error_rate
     other_boxes: int
     images_matched_by_text: int
 
@@ -121,23 +133,27 @@ def match_texts(labelled: Sequence[str], predicted: Sequence[str]) -> dict[int, 
     )
 
 
-def score_image(file: str, label: ImageLabel, status: str, predictions: Sequence[Prediction]) -> ImageScore:
+def score_image(
+    file: str,
+    label: ImageLabel,
+    status: str,
+    predictions: Sequence[Prediction],
+    country: str | None = None,
+) -> ImageScore:
     """Pair `predictions` with `label`'s plates and count what was found and read."""
     predictions = predictions if status == FRAME_OK else ()
     texts = label.texts
+    loose = 0
     if label.boxes is not None:
         box_pairs = match_boxes(label.boxes, [p.box for p in predictions])
         pairs = {i: j for i, (j, _) in box_pairs.items()}
         ious = {i: value for i, (_, value) in box_pairs.items()}
+        loose = len(match_boxes(label.boxes, [p.box for p in predictions], LOOSE_IOU_THRESHOLD))
     else:
         pairs = match_texts([text or "" for text in texts], [p.text for p in predictions])
         ious = {}
     plates = [
-        PlateRead(
-            expected=expected,
-            read=predictions[pairs[i]].text if i in pairs else None,
-            iou=ious.get(i),
-        )
+        _plate_read(expected, predictions[pairs[i]] if i in pairs else None, ious.get(i))
         for i, expected in enumerate(texts)
     ]
     known = [(plate.expected, plate.read) for plate in plates if plate.expected is not None]
@@ -147,8 +163,10 @@ def score_image(file: str, label: ImageLabel, status: str, predictions: Sequence
         file=file,
         status=status,
         matched_by="box" if label.boxes is not None else "text",
+        country=country,
         labelled=len(label.boxes or ()),
         found=len(ious),
+        found_loose=loose,
         texts_labelled=len(known),
         texts_exact=sum(read == expected for expected, read in known),
         texts_within_one=sum(
@@ -162,6 +180,29 @@ def score_image(file: str, label: ImageLabel, status: str, predictions: Sequence
     )
 
 
+def _plate_read(expected: str | None, prediction: Prediction | None, iou_value: float | None) -> PlateRead:
+    if prediction is None:
+        return PlateRead(expected=expected, read=None, iou=None)
+    return PlateRead(
+        expected=expected,
+        read=prediction.text,
+        iou=iou_value,
+        country=prediction.country,
+        format=prediction.format,
+        recognizer=prediction.recognizer,
+    )
+
+
+def score_crop(
+    file: str, plate: str, country: str | None, status: str, predictions: Sequence[Prediction]
+) -> ImageScore:
+    """A crop whose whole picture is the plate `plate`: its one read (the first, should Triton
+    answer more) against the text; no box to find."""
+    label = ImageLabel(plates=[plate], boxes=None)
+    score = score_image(file, label, status, list(predictions[:1]), country)
+    return score.model_copy(update={"matched_by": "crop"})
+
+
 def _rate(part: float, whole: float) -> float | None:
     return part / whole if whole else None
 
@@ -170,6 +211,7 @@ def totals(scores: Sequence[ImageScore]) -> Totals:
     """The folder's figures from its rows."""
     found_ious = [plate.iou for score in scores for plate in score.plates if plate.iou is not None]
     plates_labelled = sum(score.labelled for score in scores)
+    found_loose = sum(score.found_loose for score in scores)
     texts_labelled = sum(score.texts_labelled for score in scores)
     char_total = sum(score.char_total for score in scores)
     exact = sum(score.texts_exact for score in scores)
@@ -181,6 +223,8 @@ def totals(scores: Sequence[ImageScore]) -> Totals:
         plates_labelled=plates_labelled,
         plates_found=len(found_ious),
         found_rate=_rate(len(found_ious), plates_labelled),
+        plates_found_loose=found_loose,
+        found_loose_rate=_rate(found_loose, plates_labelled),
         mean_iou=_rate(sum(found_ious), len(found_ious)),
         texts_labelled=texts_labelled,
         texts_exact=exact,
@@ -190,9 +234,16 @@ def totals(scores: Sequence[ImageScore]) -> Totals:
         char_errors=char_errors,
         char_total=char_total,
         char_error_rate=_rate(char_errors, char_total),
+        char_accuracy=None if not char_total else 1 - char_errors / char_total,
         other_boxes=sum(score.other_boxes for score in scores),
         images_matched_by_text=sum(score.matched_by == "text" for score in scores),
     )
+
+
+def totals_by_country(scores: Sequence[ImageScore]) -> dict[str, Totals]:
+    """The figures of each country the labels name, in code order (none when no label names one)."""
+    countries = sorted({score.country for score in scores if score.country is not None})
+    return {country: totals([s for s in scores if s.country == country]) for country in countries}
 
 
 def unmet_thresholds(totals: Totals, min_found: float | None, min_exact: float | None) -> list[str]:

@@ -13,6 +13,8 @@ class EvalSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     folder: Path
+    region: str | None = None  # None: the folder's own (see evaluation/plan.py)
+    raw: bool = False  # score the recognizers' unconstrained reads, not the format reading
     url: str | None = None  # None: export the models if needed and start the local Triton
     tls: TritonTLS | None = None  # for `url` only: the local Triton speaks plain text
     repository: Path = Path("model_repository")  # served by the local Triton
@@ -22,3 +24,4 @@ class EvalSettings(BaseModel):
     min_found: float | None = Field(None, ge=0, le=1)
     min_exact: float | None = Field(None, ge=0, le=1)
     report: Path | None = None
+    baseline: Path | None = None  # an earlier report of the folder: compared plate by plate

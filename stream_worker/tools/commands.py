@@ -30,13 +30,16 @@ schemas_app = typer.Typer(help="The message contracts' JSON Schema files.", no_a
         "Examples:\n\n"
         "  stream-worker recognize ../shared/samples/car.jpg ../shared/samples/cat.jpeg\n\n"
         "  stream-worker recognize --url triton:8001 --annotate out/ photos/*.jpg\n\n"
+        "  stream-worker recognize --region us --raw --crop ../shared/plates-world/us-crops/ak848.png\n\n"
         "Exit codes: 0 done (undecodable images are reported in their line's status), 2 an image "
-        "cannot be read or the --annotate folder cannot be written, 3 Triton unreachable or the "
-        "model not ready, 4 Triton rejected the request."
+        "cannot be read, the --annotate folder cannot be written or the region is unknown, 3 Triton "
+        "unreachable or the model not ready, 4 Triton rejected the request."
     )
 )
 def recognize(
-    images: list[Path] = typer.Argument(..., help="JPEG files, sent together as one request."),
+    images: list[Path] = typer.Argument(
+        ..., help="JPEG files (other formats re-encoded), sent together as one request."
+    ),
     url: str = typer.Option(
         "localhost:8001", "--url", envvar="STREAM_WORKER_TRITON_URL", help="Triton gRPC address HOST:PORT."
     ),
@@ -44,16 +47,36 @@ def recognize(
         None, "--annotate", help="Folder for copies of the images with plate boxes and texts drawn."
     ),
     timeout: float = typer.Option(60.0, "--timeout", min=0.1, help="Seconds to wait for Triton's answer."),
+    region: str = typer.Option(
+        "auto",
+        "--region",
+        help="Whose plates: a country code (us, de, ar...), eu, ru, or auto (both recognizers, all formats).",
+    ),
+    raw: bool = typer.Option(
+        False, "--raw", help="Add each plate's unconstrained read (no format), for debugging."
+    ),
+    crop: bool = typer.Option(False, "--crop", help="Each image is one plate: read it whole, no detection."),
     tls_ca_file: Path | None = TLS_CA_OPTION,
     tls_cert_file: Path | None = TLS_CERT_OPTION,
     tls_key_file: Path | None = TLS_KEY_OPTION,
 ) -> None:
-    """Recognise the plates in IMAGES and print one JSON line per image."""
+    """Recognise the plates in IMAGES for a region and print one JSON line per image."""
     from stream_worker.tools.recognize import RecognizeError, run
 
     tls = triton_tls(tls_ca_file, tls_cert_file, tls_key_file)
     try:
-        run(images, url, timeout, annotate, typer.echo, lambda line: typer.echo(line, err=True), tls)
+        run(
+            images,
+            url,
+            timeout,
+            annotate,
+            typer.echo,
+            lambda line: typer.echo(line, err=True),
+            tls,
+            region,
+            raw,
+            crop,
+        )
     except RecognizeError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(error.exit_code) from error

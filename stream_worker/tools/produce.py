@@ -18,7 +18,7 @@ from types import ModuleType
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from stream_worker.contracts import FrameHeader
-from stream_worker.media import MediaSupportMissing, opencv
+from stream_worker.media import MediaError, MediaSupportMissing, opencv, video_jpegs
 from stream_worker.service.kafka import delivery_config
 
 log = logging.getLogger(__name__)
@@ -100,21 +100,10 @@ def _jpegs_of(path: Path) -> Iterator[bytes]:
 
 
 def _video_jpegs(path: Path) -> Iterator[bytes]:
-    cv2 = _video_opencv(path)
-    capture = cv2.VideoCapture(str(path))
-    if not capture.isOpened():
-        raise FrameSourceError(f"{path}: OpenCV cannot open it as a video")
     try:
-        while True:
-            ok, image = capture.read()
-            if not ok:
-                return
-            encoded, buffer = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, VIDEO_JPEG_QUALITY])
-            if not encoded:
-                raise FrameSourceError(f"{path}: OpenCV could not JPEG-encode a frame")
-            yield buffer.tobytes()
-    finally:
-        capture.release()
+        yield from video_jpegs(path, VIDEO_JPEG_QUALITY, f"reading {path} as a video")
+    except (MediaError, MediaSupportMissing) as error:
+        raise FrameSourceError(str(error)) from error
 
 
 def producer_config(

@@ -61,6 +61,21 @@ def test_report_records_machine_versions_and_command(report: dict) -> None:
     assert len(report["input"]["distinct_frames"]) == 8
 
 
+def test_regions_put_the_second_recognizer_beside_todays(report: dict) -> None:
+    regions = report["results"]["regions"]
+    assert [row["system"] for row in regions["rounds"]] == ["ours-ru", "ours-us", "ours-auto"]
+    assert regions["settings"]["ours-auto"]["recognizers"] == ["lprnet", "global"]
+    for system in regions["systems"].values():
+        assert system["frames"] == 4 and system["frames_with_plates"] == 3
+        assert_positive(system)
+    assert regions["cpu_per_frame_over_ru"]["ours-ru"] == 1.0
+    for costs in regions["per_plate"]["cpu_ms_per_plate"].values():
+        assert costs["one_per_run"] > 0 and costs["batched"] > 0
+    batches = regions["triton_batches"]
+    assert batches["lprnet"]["plates"] > 0 and batches["global_ocr"]["plates"] > 0  # us and auto read with it
+    assert set(report["summary"]["regions_targets_met"]) == {"single_region", "auto"}
+
+
 def test_pipeline_compares_ours_with_the_baseline_on_the_same_frames(report: dict) -> None:
     pipeline = report["results"]["pipeline"]
     baselines = ("baseline", "baseline_per_core")

@@ -8,8 +8,15 @@ from pathlib import Path
 import orjson
 
 from stream_worker.evaluation.labels import ImageLabel
-from stream_worker.evaluation.report import EvalReport, image_row, summary_lines, table_header, write_report
-from stream_worker.evaluation.scoring import Prediction, score_image, totals
+from stream_worker.evaluation.report import (
+    EvalReport,
+    country_lines,
+    image_row,
+    summary_lines,
+    table_header,
+    write_report,
+)
+from stream_worker.evaluation.scoring import Prediction, score_crop, score_image, totals, totals_by_country
 from stream_worker.evaluation.settings import EvalSettings
 
 PLATE = (100.0, 100.0, 200.0, 140.0)
@@ -87,5 +94,28 @@ def test_json_report_round_trips(tmp_path: Path) -> None:
     assert data["settings"]["batch_size"] == 8
     assert data["triton_url"] == "127.0.0.1:8001"
     assert data["totals"]["plates_found"] == 0
-    assert data["images"][0]["plates"] == [{"expected": "A123BC77", "read": None, "iou": None}]
+    assert data["images"][0]["plates"] == [
+        {
+            "expected": "A123BC77",
+            "read": None,
+            "iou": None,
+            "country": None,
+            "format": None,
+            "recognizer": None,
+        }
+    ]
     assert EvalReport.model_validate(data) == report
+
+
+def test_country_lines_show_each_country_and_nothing_without_countries() -> None:
+    rows = [
+        score_crop("a.png", "FUW999", "us", "ok", [Prediction(text="FUW999", box=PLATE)]),
+        score_image(
+            "b.jpg", ImageLabel(boxes=[PLATE, ELSEWHERE]), "ok", [Prediction(text="", box=PLATE)], "ro"
+        ),
+    ]
+    lines = country_lines(totals_by_country(rows))
+    assert lines[2].split() == ["country", "texts", "exact", "chars", "boxes", "found", "@0.3"]
+    assert lines[3].split() == ["ro", "0", "-", "-", "2", "0.500", "0.500"]
+    assert lines[4].split() == ["us", "1", "1.000", "1.000", "0", "-", "-"]
+    assert country_lines({}) == []

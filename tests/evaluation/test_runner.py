@@ -99,3 +99,101 @@ def test_eval_exits_2_below_a_threshold(triton_url: str, tmp_path: Path) -> None
     result = evaluate(str(folder), "--url", triton_url, "--min-found", "0.5")
     assert result.exit_code == EXIT_BELOW_THRESHOLD, result.output
     assert "below threshold: plates found: 0.0% < 50.0%" in result.output
+
+
+PLATES_WORLD = samples_dir().parent / "plates-world"
+US_CROPS = ("ak1165.png", "ak848.png", "ca1564.png", "ca1635.png")  # a few of us-crops/labels.csv
+RO_SCENES = ("dayride_type1_001.mp4_t1055", "dayride_type1_001.mp4_t1085")
+
+
+def us_crops_folder(folder: Path) -> Path:
+    """A few real US crops and their rows of labels.csv, in a folder named as plates-world's."""
+    folder.mkdir()
+    source = PLATES_WORLD / "us-crops"
+    rows = [
+        line
+        for line in (source / "labels.csv").read_text().splitlines()[1:]
+        if line.split(",")[0] in US_CROPS
+    ]
+    for name in US_CROPS:
+        (folder / name).write_bytes((source / name).read_bytes())
+    (folder / "labels.csv").write_text("file,state,plate\n" + "\n".join(rows) + "\n")
+    return folder
+
+
+def test_unknown_region_exits_1_before_any_server(tmp_path: Path) -> None:
+    folder = labelled_folder(tmp_path / "photos")
+    result = evaluate(str(folder), "--region", "xx")  # no --url: a server would start after the plan
+    assert result.exit_code == EXIT_FAILED
+    assert "unknown region 'xx'" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.integration
+def test_eval_reads_us_crops_whole_for_their_country(triton_url: str, tmp_path: Path) -> None:
+    report = tmp_path / "us.json"
+    folder = us_crops_folder(tmp_path / "us-crops")
+    result = evaluate(str(folder), "--url", triton_url, "--report", str(report))
+    assert result.exit_code == EXIT_OK, result.output
+
+    data = orjson.loads(report.read_bytes())
+    assert (data["layout"], data["region"]) == ("crops", "us")
+    assert [row["file"] for row in data["images"]] == sorted(US_CROPS)
+    for row in data["images"]:
+        assert (row["status"], row["matched_by"], row["country"], row["other_boxes"]) == (
+            "ok",
+            "crop",
+            "us",
+            0,
+        )
+        (plate,) = row["plates"]
+        assert plate["read"] and plate["recognizer"] == "global"
+    us = data["by_country"]["us"]
+    assert us["texts_labelled"] == len(US_CROPS)
+    assert us["char_accuracy"] >= 0.8  # a near-miss costs a character, not the plate
+    assert "by country" in result.output and "us" in result.output
+
+
+@pytest.mark.integration
+def test_eval_measures_detector_recall_on_voc_scenes(triton_url: str, tmp_path: Path) -> None:
+    folder = tmp_path / "ro-scenes"
+    folder.mkdir()
+    for stem in RO_SCENES:
+        for suffix in (".jpg", ".xml"):
+            (folder / f"{stem}{suffix}").write_bytes(
+                (PLATES_WORLD / "ro-scenes" / f"{stem}{suffix}").read_bytes()
+            )
+    report = tmp_path / "ro.json"
+    result = evaluate(str(folder), "--url", triton_url, "--report", str(report), "--min-found", "0.5")
+    assert result.exit_code == EXIT_OK, result.output
+
+    data = orjson.loads(report.read_bytes())
+    assert (data["layout"], data["region"]) == ("voc", "ro")
+    ro = data["by_country"]["ro"]
+    assert ro["plates_labelled"] == 3 and ro["texts_labelled"] == 0
+    assert ro["plates_found_loose"] >= ro["plates_found"] >= 2
+    assert "found at IoU 0.3" in result.output
+
+
+@pytest.mark.integration
+def test_eval_against_a_baseline_exits_2_when_a_plate_got_worse(triton_url: str, tmp_path: Path) -> None:
+    folder = labelled_folder(tmp_path / "photos")
+    first = tmp_path / "first.json"
+    assert evaluate(str(folder), "--url", triton_url, "--report", str(first)).exit_code == EXIT_OK
+
+    same = evaluate(str(folder), "--url", triton_url, "--baseline", str(first))
+    assert same.exit_code == EXIT_OK, same.output
+    assert f"against {first}: 1 plates compared, 0 worse, 0 better" in same.output
+
+    report = orjson.loads(first.read_bytes())
+    (plate,) = report["images"][0]["plates"]
+    if plate["read"] == EXPECTED_PLATE:  # the van read exactly: make the baseline miss it instead
+        plate["read"], plate["iou"], direction = None, None, "better"
+    else:  # as today (B840OK197): a baseline that read it exactly
+        plate["read"], direction = EXPECTED_PLATE, "worse"
+    doctored = tmp_path / "doctored.json"
+    doctored.write_bytes(orjson.dumps(report))
+    result = evaluate(str(folder), "--url", triton_url, "--baseline", str(doctored))
+    assert f"  {direction}: car.jpg plate 0 (text {EXPECTED_PLATE})" in result.output
+    if direction == "worse":
+        assert result.exit_code == EXIT_BELOW_THRESHOLD
+        assert f"below threshold: 1 plate(s) worse than in {doctored}" in result.output

@@ -11,8 +11,10 @@ from stream_worker.evaluation.scoring import (
     iou,
     match_boxes,
     match_texts,
+    score_crop,
     score_image,
     totals,
+    totals_by_country,
     unmet_thresholds,
 )
 
@@ -215,3 +217,40 @@ def test_thresholds_not_met_say_which() -> None:
 def test_threshold_with_nothing_to_measure_is_not_met() -> None:
     result = totals([score_image("cat.jpg", label([], []), "ok", [])])
     assert unmet_thresholds(result, None, 0.5) == ["exact texts: nothing labelled to measure < 50.0%"]
+
+
+# --- loose boxes, crops, countries ---------------------------------------------
+
+
+def test_a_loose_box_is_found_at_iou_03_only() -> None:
+    loose_box = (100.0, 100.0, 200.0, 190.0)  # IoU 40/90 = 0.44 with PLATE
+    score = score_image("a.jpg", label(None, [PLATE, OTHER_PLATE]), "ok", [read("X", loose_box)], "ro")
+    assert (score.found, score.found_loose, score.country) == (0, 1, "ro")
+    summed = totals([score])
+    assert (summed.plates_found_loose, summed.found_loose_rate, summed.found_rate) == (1, 0.5, 0.0)
+
+
+def test_a_crop_is_scored_on_its_first_read_without_boxes() -> None:
+    exact = score_crop("a.png", "FUW999", "us", "ok", [read("FUW999"), read("OTHER")])
+    assert (exact.matched_by, exact.labelled, exact.texts_exact, exact.other_boxes) == ("crop", 0, 1, 0)
+    wrong = score_crop("b.png", "AB123CD", "ar", "ok", [read("AB123C0")])
+    assert (wrong.texts_exact, wrong.char_errors, wrong.char_total) == (0, 1, 7)
+    unread = score_crop("c.png", "ABC123", "ar", "invalid_image: not a JPEG", [read("ABC123")])
+    assert (unread.texts_exact, unread.char_errors) == (0, 6)
+    summed = totals([exact, wrong, unread])
+    assert summed.images_matched_by_text == 0
+    assert summed.char_accuracy == pytest.approx(1 - 7 / 19)
+
+
+def test_totals_by_country_group_the_rows_the_labels_name() -> None:
+    rows = [
+        score_crop("a.png", "FUW999", "us", "ok", [read("FUW999")]),
+        score_crop("b.png", "AB123CD", "ar", "ok", [read("AB123C0")]),
+        score_crop("c.png", "XYZ999", "us", "ok", [read("XYZ990")]),
+        score_image("d.jpg", label(["A123BC77"], [PLATE]), "ok", []),  # no country: in no group
+    ]
+    by_country = totals_by_country(rows)
+    assert list(by_country) == ["ar", "us"]
+    assert (by_country["us"].texts_labelled, by_country["us"].exact_rate) == (2, 0.5)
+    assert by_country["ar"].char_accuracy == pytest.approx(6 / 7)
+    assert totals_by_country(rows[3:]) == {}

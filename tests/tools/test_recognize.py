@@ -9,13 +9,16 @@ import cv2
 import numpy as np
 import orjson
 import pytest
+from stream_worker.plates.reading import Reading
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
+from stream_worker.plates.distance import edit_distance
 from stream_worker.recognition import FrameResult, Plate
 from stream_worker.tools.recognize import (
     BOX_COLOUR,
     EXIT_TRITON_UNAVAILABLE,
+    EXIT_UNKNOWN_REGION,
     EXIT_UNREADABLE_IMAGE,
     ImageFile,
     annotated_path,
@@ -23,14 +26,25 @@ from stream_worker.tools.recognize import (
     result_record,
     write_annotated,
 )
+from tests.conftest import samples_dir
 
 CAR_BOX = (94.0, 331.0, 132.0, 342.0)
 CAR_RESULT = FrameResult(
     status="ok",
     width=780,
     height=439,
-    plates=(Plate(text="B840CK197", confidence=0.8125, box=CAR_BOX, detection_score=0.5),),
+    plates=(Plate(text="B840OK197", confidence=0.8125, box=CAR_BOX, detection_score=0.5),),
 )
+CAR_READING = Reading(
+    text="B840CK197",
+    confidence=0.75,
+    character_confidences=(0.9,) * 9,
+    recognizer="lprnet",
+    country="ru",
+    format="ru/private",
+    format_valid=True,
+)
+US_CROP = "ak848.png"  # ../shared/plates-world/us-crops, labelled FPJ331
 
 
 @pytest.fixture
@@ -66,7 +80,7 @@ def box_outline(box: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_result_record_is_the_documented_json_shape() -> None:
-    record = orjson.loads(orjson.dumps(result_record(Path("a/car.jpg"), CAR_RESULT)))
+    record = orjson.loads(orjson.dumps(result_record(Path("a/car.jpg"), CAR_RESULT, [CAR_READING])))
     assert record == {
         "file": "a/car.jpg",
         "status": "ok",
@@ -74,12 +88,39 @@ def test_result_record_is_the_documented_json_shape() -> None:
         "plates": [
             {
                 "text": "B840CK197",
-                "confidence": 0.8125,
+                "confidence": 0.75,
                 "box": {"x1": 94.0, "y1": 331.0, "x2": 132.0, "y2": 342.0},
                 "detection_score": 0.5,
+                "country": "ru",
+                "format": "ru/private",
+                "format_valid": True,
+                "recognizer": "lprnet",
             }
         ],
     }
+
+
+def test_raw_adds_each_recognizers_unconstrained_read() -> None:
+    global_probs = np.full((9, 37), 0.001, np.float32)
+    for slot, index in enumerate([11, 8, 4, 0, 24, 20, 1, 9, 7]):  # B840OK197 in 0-9A-Z
+        global_probs[slot, index] = 0.9
+    plate = Plate(
+        text="B840OK197", confidence=0.8, box=CAR_BOX, detection_score=0.5, global_probs=global_probs
+    )
+    result = FrameResult("ok", 780, 439, (plate,))
+    (record,) = result_record(Path("car.jpg"), result, [CAR_READING], raw=True)["plates"]
+    assert (record["text"], record["raw"]) == ("B840CK197", {"global": "B840OK197"})
+    (plain,) = result_record(Path("car.jpg"), result, [CAR_READING])["plates"]
+    assert "raw" not in plain
+
+
+def test_unknown_region_exits_2_listing_the_known_ones_before_anything_else(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.jpg"  # not read: the region is checked first
+    result = CliRunner().invoke(app, ["recognize", str(missing), "--region", "xx", "--url", "127.0.0.1:1"])
+    assert result.exit_code == EXIT_UNKNOWN_REGION
+    assert "unknown region 'xx'" in result.output
+    assert all(code in result.output for code in ("auto", "ru", "us", "eu"))
+    assert "Traceback" not in result.output
 
 
 def test_drawing_changes_the_box_outline_and_nothing_far_from_it(car_path: Path) -> None:
@@ -170,7 +211,17 @@ def test_recognize_prints_one_line_per_image_and_annotates(
     car, cat = (orjson.loads(line) for line in result.stdout.splitlines())
     assert (car["file"], car["status"], car["size"]) == (str(car_path), "ok", {"width": 780, "height": 439})
     assert len(car["plates"]) == 1
-    assert set(car["plates"][0]) == {"text", "confidence", "box", "detection_score"}
+    assert set(car["plates"][0]) == {
+        "text",
+        "confidence",
+        "box",
+        "detection_score",
+        "country",
+        "format",
+        "format_valid",
+        "recognizer",
+    }
+    assert car["plates"][0]["country"] == "ru"  # auto, the default, read the van's Russian plate
     assert (cat["file"], cat["status"], cat["plates"]) == (str(cat_path), "ok", [])
 
     assert sorted(p.name for p in out.iterdir()) == ["car.annotated.jpg", "cat.annotated.jpg"]
@@ -178,3 +229,18 @@ def test_recognize_prints_one_line_per_image_and_annotates(
     rows, cols = box_outline((box["x1"], box["y1"], box["x2"], box["y2"]))
     written = cv2.imread(str(out / "car.annotated.jpg"))
     assert np.median(np.abs(written[rows, cols].astype(int) - BOX_COLOUR).sum(axis=1)) < 80
+
+
+@pytest.mark.integration
+def test_a_us_crop_read_whole_for_region_us(triton_url: str, tmp_path: Path) -> None:
+    crop = samples_dir().parent / "plates-world" / "us-crops" / US_CROP
+    args = ["recognize", str(crop), "--region", "us", "--crop", "--raw", "--url", triton_url]
+    result = CliRunner().invoke(app, [*args, "--timeout", "120"])
+    assert result.exit_code == 0, result.output
+    (line,) = (orjson.loads(line) for line in result.stdout.splitlines())
+    assert line["status"] == "ok"
+    (plate,) = line["plates"]
+    assert (plate["country"], plate["recognizer"]) == ("us", "global")
+    assert edit_distance(plate["text"], "FPJ331") <= 1 and set(plate["raw"]) == {"global"}
+    height, width = cv2.imread(str(crop)).shape[:2]
+    assert plate["box"] == {"x1": 0.0, "y1": 0.0, "x2": float(width), "y2": float(height)}
