@@ -9,11 +9,11 @@ import cv2
 import numpy as np
 import orjson
 import pytest
-from stream_worker.plates.reading import Reading
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
 from stream_worker.plates.distance import edit_distance
+from stream_worker.plates.reading import Reading
 from stream_worker.recognition import FrameResult, Plate
 from stream_worker.tools.recognize import (
     BOX_COLOUR,
