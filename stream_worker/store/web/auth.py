@@ -1,24 +1,22 @@
-"""Who is asking: a signed session cookie (the pages) or a bearer token (the API), checked by one
-ASGI middleware in front of every route except the few public ones, so that a route added later is
-closed by default. Writes need the admin role and, from a cookie session, the session's CSRF token
-(a form field `csrf_token` or the `X-CSRF-Token` header); a bearer-token request carries no cookie,
-so a forged cross-site request cannot use it.
+"""Who is asking: a session (the pages; a signed cookie with a random id, looked up in the
+database: sessions.py) or a bearer token (the API), checked by one ASGI middleware in front of
+every route except the few public ones, so that a route added later is closed by default. Writes
+need the admin role and, from a cookie session, the session's CSRF token (a form field
+`csrf_token` or the `X-CSRF-Token` header, an HMAC of the session's id); a bearer-token request
+carries no cookie, so a forged cross-site request cannot use it.
 """
 
 from __future__ import annotations
 
 import hmac
-import secrets
-import threading
-import time
-from collections import deque
-from typing import Any
 from urllib.parse import quote
 
 import orjson
 from fastapi import HTTPException, Request
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from stream_worker.store.web.sessions import SessionBook
 from stream_worker.store.web.users import User, Users
 
 PUBLIC_PATHS = ("/login", "/healthz")
@@ -39,13 +37,13 @@ def is_public(path: str) -> bool:
     return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
-def csrf_token(session: dict[str, Any]) -> str:
-    """The session's CSRF token, made on first use."""
-    token = session.get("csrf")
-    if not isinstance(token, str):
-        token = secrets.token_urlsafe(32)
-        session["csrf"] = token
-    return token
+def sessions_of(request: Request) -> SessionBook:
+    return request.state.sessions  # type: ignore[no-any-return]
+
+
+def csrf_token(request: Request) -> str:
+    """The session's CSRF token (a visitor's session id made on first use)."""
+    return sessions_of(request).csrf(request.session)
 
 
 def wants_html(scope: Scope) -> bool:
@@ -58,34 +56,38 @@ def wants_html(scope: Scope) -> bool:
 
 class AuthMiddleware:
     """Puts the signed-in user on `request.state.user`, or answers 401 (API) / a redirect to the
-    sign-in page (pages). Runs inside SessionMiddleware, so the session is decoded already."""
+    sign-in page (pages). Runs inside SessionMiddleware, so the cookie is decoded already; its
+    session is looked up in the database on a worker thread."""
 
-    def __init__(self, app: ASGIApp, users: Users) -> None:
-        self.app, self.users = app, users
+    def __init__(self, app: ASGIApp, users: Users, sessions: SessionBook) -> None:
+        self.app, self.users, self.sessions = app, users, sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         send = _with_security_headers(send)
-        user, via_token = self._user(scope)
+        user, via_token = await self._user(scope)
         scope.setdefault("state", {})
         scope["state"]["user"] = user
         scope["state"]["via_token"] = via_token
+        scope["state"]["sessions"] = self.sessions
         if user is None and not is_public(scope["path"]):
             await self._refuse(scope, send)
             return
         await self.app(scope, receive, send)
 
-    def _user(self, scope: Scope) -> tuple[User | None, bool]:
+    async def _user(self, scope: Scope) -> tuple[User | None, bool]:
         headers = dict(scope.get("headers") or [])
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         if authorization:
             scheme, _, token = authorization.partition(" ")
             user = self.users.by_token(token.strip()) if scheme.lower() == "bearer" and token else None
             return user, True  # a bad token is refused even with a cookie: no mixing
-        session = scope.get("session") or {}
-        return self.users.get(session.get("user")), False
+        cookie = scope.get("session")
+        if not cookie:
+            return None, False
+        return await run_in_threadpool(self.sessions.user, cookie), False
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         if wants_html(scope):
@@ -129,7 +131,7 @@ async def check_csrf(request: Request) -> None:
     """A cookie-session write must carry the session's CSRF token (403 otherwise)."""
     if request.method in SAFE_METHODS or getattr(request.state, "via_token", False):
         return
-    expected = request.session.get("csrf")
+    expected = sessions_of(request).expected_csrf(request.session)
     given = request.headers.get(CSRF_HEADER)
     if given is None and request.headers.get("content-type", "").startswith(
         ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -148,34 +150,3 @@ async def writer(request: Request) -> User:
     if not user.is_admin:
         raise HTTPException(403, f"{user.name} is a viewer: only an admin may change this")
     return user
-
-
-class SignInLimiter:
-    """At most MAX_FAILURES wrong passwords per (client address, user name) in WINDOW_S: after that
-    sign-in answers 429 until the oldest failure ages out (guessing is slow; a user elsewhere is not
-    locked out). In memory, per process."""
-
-    MAX_FAILURES = 10
-    WINDOW_S = 600.0
-
-    def __init__(self) -> None:
-        self._failures: dict[tuple[str, str], deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
-        times = self._failures.setdefault(key, deque())
-        while times and times[0] <= now - self.WINDOW_S:
-            times.popleft()
-        return times
-
-    def blocked_for_s(self, key: tuple[str, str]) -> float:
-        now = time.monotonic()
-        with self._lock:
-            times = self._recent(key, now)
-            return times[0] + self.WINDOW_S - now if len(times) >= self.MAX_FAILURES else 0.0
-
-    def failed(self, key: tuple[str, str]) -> None:
-        with self._lock:
-            self._recent(key, time.monotonic()).append(time.monotonic())
-            if len(self._failures) > 10_000:  # bounded: forget the quietest
-                self._failures = {k: v for k, v in self._failures.items() if v}

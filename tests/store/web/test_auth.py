@@ -125,7 +125,7 @@ def test_a_wrong_password_or_user_is_refused_and_the_right_one_signs_in(console:
 def test_guessing_is_stopped_for_that_user_from_that_client(console: Console) -> None:
     client = TestClient(console.app, follow_redirects=False)
     token = csrf_of(client.get("/login").text)
-    limit = console.app.state.backend.sign_ins.MAX_FAILURES
+    limit = console.app.state.backend.sign_ins.PER_NAME
     for _ in range(limit):
         answer = client.post("/login", data={"username": "ada", "password": "guess", "csrf_token": token})
         assert answer.status_code == 401
