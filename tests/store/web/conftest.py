@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from service_processes import ServiceProcess
 
 from stream_worker.contracts.alerts import PlateAlert
 from stream_worker.contracts.sightings import PlateSighting
@@ -101,3 +102,26 @@ def signed_in(app: FastAPI, name: str) -> tuple[TestClient, str]:
     answer = client.post("/login", data={"username": name, "password": PASSWORDS[name], "csrf_token": token})
     assert answer.status_code == 303, answer.text
     return client, csrf_of(client.get("/").text)
+
+
+def start_store(
+    tmp_path: Path, users_file: Path, kafka_bootstrap: str, name: str, *args: str
+) -> tuple[ServiceProcess, str]:
+    """A running `stream-worker store` process with its console on a free port (its data in
+    tmp_path/data unless `args` say otherwise), and the console's address without the final /."""
+    args = (
+        "--bootstrap-servers", kafka_bootstrap,
+        "--group-id", f"{name}-store",
+        "--sightings-topic", f"{name}-sightings",
+        "--alerts-topic", f"{name}-alerts",
+        "--users-file", str(users_file),
+        "--console-port", "0",
+        "--metrics-port", "0",
+        "--session-timeout-ms", "6000",
+        *(() if "--data-dir" in args else ("--data-dir", str(tmp_path / "data"))),
+        *args,
+    )  # fmt: skip
+    log = tmp_path / f"store-{len(list(tmp_path.glob('store-*.log')))}.log"
+    store = ServiceProcess(list(args), log, command="store", started="store started").start()
+    started = store.wait_for_log(lambda line: line.get("msg") == "store started", "start")
+    return store, started["console"].rstrip("/")
