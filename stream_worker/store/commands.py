@@ -127,7 +127,8 @@ def forget(
 
 
 sessions_app = typer.Typer(
-    help="The console's sessions (store sessions revoke --help).", add_completion=False
+    help="The console's sessions. Example: stream-worker store sessions revoke --user alice",
+    add_completion=False,
 )
 store_app.add_typer(sessions_app, name="sessions")
 
