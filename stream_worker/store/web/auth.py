@@ -9,16 +9,19 @@ carries no cookie, so a forged cross-site request cannot use it.
 from __future__ import annotations
 
 import hmac
+import logging
 from urllib.parse import quote
 
 import orjson
 from fastapi import HTTPException, Request
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from stream_worker.store.web.sessions import SessionBook
 from stream_worker.store.web.users import User, Users
 
+log = logging.getLogger("stream_worker.store.web")
 PUBLIC_PATHS = ("/login", "/healthz")
 PUBLIC_PREFIXES = ("/static/",)
 CSRF_FIELD = "csrf_token"
@@ -67,7 +70,12 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         send = _with_security_headers(send)
-        user, via_token = await self._user(scope)
+        try:
+            user, via_token = await self._user(scope)
+        except SQLAlchemyError as error:  # sessions are in the database: without it, nobody is known
+            log.warning("console: sessions cannot be read", extra={"error": type(error).__name__})
+            await _json(send, 503, "the store's database is not answering; try again shortly")
+            return
         scope.setdefault("state", {})
         scope["state"]["user"] = user
         scope["state"]["via_token"] = via_token
@@ -85,7 +93,7 @@ class AuthMiddleware:
             user = self.users.by_token(token.strip()) if scheme.lower() == "bearer" and token else None
             return user, True  # a bad token is refused even with a cookie: no mixing
         cookie = scope.get("session")
-        if not cookie:
+        if not cookie or is_public(scope["path"]):  # public routes need nobody: no database read
             return None, False
         return await run_in_threadpool(self.sessions.user, cookie), False
 
@@ -101,14 +109,15 @@ class AuthMiddleware:
             await send({"type": "http.response.start", "status": 303, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
             return
-        body = orjson.dumps({"detail": "sign in first (a session cookie or Authorization: Bearer TOKEN)"})
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"www-authenticate", b"Bearer"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 401, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        detail = "sign in first (a session cookie or Authorization: Bearer TOKEN)"
+        await _json(send, 401, detail, ((b"www-authenticate", b"Bearer"),))
+
+
+async def _json(send: Send, status: int, detail: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    body = orjson.dumps({"detail": detail})
+    start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": start})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _with_security_headers(send: Send) -> Send:
