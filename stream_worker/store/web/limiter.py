@@ -6,8 +6,9 @@ an ingress every user would share its address: the console believes X-Forwarded-
 the proxies `--forwarded-allow-ips` names, so the address is the real client's. A client over its
 limit is refused (429) before its password is hashed; a sign-in in progress counts as a failure
 until it is settled, so 64 parallel guesses from one client cost at most PER_NAME scrypt hashes.
-The table is bounded (least recently used forgotten first), and at most `parallel` passwords are
-hashed at once (16 MiB each), whoever asks.
+The table is bounded (least recently used forgotten first), and passwords are hashed on
+`parallel` threads of their own (16 MiB of scrypt each), whoever asks: on the server's many
+worker threads, each thread's malloc arena kept its own 16 MiB buffers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -44,6 +46,7 @@ class SignInLimiter:
         self._counts: OrderedDict[Key, _Count] = OrderedDict()
         self._lock = threading.Lock()
         self._hashing = threading.BoundedSemaphore(parallel)
+        self._hashers = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="sign-in")
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -97,10 +100,10 @@ class SignInLimiter:
                     count.failures.append(now)
 
     def hashing(self, check: Callable[..., T], *args: object) -> T:
-        """`check(*args)` once a hashing slot is free (SignInBusy after BUSY_WAIT_S)."""
+        """`check(*args)` on a hashing thread, once one is free (SignInBusy after BUSY_WAIT_S)."""
         if not self._hashing.acquire(timeout=self.BUSY_WAIT_S):
             raise SignInBusy("too many sign-ins at once: try again in a moment")
         try:
-            return check(*args)
+            return self._hashers.submit(check, *args).result()
         finally:
             self._hashing.release()
