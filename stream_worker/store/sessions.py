@@ -68,9 +68,14 @@ def start(
 
 
 def find(
-    connection: Connection, session_id: str, lifetimes: Lifetimes, now: datetime | None = None
+    connection: Connection,
+    session_id: str,
+    lifetimes: Lifetimes,
+    now: datetime | None = None,
+    touch: bool = True,
 ) -> Session | None:
-    """The live session of this id, its `last_seen` moved on; None (and the row gone) if it ended."""
+    """The live session of this id, its `last_seen` moved on if `touch` (a request of its user);
+    None (and the row gone) if it ended."""
     now = now or datetime.now(UTC)
     key = id_hash(session_id)
     row = connection.execute(select(table).where(table.c.id_hash == key)).first()
@@ -83,7 +88,7 @@ def find(
     ):
         connection.execute(delete(table).where(table.c.id_hash == key))
         return None
-    if now - seen > timedelta(seconds=lifetimes.touch_every_s):
+    if touch and now - seen > timedelta(seconds=lifetimes.touch_every_s):
         connection.execute(update(table).where(table.c.id_hash == key).values(last_seen=now))
     return Session(row.user, row.password_mark)
 

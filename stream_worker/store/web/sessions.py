@@ -30,13 +30,14 @@ class SessionBook:
         sid = cookie.get(SID)
         return sid if isinstance(sid, str) and 0 < len(sid) <= 128 else None
 
-    def user(self, cookie: Cookie) -> User | None:
-        """Who this cookie's session is signed in as (None: nobody, or the session has ended)."""
+    def user(self, cookie: Cookie, touch: bool = True) -> User | None:
+        """Who this cookie's session is signed in as (None: nobody, or the session has ended); a
+        request of the user's `touch`es it (its idle time starts again), a check does not."""
         sid = self._sid(cookie)
         if sid is None:
             return None
         with self.database.begin() as connection:
-            found = stored.find(connection, sid, self.lifetimes)
+            found = stored.find(connection, sid, self.lifetimes, touch=touch)
             if found is None:
                 return None
             user = self.users.get(found.user)

@@ -63,9 +63,15 @@ def test_sign_out_ends_the_session_for_every_copy_of_its_cookie(store: str) -> N
     client, token = sign_in(store, "ada")
     kept = copy_of(client, store)
     assert kept.get("/api/me").json() == {"name": "ada", "role": "admin"}
-    assert client.post("/logout", data={"csrf_token": token}).status_code == 303
-    assert refused(kept, token)
-    assert refused(client, token)
+    with copy_of(client, store).stream("GET", "/api/live") as feed:
+        chunks = feed.iter_raw()
+        assert next(chunks).startswith(b"retry:")
+        assert client.post("/logout", data={"csrf_token": token}).status_code == 303
+        assert refused(kept, token)
+        assert refused(client, token)
+        signed_out = time.monotonic()
+        for _ in chunks:  # the open live feed ends too
+            assert time.monotonic() - signed_out < 20, "the live feed outlived the session"
 
 
 def test_an_admin_signs_a_user_and_everyone_out_everywhere(store: str, tmp_path: Path) -> None:
