@@ -73,7 +73,7 @@ def create_app(
         SessionMiddleware,
         secret_key=key,
         session_cookie=SESSION_COOKIE,
-        max_age=int(settings.session_lifetime_s),
+        max_age=max(1, int(settings.session_lifetime_s)),  # the browser's copy; the database decides
         same_site="lax",
         https_only=settings.secure_cookies,
     )
