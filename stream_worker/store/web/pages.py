@@ -11,6 +11,7 @@ import orjson
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from stream_worker.contracts.watchlist import new_entry, validate_plate
 from stream_worker.store import queries
@@ -65,8 +66,6 @@ async def login(
     next: Annotated[str, Form(max_length=2048)] = "/",
 ) -> Response:
     await check_csrf(request)
-    from starlette.concurrency import run_in_threadpool
-
     client = request.client.host if request.client else ""  # the proxy's only if --forwarded-allow-ips
     wait_s = store.sign_ins.admit(client, username)
     if wait_s > 0:  # refused before the password is hashed
@@ -97,8 +96,6 @@ async def login(
 async def logout(request: Request, user: Reader) -> RedirectResponse:
     """Ends the session itself (its row deleted): the cookie, kept or copied, signs nobody in."""
     await check_csrf(request)
-    from starlette.concurrency import run_in_threadpool
-
     await run_in_threadpool(sessions_of(request).sign_out, request.session)
     return RedirectResponse("/login", status_code=303)
 
@@ -111,8 +108,6 @@ async def revoke_sessions_page(
     of_user: Annotated[str, Form(alias="user", max_length=128)] = "",
 ) -> RedirectResponse:
     """An admin's "sign out everywhere": one user's sessions, or (no user) everyone's but this one."""
-    from starlette.concurrency import run_in_threadpool
-
     revoked = await run_in_threadpool(store.revoke_sessions, user, of_user or None, request.session)
     whose = of_user or "everyone else"
     return back(request, "/audit", f"Signed {whose} out everywhere ({revoked} sessions).")
@@ -248,8 +243,6 @@ async def watchlist_import(
         raise HTTPException(422, "the CSV file is not UTF-8 text") from None
     entries = import_rows(text)
     if entries:
-        from starlette.concurrency import run_in_threadpool
-
         await run_in_threadpool(store.change_watchlist, user, "watchlist.import", entries)
     return back(request, "/watchlist", f"Imported {len(entries)} entries.")
 
