@@ -1,6 +1,7 @@
-"""`stream-worker store` (the history store and its console; `store migrate`, `store forget`) and
-`stream-worker search` (cli.py adds them to the root app). The work is imported only when a command
-runs: store/app.py for the service, retention.py for forget, search_output.py for search.
+"""`stream-worker store` (the history store and its console; `store migrate`, `store forget`,
+`store sessions revoke`) and `stream-worker search` (cli.py adds them to the root app). The work
+is imported only when a command runs: store/app.py for the service, retention.py for forget,
+sessions.py for sessions revoke, search_output.py for search.
 """
 
 from __future__ import annotations
@@ -123,6 +124,43 @@ def forget(
     typer.echo(
         f"erased {deleted.sightings} sightings, {deleted.pictures} pictures and {deleted.alerts} alerts"
     )
+
+
+sessions_app = typer.Typer(
+    help="The console's sessions. Example: stream-worker store sessions revoke --user alice",
+    add_completion=False,
+)
+store_app.add_typer(sessions_app, name="sessions")
+
+
+@sessions_app.command("revoke")
+def revoke_sessions(
+    user: str | None = typer.Option(None, "--user", help="Sign this user out everywhere."),
+    everyone: bool = typer.Option(False, "--all", help="Sign everyone out everywhere."),
+    database_url: str | None = DATABASE_URL,
+    data_dir: str | None = DATA_DIR,
+) -> None:
+    """End console sessions on every replica at once (after a password leak, a user's departure);
+    audited. API tokens are not sessions: remove their hashes from the users file.
+
+    Example: stream-worker store sessions revoke --user alice. Exit codes: 0 done, 2 not exactly
+    one of --user and --all, 3 database unreachable.
+    """
+    from stream_worker.store import queries, sessions
+
+    if (user is None) == (not everyone):
+        typer.echo("error: give --user NAME or --all", err=True)
+        raise typer.Exit(2)
+    database = _database(database_url, data_dir)
+    with database.begin() as connection:
+        revoked = sessions.revoke(connection, user)
+        queries.add_audit(
+            connection,
+            "(command line)",
+            "sessions.revoke",
+            {"user": user, "all": everyone, "revoked": revoked},
+        )
+    typer.echo(f"ended {revoked} sessions of {user or 'everyone'}")
 
 
 @store_app.command("hash-password")

@@ -67,6 +67,10 @@ def start_console(settings: StoreSettings, database: Database) -> ConsoleThread 
         log_config=None,  # the process's JSON logging
         access_log=False,
         timeout_graceful_shutdown=GRACEFUL_S,
+        # X-Forwarded-* only from the configured proxies (uvicorn believes 127.0.0.1 unless told):
+        # the client address is what sign-in limits count.
+        proxy_headers=bool(settings.forwarded_allow_ips.strip()),
+        forwarded_allow_ips=settings.forwarded_allow_ips.strip() or None,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=_run, args=(server,), name="console", daemon=True)

@@ -125,3 +125,17 @@ audit = Table(
     Column("action", String(64), nullable=False),
     Column("detail", JSON),
 )
+
+# The console's signed-in sessions (store/sessions.py), here so that every store replica on the
+# database sees the same ones: the cookie carries a random id, the row only its SHA-256.
+console_sessions = Table(
+    "console_sessions",
+    metadata,
+    Column("id_hash", String(ID), primary_key=True),
+    Column("user", String(NAME), nullable=False),
+    Column("password_mark", String(ID), nullable=False),  # which password signed it in
+    _time("created_at", nullable=False),
+    _time("last_seen", nullable=False),
+    Index(None, "user"),
+    Index(None, "last_seen"),
+)

@@ -81,8 +81,9 @@ class StoreSettings(ServiceSettings):
     # The console (store/web/, engineer C's): served by this process unless --no-console, on a thread
     # (console_thread.py), as web.app.create_app(settings, database, kafka_config) with these
     # settings. Its fields: console, console_host, console_port, users_file, secure_cookies, data_dir
-    # (first-start admin and keys), watchlist_topic, cameras_topic; kafka_config there is
-    # settings.kafka_config plus "bootstrap.servers".
+    # (first-start admin and keys), the session_* and sign_in_* ones, forwarded_allow_ips,
+    # watchlist_topic, cameras_topic; kafka_config there is settings.kafka_config plus
+    # "bootstrap.servers".
     console: bool = Field(True, description="Serve the console and the HTTP API.")
     console_host: str = Field("127.0.0.1", description="Address the console binds (0.0.0.0 in a container).")
     console_port: int = Field(8080, ge=0, le=65535, description="The console's port (0: any free port).")
@@ -92,6 +93,32 @@ class StoreSettings(ServiceSettings):
         "random password is made on first start in --data-dir and its password printed once.",
     )
     secure_cookies: bool = Field(False, description="Session cookies only over HTTPS (set it behind TLS).")
+    session_key_file: Path | None = Field(
+        None,
+        description="File holding the key that signs session cookies, the same for every replica (a "
+        "Kubernetes Secret). Absent: made once in --data-dir.",
+    )
+    session_idle_s: float = Field(
+        1800.0, gt=0, description="A console session ends after this long without a request."
+    )
+    session_lifetime_s: float = Field(
+        43200.0, gt=0, description="A console session ends this long after sign-in, however busy."
+    )
+    forwarded_allow_ips: str = Field(
+        "",
+        description="Comma-separated addresses or networks of the reverse proxies whose X-Forwarded-For "
+        "and X-Forwarded-Proto the console believes (e.g. the ingress's); '*' any. Empty: none, the "
+        "connection's own address is the client's (what sign-in limits count).",
+    )
+    sign_in_clients: int = Field(
+        10_000,
+        ge=10,
+        description="How many (client, user name) pairs the sign-in limiter remembers, least recently "
+        "used forgotten first.",
+    )
+    sign_in_parallel: int = Field(
+        4, ge=1, le=64, description="Passwords checked at once (16 MiB of scrypt each); others wait."
+    )
 
     @field_validator("database_url", mode="after")
     @classmethod

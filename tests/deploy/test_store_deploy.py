@@ -166,6 +166,11 @@ def test_kubernetes_store_reads_the_services_topics_and_the_password_by_referenc
         mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
         assert store.users_file is not None and str(store.users_file.parent) == mounts["console-users"], build
         assert str(store.data_dir) == mounts["data"], build
+        # One session key for every replica: a Secret, not the pod's own data folder.
+        assert secrets["console-session"] == "stream-worker-console-session", build
+        assert store.session_key_file is not None, build
+        assert str(store.session_key_file.parent) == mounts["console-session"], build
+        assert not str(store.session_key_file).startswith(mounts["data"]), build
         service = one(objects, "Service", "store")
         assert [p["targetPort"] for p in service["spec"]["ports"]] == ["console"], build
 
@@ -205,3 +210,15 @@ def test_the_console_users_example_fills_the_file_the_store_reads(rendered) -> N
     for build, objects in rendered.items():
         users_file = one(objects, "ConfigMap", "store-settings")["data"]["STREAM_WORKER_STORE_USERS_FILE"]
         assert users_file.rsplit("/", 1)[1] == key, build
+
+
+def test_the_console_session_example_fills_the_key_file_the_store_reads(rendered) -> None:
+    example = yaml.safe_load(
+        (DEPLOY_DIR / "kubernetes" / "examples" / "console-session.example.yaml").read_text()
+    )
+    assert example["metadata"]["name"] == "stream-worker-console-session"
+    ((key, value),) = example["stringData"].items()
+    assert value.startswith("<")  # a placeholder only
+    for build, objects in rendered.items():
+        key_file = one(objects, "ConfigMap", "store-settings")["data"]["STREAM_WORKER_STORE_SESSION_KEY_FILE"]
+        assert key_file.rsplit("/", 1)[1] == key, build

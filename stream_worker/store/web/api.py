@@ -8,8 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, HTTPException, Query, Response
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
+from pydantic import BaseModel, Field, model_validator
 
 from stream_worker.cameras.records import validate_camera_id
 from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
@@ -71,9 +71,30 @@ def _reasons(error: ValueError) -> str:
     return str(error)
 
 
+class Revoke(BaseModel):
+    """Whose sessions end: one user's (`user`), or everyone's (`all: true`)."""
+
+    user: str | None = Field(None, min_length=1, max_length=128)
+    all: bool = False
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Revoke:
+        if (self.user is None) == (not self.all):
+            raise ValueError("name a user, or say all: true (not both)")
+        return self
+
+
 @router.get("/me", response_model=Me)
 def me(user: Reader) -> Me:
     return Me(name=user.name, role=user.role)
+
+
+@router.post("/sessions/revoke", response_model=Changed)
+def revoke_sessions(request: Request, revoke: Revoke, user: Admin, store: Store) -> Changed:
+    """Sign a user, or everyone, out everywhere: their sessions end on every replica at once (the
+    caller's own session stays; API tokens are not sessions: remove them from the users file)."""
+    revoked = store.revoke_sessions(user, revoke.user, request.session)
+    return Changed(changed=revoked, detail=f"{revoked} sessions ended")
 
 
 @router.get("/sightings", response_model=SearchPage)

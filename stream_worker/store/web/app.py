@@ -17,17 +17,19 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from stream_worker.store.database import Database
+from stream_worker.store.sessions import Lifetimes
 from stream_worker.store.settings import StoreSettings
 from stream_worker.store.web import api, live, pages
 from stream_worker.store.web.auth import AuthMiddleware
 from stream_worker.store.web.backend import Backend
 from stream_worker.store.web.headers import SecurityHeadersMiddleware, headers_for
+from stream_worker.store.web.limiter import SignInLimiter
+from stream_worker.store.web.sessions import SessionBook
 from stream_worker.store.web.users import Users, announce, load_or_create, secret_key
 
 log = logging.getLogger("stream_worker.store.web")
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE = "stream_worker_session"
-SESSION_MAX_AGE_S = 12 * 3600
 
 
 def create_app(
@@ -52,7 +54,11 @@ def create_app(
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
     )
-    app.state.backend = Backend(settings, database, kafka_config, users)
+    key = secret_key(settings.data_dir, settings.session_key_file)
+    lifetimes = Lifetimes(settings.session_idle_s, settings.session_lifetime_s)
+    sessions = SessionBook(database, users, lifetimes, key)
+    limiter = SignInLimiter(settings.sign_in_clients, settings.sign_in_parallel)
+    app.state.backend = Backend(settings, database, kafka_config, users, sessions, sign_ins=limiter)
     app.include_router(api.router)
     app.include_router(live.router)
     app.include_router(pages.router)
@@ -63,13 +69,13 @@ def create_app(
         return PlainTextResponse("ok")
 
     _handle_errors(app)
-    # Middleware run outermost last: the session is decoded before the user is looked up.
-    app.add_middleware(AuthMiddleware, users=users)
+    # Middleware run outermost last: the cookie is decoded before its session is looked up.
+    app.add_middleware(AuthMiddleware, users=users, sessions=sessions)
     app.add_middleware(
         SessionMiddleware,
-        secret_key=secret_key(settings.data_dir),
+        secret_key=key,
         session_cookie=SESSION_COOKIE,
-        max_age=SESSION_MAX_AGE_S,
+        max_age=max(1, int(settings.session_lifetime_s)),  # the browser's copy; the database decides
         same_site="lax",
         https_only=settings.secure_cookies,
     )

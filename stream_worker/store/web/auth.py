@@ -1,26 +1,27 @@
-"""Who is asking: a signed session cookie (the pages) or a bearer token (the API), checked by one
-ASGI middleware in front of every route except the few public ones, so that a route added later is
-closed by default. Writes need the admin role and, from a cookie session, the session's CSRF token
-(a form field `csrf_token` or the `X-CSRF-Token` header); a bearer-token request carries no cookie,
-so a forged cross-site request cannot use it.
+"""Who is asking: a session (the pages; a signed cookie with a random id, looked up in the
+database: sessions.py) or a bearer token (the API), checked by one ASGI middleware in front of
+every route except the few public ones, so that a route added later is closed by default. Writes
+need the admin role and, from a cookie session, the session's CSRF token (a form field
+`csrf_token` or the `X-CSRF-Token` header, an HMAC of the session's id); a bearer-token request
+carries no cookie, so a forged cross-site request cannot use it.
 """
 
 from __future__ import annotations
 
 import hmac
-import secrets
-import threading
-import time
-from collections import deque
-from typing import Any
+import logging
 from urllib.parse import quote
 
 import orjson
 from fastapi import HTTPException, Request
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from stream_worker.store.web.sessions import SessionBook
 from stream_worker.store.web.users import User, Users
 
+log = logging.getLogger("stream_worker.store.web")
 PUBLIC_PATHS = ("/login", "/healthz")
 PUBLIC_PREFIXES = ("/static/",)
 CSRF_FIELD = "csrf_token"
@@ -32,13 +33,13 @@ def is_public(path: str) -> bool:
     return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
-def csrf_token(session: dict[str, Any]) -> str:
-    """The session's CSRF token, made on first use."""
-    token = session.get("csrf")
-    if not isinstance(token, str):
-        token = secrets.token_urlsafe(32)
-        session["csrf"] = token
-    return token
+def sessions_of(request: Request) -> SessionBook:
+    return request.state.sessions  # type: ignore[no-any-return]
+
+
+def csrf_token(request: Request) -> str:
+    """The session's CSRF token (a visitor's session id made on first use)."""
+    return sessions_of(request).csrf(request.session)
 
 
 def wants_html(scope: Scope) -> bool:
@@ -51,33 +52,42 @@ def wants_html(scope: Scope) -> bool:
 
 class AuthMiddleware:
     """Puts the signed-in user on `request.state.user`, or answers 401 (API) / a redirect to the
-    sign-in page (pages). Runs inside SessionMiddleware, so the session is decoded already."""
+    sign-in page (pages). Runs inside SessionMiddleware, so the cookie is decoded already; its
+    session is looked up in the database on a worker thread."""
 
-    def __init__(self, app: ASGIApp, users: Users) -> None:
-        self.app, self.users = app, users
+    def __init__(self, app: ASGIApp, users: Users, sessions: SessionBook) -> None:
+        self.app, self.users, self.sessions = app, users, sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        user, via_token = self._user(scope)
+        try:
+            user, via_token = await self._user(scope)
+        except SQLAlchemyError as error:  # sessions are in the database: without it, nobody is known
+            log.warning("console: sessions cannot be read", extra={"error": type(error).__name__})
+            await _json(send, 503, "the store's database is not answering; try again shortly")
+            return
         scope.setdefault("state", {})
         scope["state"]["user"] = user
         scope["state"]["via_token"] = via_token
+        scope["state"]["sessions"] = self.sessions
         if user is None and not is_public(scope["path"]):
             await self._refuse(scope, send)
             return
         await self.app(scope, receive, send)
 
-    def _user(self, scope: Scope) -> tuple[User | None, bool]:
+    async def _user(self, scope: Scope) -> tuple[User | None, bool]:
         headers = dict(scope.get("headers") or [])
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         if authorization:
             scheme, _, token = authorization.partition(" ")
             user = self.users.by_token(token.strip()) if scheme.lower() == "bearer" and token else None
             return user, True  # a bad token is refused even with a cookie: no mixing
-        session = scope.get("session") or {}
-        return self.users.get(session.get("user")), False
+        cookie = scope.get("session")
+        if not cookie or is_public(scope["path"]):  # public routes need nobody: no database read
+            return None, False
+        return await run_in_threadpool(self.sessions.user, cookie), False
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         if wants_html(scope):
@@ -91,14 +101,15 @@ class AuthMiddleware:
             await send({"type": "http.response.start", "status": 303, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
             return
-        body = orjson.dumps({"detail": "sign in first (a session cookie or Authorization: Bearer TOKEN)"})
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"www-authenticate", b"Bearer"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 401, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        detail = "sign in first (a session cookie or Authorization: Bearer TOKEN)"
+        await _json(send, 401, detail, ((b"www-authenticate", b"Bearer"),))
+
+
+async def _json(send: Send, status: int, detail: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    body = orjson.dumps({"detail": detail})
+    start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": start})
+    await send({"type": "http.response.body", "body": body})
 
 
 def current_user(request: Request) -> User:
@@ -112,7 +123,7 @@ async def check_csrf(request: Request) -> None:
     """A cookie-session write must carry the session's CSRF token (403 otherwise)."""
     if request.method in SAFE_METHODS or getattr(request.state, "via_token", False):
         return
-    expected = request.session.get("csrf")
+    expected = sessions_of(request).expected_csrf(request.session)
     given = request.headers.get(CSRF_HEADER)
     if given is None and request.headers.get("content-type", "").startswith(
         ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -131,34 +142,3 @@ async def writer(request: Request) -> User:
     if not user.is_admin:
         raise HTTPException(403, f"{user.name} is a viewer: only an admin may change this")
     return user
-
-
-class SignInLimiter:
-    """At most MAX_FAILURES wrong passwords per (client address, user name) in WINDOW_S: after that
-    sign-in answers 429 until the oldest failure ages out (guessing is slow; a user elsewhere is not
-    locked out). In memory, per process."""
-
-    MAX_FAILURES = 10
-    WINDOW_S = 600.0
-
-    def __init__(self) -> None:
-        self._failures: dict[tuple[str, str], deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
-        times = self._failures.setdefault(key, deque())
-        while times and times[0] <= now - self.WINDOW_S:
-            times.popleft()
-        return times
-
-    def blocked_for_s(self, key: tuple[str, str]) -> float:
-        now = time.monotonic()
-        with self._lock:
-            times = self._recent(key, now)
-            return times[0] + self.WINDOW_S - now if len(times) >= self.MAX_FAILURES else 0.0
-
-    def failed(self, key: tuple[str, str]) -> None:
-        with self._lock:
-            self._recent(key, time.monotonic()).append(time.monotonic())
-            if len(self._failures) > 10_000:  # bounded: forget the quietest
-                self._failures = {k: v for k, v in self._failures.items() if v}

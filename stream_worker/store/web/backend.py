@@ -17,8 +17,9 @@ from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.store import queries
 from stream_worker.store.database import Database
 from stream_worker.store.settings import StoreSettings
-from stream_worker.store.web.auth import SignInLimiter
 from stream_worker.store.web.frames import FrameCache, latest_frame
+from stream_worker.store.web.limiter import SignInLimiter
+from stream_worker.store.web.sessions import SessionBook
 from stream_worker.store.web.users import User, Users
 from stream_worker.watchlists.topic import WatchlistStoreError, read_watchlist, write_changes
 
@@ -32,6 +33,7 @@ class Backend:
     database: Database
     kafka_config: Mapping[str, str]
     users: Users
+    sessions: SessionBook
     timeout_s: float = BROKER_TIMEOUT_S
     extra: dict[str, Any] = field(default_factory=dict)
     sign_ins: SignInLimiter = field(default_factory=SignInLimiter)
@@ -54,6 +56,13 @@ class Backend:
     def audit_logged(self, user: User, action: str, detail: Any) -> None:
         """The log line of a change (whose audit row is written already)."""
         log.info("console change", extra={"user": user.name, "action": action, "detail": detail})
+
+    # --- sessions -----------------------------------------------------------------------------
+    def revoke_sessions(self, user: User, of_user: str | None, keep: Any = None) -> int:
+        """Sign `of_user` (None: everyone) out everywhere but the caller's own session; audited."""
+        revoked = self.sessions.revoke(of_user, keep)
+        self.audit(user, "sessions.revoke", {"user": of_user, "all": of_user is None, "revoked": revoked})
+        return revoked
 
     # --- watch list ---------------------------------------------------------------------------
     def watchlist(self) -> list[WatchEntry]:

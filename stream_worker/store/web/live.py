@@ -1,10 +1,13 @@
 """The live feed, `/api/live`: server-sent events of the sightings and alerts as they are stored.
 It polls the tables for `seq` above the last one sent every POLL_S (works with several store
-replicas on one PostgreSQL): first the newest few of each, then whatever comes after them."""
+replicas on one PostgreSQL): first the newest few of each, then whatever comes after them. A feed
+of a cookie session ends within SESSION_CHECK_S of the session's end (sign-out, revocation,
+expiry): an open page does not outlive it."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -24,6 +27,7 @@ POLL_S = 0.5
 FIRST = 20
 BATCH = 200
 KEEPALIVE_S = 15.0
+SESSION_CHECK_S = 5.0
 
 
 def sighting_event(row: Any) -> dict[str, Any]:
@@ -68,7 +72,13 @@ async def events(request: Request, store: Backend) -> AsyncIterator[bytes]:
     after: dict[str, int | None] = {"sighting": None, "alert": None}
     yield b"retry: 2000\n\n"
     idle = 0.0
+    checked = time.monotonic()
+    via_token = getattr(request.state, "via_token", False)
     while not await request.is_disconnected() and not store.extra.get("closing"):
+        if not via_token and time.monotonic() - checked >= SESSION_CHECK_S:
+            checked = time.monotonic()
+            if await run_in_threadpool(store.sessions.user, request.session, False) is None:
+                return  # the session has ended: so does its feed
         messages = await run_in_threadpool(_poll, store, after)
         for message in messages:
             yield message

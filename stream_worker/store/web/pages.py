@@ -11,6 +11,7 @@ import orjson
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
 from stream_worker.contracts.watchlist import validate_plate
@@ -24,8 +25,9 @@ from stream_worker.store.web.api import (
     search_query,
     settings_or_422,
 )
-from stream_worker.store.web.auth import check_csrf, csrf_token, current_user, writer
+from stream_worker.store.web.auth import check_csrf, csrf_token, current_user, sessions_of, writer
 from stream_worker.store.web.backend import Backend, backend
+from stream_worker.store.web.limiter import SignInBusy
 from stream_worker.store.web.paths import camera_page as camera_url
 from stream_worker.store.web.paths import segment
 from stream_worker.store.web.users import User
@@ -41,7 +43,7 @@ MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     context.setdefault("user", getattr(request.state, "user", None))
-    context["csrf"] = csrf_token(request.session)
+    context["csrf"] = csrf_token(request)
     context["notice"] = request.session.pop("notice", None)
     return templates.TemplateResponse(request, name, context, status_code=status_code)
 
@@ -73,15 +75,19 @@ async def login(
     next: Annotated[str, Form(max_length=2048)] = "/",
 ) -> Response:
     await check_csrf(request)
-    from starlette.concurrency import run_in_threadpool
-
-    key = (request.client.host if request.client else "", username)
-    wait_s = store.sign_ins.blocked_for_s(key)
-    if wait_s > 0:
-        raise HTTPException(429, f"too many wrong passwords: try again in {int(wait_s) + 1} s")
-    user = await run_in_threadpool(store.users.authenticate, username, password)
+    client = request.client.host if request.client else ""  # the proxy's only if --forwarded-allow-ips
+    wait_s = store.sign_ins.admit(client, username)
+    if wait_s > 0:  # refused before the password is hashed
+        retry = str(int(wait_s) + 1)
+        raise HTTPException(429, f"too many wrong passwords: try again in {retry} s", {"retry-after": retry})
+    user = None
+    try:
+        user = await run_in_threadpool(store.sign_ins.hashing, store.users.authenticate, username, password)
+    except SignInBusy as busy:
+        raise HTTPException(503, str(busy), {"retry-after": "5"}) from None
+    finally:
+        store.sign_ins.settle(client, username, failed=user is None)
     if user is None:
-        store.sign_ins.failed(key)
         return render(
             request,
             "login.html",
@@ -91,17 +97,29 @@ async def login(
             error="Wrong user name or password.",
             username=username,
         )
-    request.session.clear()
-    request.session["user"] = user.name
-    csrf_token(request.session)  # a fresh token for the new session
+    await run_in_threadpool(sessions_of(request).sign_in, request.session, user)
     return RedirectResponse(_local(next), status_code=303)
 
 
 @router.post("/logout")
 async def logout(request: Request, user: Reader) -> RedirectResponse:
+    """Ends the session itself (its row deleted): the cookie, kept or copied, signs nobody in."""
     await check_csrf(request)
-    request.session.clear()
+    await run_in_threadpool(sessions_of(request).sign_out, request.session)
     return RedirectResponse("/login", status_code=303)
+
+
+@router.post("/sessions/revoke")
+async def revoke_sessions_page(
+    request: Request,
+    user: Admin,
+    store: Store,
+    of_user: Annotated[str, Form(alias="user", max_length=128)] = "",
+) -> RedirectResponse:
+    """An admin's "sign out everywhere": one user's sessions, or (no user) everyone's but this one."""
+    revoked = await run_in_threadpool(store.revoke_sessions, user, of_user or None, request.session)
+    whose = of_user or "everyone else"
+    return back(request, "/audit", f"Signed {whose} out everywhere ({revoked} sessions).")
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -235,8 +253,6 @@ async def watchlist_import(
         raise HTTPException(422, "the CSV file is not UTF-8 text") from None
     entries = import_rows(text)
     if entries:
-        from starlette.concurrency import run_in_threadpool
-
         await run_in_threadpool(store.change_watchlist, user, "watchlist.import", entries)
     return back(request, "/watchlist", f"Imported {len(entries)} entries.")
 

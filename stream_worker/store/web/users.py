@@ -210,9 +210,18 @@ def announce(password: str, data_dir: Path, address: str | None) -> None:
     )
 
 
-def secret_key(data_dir: Path) -> str:
-    """The key that signs session cookies: made once, kept 0600 in the data directory, so that
-    sessions survive a restart (delete the file to sign everyone out)."""
+def secret_key(data_dir: Path, key_file: Path | None = None) -> str:
+    """The key that signs session cookies and makes CSRF tokens: `key_file`'s when configured (one
+    Secret for every replica), else made once and kept 0600 in the data directory. Changing it
+    signs everyone out."""
+    if key_file is not None:
+        try:
+            key = key_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsersError(f"{key_file}: cannot read the session key ({type(error).__name__})") from None
+        if len(key) < 32:
+            raise UsersError(f"{key_file}: the session key needs at least 32 characters")
+        return key
     path = data_dir / SECRET_KEY_FILE
     try:
         return path.read_text(encoding="ascii").strip()

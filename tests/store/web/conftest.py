@@ -18,6 +18,7 @@ import pytest
 from console_browser import chromium
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from service_processes import ServiceProcess
 from store_records import plate_alert, plate_sighting
 
 from stream_worker.contracts.alerts import PlateAlert
@@ -176,3 +177,26 @@ def stored_raw(
 
 def _fields(given: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in given.items() if k != "name"}
+
+
+def start_store(
+    tmp_path: Path, users_file: Path, kafka_bootstrap: str, name: str, *args: str
+) -> tuple[ServiceProcess, str]:
+    """A running `stream-worker store` process with its console on a free port (its data in
+    tmp_path/data unless `args` say otherwise), and the console's address without the final /."""
+    args = (
+        "--bootstrap-servers", kafka_bootstrap,
+        "--group-id", f"{name}-store",
+        "--sightings-topic", f"{name}-sightings",
+        "--alerts-topic", f"{name}-alerts",
+        "--users-file", str(users_file),
+        "--console-port", "0",
+        "--metrics-port", "0",
+        "--session-timeout-ms", "6000",
+        *(() if "--data-dir" in args else ("--data-dir", str(tmp_path / "data"))),
+        *args,
+    )  # fmt: skip
+    log = tmp_path / f"store-{len(list(tmp_path.glob('store-*.log')))}.log"
+    store = ServiceProcess(list(args), log, command="store", started="store started").start()
+    started = store.wait_for_log(lambda line: line.get("msg") == "store started", "start")
+    return store, started["console"].rstrip("/")

@@ -125,7 +125,7 @@ def test_a_wrong_password_or_user_is_refused_and_the_right_one_signs_in(console:
 def test_guessing_is_stopped_for_that_user_from_that_client(console: Console) -> None:
     client = TestClient(console.app, follow_redirects=False)
     token = csrf_of(client.get("/login").text)
-    limit = console.app.state.backend.sign_ins.MAX_FAILURES
+    limit = console.app.state.backend.sign_ins.PER_NAME
     for _ in range(limit):
         answer = client.post("/login", data={"username": "ada", "password": "guess", "csrf_token": token})
         assert answer.status_code == 401
@@ -290,3 +290,37 @@ def test_bad_users_files_are_refused(data: object) -> None:
 def test_a_malformed_hash_never_matches() -> None:
     for stored in ("", "scrypt$", "scrypt$x$8$1$AA==$AA==", "bcrypt$1$2$3$4$5", "scrypt$16384$8$1$!!$!!"):
         assert not verify_password("anything", stored)
+
+
+def test_the_cookie_carries_only_a_random_id_and_the_database_only_its_hash(console: Console) -> None:
+    import base64
+    import json
+
+    from sqlalchemy import select
+
+    from stream_worker.store.schema import console_sessions
+    from stream_worker.store.sessions import id_hash
+
+    client, token = signed_in(console.app, "ada")
+    payload = client.cookies["stream_worker_session"].split(".", 1)[0]
+    cookie = json.loads(base64.b64decode(payload + "=" * (-len(payload) % 4)))
+    assert set(cookie) == {"sid"} and len(cookie["sid"]) >= 40 and "ada" not in cookie["sid"]
+    with console.database.connect() as connection:
+        rows = connection.execute(select(console_sessions)).all()
+    assert [(row.id_hash, row.user) for row in rows] == [(id_hash(cookie["sid"]), "ada")]
+    assert cookie["sid"] not in str(rows) and token not in str(rows)
+
+
+def test_a_session_key_file_is_read_and_a_bad_one_refused(tmp_path: Path, users_file: Path) -> None:
+    key = tmp_path / "session.key"
+    for text in (None, "short"):
+        if text is not None:
+            key.write_text(text)
+        with pytest.raises(UsersError) as refused:
+            make_console(tmp_path, users_file, session_key_file=key)
+        assert "session key" in str(refused.value) and (text is None or text not in str(refused.value))
+    key.write_text("x" * 40 + "\n")
+    made = make_console(tmp_path, users_file, session_key_file=key)
+    client, _ = signed_in(made.app, "vic")
+    assert client.get("/api/me").json()["name"] == "vic"
+    assert not (tmp_path / "console-secret.key").exists()  # the data folder's key is not made
