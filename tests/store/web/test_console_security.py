@@ -286,10 +286,10 @@ def test_the_pages_work_in_chromium_under_the_csp(served, browser, kafka_bootstr
     wait(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#alerts img"))
     _no_violations(browser)
     browser.get(address + "/cameras")
-    browser.find_element(By.NAME, "camera").send_keys("yard 2")
+    browser.find_element(By.NAME, "camera").send_keys("yard_2")
     browser.find_element(By.CSS_SELECTOR, "#configure-camera button").click()
-    wait(browser, lambda d: urlsplit(d.current_url).path == "/cameras/yard%202")
-    assert browser.find_element(By.TAG_NAME, "h1").text == "yard 2"
+    wait(browser, lambda d: urlsplit(d.current_url).path == "/cameras/yard_2")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "yard_2"
     _no_violations(browser)
     browser.get(address + "/cameras/gate-1")
     canvas = browser.find_element(By.ID, "canvas")

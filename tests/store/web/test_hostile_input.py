@@ -54,7 +54,7 @@ UNESCAPED = ("<script>window.__pwned", "<img src=x", "<svg onload", "49evaluated
 # The only shapes a same-site URL in a page may have: every id one segment (no raw /, ?, #).
 ROUTES = re.compile(
     r"/|/(search|alerts|watchlist|cameras|audit|login|logout)"
-    r"|/static/[a-z]+\.(js|css)|/watchlist/(add|remove|import)"
+    r"|/static/[a-z]+\.(js|css)|/watchlist/(add|remove|import)|/sessions/revoke"
     r"|/sightings/[^/?#]+|/api/sightings/[^/?#]+/picture|/alerts/[^/?#]+/acknowledge"
     r"|/cameras/[^/?#]+(/remove)?|/api/cameras/[^/?#]+/frame"
 )
