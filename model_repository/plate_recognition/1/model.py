@@ -83,6 +83,8 @@ from frames import (
     DEFAULT_MAX_PIXELS,
     GLOBAL_HORIZONTAL_MARGIN,
     GLOBAL_VERTICAL_MARGIN,
+    WHOLE_GLOBAL_HORIZONTAL_MARGIN,
+    WHOLE_GLOBAL_VERTICAL_MARGIN,
     DecodePlan,
     InvalidImage,
     ctc_greedy_decode,
@@ -157,6 +159,10 @@ class TritonPythonModel:
         )
         self.global_horizontal_margin = float(
             parameters.get("global_crop_horizontal_margin", GLOBAL_HORIZONTAL_MARGIN)
+        )
+        self.whole_global_margins = (
+            float(parameters.get("whole_plate_global_vertical_margin", WHOLE_GLOBAL_VERTICAL_MARGIN)),
+            float(parameters.get("whole_plate_global_horizontal_margin", WHOLE_GLOBAL_HORIZONTAL_MARGIN)),
         )
         self.recognizer_max_batch = int(parameters.get("recognizer_max_batch", 64))
 
@@ -272,8 +278,8 @@ class TritonPythonModel:
         """Decode these frames, find their plates and cut the plates out: per decoded frame, its
         plates (in its full-size pixels) and their `Cut`s (the inputs of the recognizers the frame
         asks for and, where it asks for pictures, their pixels). A frame that is itself a plate
-        (`asked.frame_is_plate`) is not detected: its plate is the whole image, cut without margins. Plates
-        inside the frame's masks are dropped first and counted in `masked`. Failed decodes set
+        (`asked.frame_is_plate`) is not detected: its plate is the whole image (margins: `_cut`).
+        Plates inside the frame's masks are dropped first and counted in `masked`. Failed decodes set
         `statuses`."""
         images = await asyncio.gather(
             *(asyncio.to_thread(self._decode, frames[i], plans[i]) for i in indices)
@@ -308,12 +314,15 @@ class TritonPythonModel:
         return result
 
     def _cut(self, image: np.ndarray, corners: np.ndarray, asked: Asked, frame: int, whole: bool) -> Cut:
-        """One plate's recognizer inputs (and picture), with no margins for a frame that is a plate."""
+        """One plate's recognizer inputs (and picture). A frame that is a plate has no margins for
+        LPRNet and its picture, and the whole-plate margins for global_ocr (frames.py)."""
         vertical, horizontal = (0.0, 0.0) if whole else (self.vertical_margin, self.horizontal_margin)
         names = asked.recognizers[frame]
         if GLOBAL in names:
             global_margins = (
-                (0.0, 0.0) if whole else (self.global_vertical_margin, self.global_horizontal_margin)
+                self.whole_global_margins
+                if whole
+                else (self.global_vertical_margin, self.global_horizontal_margin)
             )
             global_input = global_crop(image, corners, *global_margins)
         else:
