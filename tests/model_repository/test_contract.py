@@ -39,6 +39,7 @@ def test_the_client_sends_the_contracts_inputs(contract: ModuleType) -> None:
         triton_client.PLATE_MASKS_NAME,
         triton_client.PLATE_RECOGNIZERS_NAME,
         triton_client.FRAME_IS_PLATE_NAME,
+        triton_client.DETECTOR_SCALES_NAME,
     )
     assert not contract.IMAGES.optional  # old clients send images only
     assert all(spec.optional for spec in contract.INPUTS[1:])

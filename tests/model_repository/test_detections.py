@@ -216,3 +216,29 @@ def test_scaled_maps_a_reduced_decode_back_to_full_size(detections) -> None:
     np.testing.assert_allclose(full.boxes[0], [160, 60, 240, 100])
     np.testing.assert_allclose(full.corners[0], [[160, 60], [240, 60], [240, 100], [160, 100]])
     assert full.scores[0] == found.scores[0]
+
+
+def test_a_frame_may_ask_for_scales_of_its_own(detections) -> None:
+    """b"" keeps the model's scales; a scale the model has keeps its margin, a new one gets 64
+    pixels from 1.0 up and none below."""
+    own = ((1.0, 0.5), (64, 0))
+    assert detections.frame_scales(None, 2, *own) == [own, own]
+    assert detections.frame_scales([b"", b"1.0,0.5,3.0", b"0.75"], 3, *own) == [
+        own,
+        ((1.0, 0.5, 3.0), (64, 0, 64)),
+        ((0.75,), (0,)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("values", "reason"),
+    [
+        ([b"5"], "frame 0: detector_scales must be"),
+        ([b"1.0,abc"], "frame 0: detector_scales must be"),
+        ([b"1,1,1,1,1"], "frame 0: detector_scales must be 1 to 4"),
+        ([b"", b""], "2 values for 1 frames"),
+    ],
+)
+def test_bad_frame_scales_say_why(detections, values: list[bytes], reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        detections.frame_scales(values, 1, (1.0, 0.5), (64, 0))

@@ -264,6 +264,9 @@ DEFAULT_MARGINS = "64,0"
 # in-process: 1.0,0.5 29/37; 2.0,0.5 35/37; 3.0,0.5 37/37 (6.4x the detector's CPU per frame).
 # 4.0 (a 2560-pixel square) bounds a canvas's memory.
 MAX_SCALE = 4.0
+MAX_SCALES = 4  # views per frame: each is a detector run
+# Black pixels kept around a frame at a scale of 1.0 or more that the model's own scales lack.
+EXTRA_SCALE_MARGIN = 64
 
 
 def parse_margins(text: str, scales: int) -> tuple[int, ...]:
@@ -276,7 +279,38 @@ def parse_margins(text: str, scales: int) -> tuple[int, ...]:
 
 def parse_scales(text: str) -> tuple[float, ...]:
     """`"1.0,0.5"` -> (1.0, 0.5); each in (0, MAX_SCALE]."""
-    scales = tuple(float(part) for part in text.split(",") if part.strip())
-    if not scales or any(not (0 < s <= MAX_SCALE) or math.isnan(s) for s in scales):
-        raise ValueError(f"detector_scales must be in (0, {MAX_SCALE:g}], got {text!r}")
+    try:
+        scales = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        scales = ()
+    if not 0 < len(scales) <= MAX_SCALES or any(not (0 < s <= MAX_SCALE) or math.isnan(s) for s in scales):
+        raise ValueError(
+            f"detector_scales must be 1 to {MAX_SCALES} numbers in (0, {MAX_SCALE:g}], comma-separated; "
+            f"got {text[:64]!r}"
+        )
     return scales
+
+
+def frame_scales(
+    values: Sequence[bytes] | None, frames: int, scales: tuple[float, ...], margins: tuple[int, ...]
+) -> list[tuple[tuple[float, ...], tuple[int, ...]]]:
+    """The optional `detector_scales` input as (scales, margins) per frame; b"" or no input: the
+    model's own. A scale the model has keeps its margin; another gets EXTRA_SCALE_MARGIN pixels from
+    1.0 up (as scale 1.0 by default), none below. ValueError with the reason for a bad value."""
+    if values is None:
+        return [(scales, margins)] * frames
+    if len(values) != frames:
+        raise ValueError(f"detector_scales has {len(values)} values for {frames} frames")
+    own = dict(zip(scales, margins, strict=True))
+    result = []
+    for frame, value in enumerate(values):
+        text = bytes(value).decode("utf-8", errors="replace").strip()
+        if not text:
+            result.append((scales, margins))
+            continue
+        try:
+            asked = parse_scales(text)
+        except ValueError as error:
+            raise ValueError(f"detector_scales: frame {frame}: {error}") from None
+        result.append((asked, tuple(own.get(s, EXTRA_SCALE_MARGIN if s >= 1 else 0) for s in asked)))
+    return result
