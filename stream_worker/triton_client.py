@@ -39,6 +39,9 @@ PLATE_RECOGNIZERS_NAME = "plate_recognizers"
 # Optional BOOL per frame: the frame is itself a plate crop (no detection, the whole image is the
 # plate). Sent only when some frame is one.
 FRAME_IS_PLATE_NAME = "frame_is_plate"
+# Optional BYTES per frame: the detector's scales for it, b"1.0,0.5,3.0" (a dash camera's small
+# plates); b"" = the model's own. Sent only when some frame has scales of its own.
+DETECTOR_SCALES_NAME = "detector_scales"
 OUTPUT_NAMES = (
     "plate_frame",
     "plate_box",
@@ -297,6 +300,7 @@ class PlateRecognitionClient:
         plate_masks: Sequence[bytes] | None = None,
         recognizers: Sequence[str | Sequence[str]] | None = None,
         frame_is_plate: Sequence[bool] | None = None,
+        detector_scales: Sequence[Sequence[float]] | None = None,
     ) -> list[FrameResult]:
         """One `FrameResult` per frame, in order. An empty batch needs no request.
 
@@ -304,7 +308,8 @@ class PlateRecognitionClient:
         `plate_masks`: per frame, its mask polygons as JSON (b"" for none; `FrameResult.masked`
         counts the plates they dropped); `recognizers`: per frame, the recognizers that read its
         plates (a tuple of names from `RECOGNIZERS` or a comma string; empty = LPRNet alone);
-        `frame_is_plate`: per frame, whether it is itself a plate crop. Without any, or with only
+        `frame_is_plate`: per frame, whether it is itself a plate crop; `detector_scales`: per
+        frame, the detector's scales for it (empty = the model's own). Without any, or with only
         the defaults, the request carries no such input at all.
         """
         if not frames:
@@ -317,6 +322,8 @@ class PlateRecognitionClient:
             raise ValueError(f"{len(recognizers)} recognizers values for {len(frames)} frames")
         if frame_is_plate is not None and len(frame_is_plate) != len(frames):
             raise ValueError(f"{len(frame_is_plate)} frame_is_plate flags for {len(frames)} frames")
+        if detector_scales is not None and len(detector_scales) != len(frames):
+            raise ValueError(f"{len(detector_scales)} detector_scales values for {len(frames)} frames")
         chosen = [",".join(recognizer_names(value)) for value in recognizers or ()]
         batch = np.empty(len(frames), dtype=np.object_)
         batch[:] = [bytes(frame) for frame in frames]
@@ -343,6 +350,12 @@ class PlateRecognitionClient:
             crops = InferInput(FRAME_IS_PLATE_NAME, [len(frames)], "BOOL")
             crops.set_data_from_numpy(np.array([bool(c) for c in frame_is_plate], dtype=np.bool_))
             inputs.append(crops)
+        if detector_scales is not None and any(detector_scales):
+            values = np.empty(len(frames), dtype=np.object_)
+            values[:] = [",".join(f"{scale:g}" for scale in scales).encode() for scales in detector_scales]
+            scaled = InferInput(DETECTOR_SCALES_NAME, [len(frames)], "BYTES")
+            scaled.set_data_from_numpy(values)
+            inputs.append(scaled)
         try:
             result = self._client.infer(
                 self.model_name,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from stream_worker.contracts.cameras import MAX_DETECTOR_SCALE, MAX_DETECTOR_SCALES, CameraSettings
 from stream_worker.service.options import (
     DEFAULT_REPOSITORY,
     TLS_CA_OPTION,
@@ -54,6 +55,13 @@ def evaluate(
     raw: bool = typer.Option(
         False, "--raw", help="Score the recognizers' unconstrained reads instead of the format reading."
     ),
+    detector_scales: str | None = typer.Option(
+        None,
+        "--detector-scales",
+        help="The detector's scales for every image, as a camera's detector_scales setting asks "
+        "(e.g. 1.0,0.5,3.0 for dash cameras); default: Triton's.",
+        show_default=False,
+    ),
     url: str | None = typer.Option(
         None,
         "--url",
@@ -99,6 +107,7 @@ def evaluate(
         folder=folder,
         region=region,
         raw=raw,
+        detector_scales=_scales(detector_scales),
         url=url,
         tls=tls,
         repository=repository,
@@ -111,3 +120,16 @@ def evaluate(
         baseline=baseline,
     )
     raise typer.Exit(run_eval(settings))
+
+
+def _scales(text: str | None) -> tuple[float, ...]:
+    """`--detector-scales 1.0,0.5,3.0` checked as a camera's setting is; None: Triton's default."""
+    if text is None:
+        return ()
+    try:
+        return CameraSettings(detector_scales=tuple(float(p) for p in text.split(","))).detector_scales or ()
+    except ValueError as error:
+        raise typer.BadParameter(
+            f"{text!r}: 1 to {MAX_DETECTOR_SCALES} comma-separated numbers in (0, {MAX_DETECTOR_SCALE:g}]",
+            param_hint="'--detector-scales'",
+        ) from error

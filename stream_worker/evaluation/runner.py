@@ -136,6 +136,7 @@ def _evaluate(settings: EvalSettings, plan: EvalPlan, url: str, console: Console
                         [item.jpeg or _read(settings.folder / item.file) for item in batch],
                         recognizers=[plan.region.recognizers] * len(batch),
                         frame_is_plate=[plan.layout is Layout.CROPS] * len(batch),
+                        detector_scales=[settings.detector_scales] * len(batch),
                     )
                     for item, result in zip(batch, results, strict=True):
                         score = item.score(result.status, _predictions(plan, result))

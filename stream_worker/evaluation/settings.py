@@ -15,6 +15,7 @@ class EvalSettings(BaseModel):
     folder: Path
     region: str | None = None  # None: the folder's own (see evaluation/plan.py)
     raw: bool = False  # score the recognizers' unconstrained reads, not the format reading
+    detector_scales: tuple[float, ...] = ()  # as a camera's setting; (): Triton's default
     url: str | None = None  # None: export the models if needed and start the local Triton
     tls: TritonTLS | None = None  # for `url` only: the local Triton speaks plain text
     repository: Path = Path("model_repository")  # served by the local Triton

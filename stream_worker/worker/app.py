@@ -272,6 +272,7 @@ class Worker(LoopService):
                     self._plate_images(frame.camera_id),
                     self.camera_rules.plate_masks(frame.camera_id),
                     self.camera_rules.region(frame.camera_id),
+                    self.camera_rules.detector_scales(frame.camera_id),
                 )
                 for frame in frames
             ]
@@ -285,12 +286,14 @@ class Worker(LoopService):
 
     def _recognize(self, inputs: Sequence[FrameInput]) -> list[FrameResult]:
         """Runs on the pool's threads: the frames, asking pictures only for those that want them,
-        with their cameras' masks and their regions' recognizers (none named: LPRNet, as before)."""
+        with their cameras' masks, their regions' recognizers (none named: LPRNet, as before) and
+        their detector scales (none: Triton's default)."""
         return self.client.recognize(
             [i.image for i in inputs],
             [i.plate_images for i in inputs],
             [i.plate_masks for i in inputs],
             [i.region.recognizers if i.region is not None else () for i in inputs],
+            detector_scales=[i.detector_scales for i in inputs],
         )
 
     def _collect_finished(self) -> None:

@@ -1,5 +1,5 @@
 """What a camera's settings ask of Triton for its frames (plate pictures, the masks, the region's
-recognizers), and the
+recognizers, the detector's scales), and the
 worker's step between Triton's answer and the event: which plates the settings keep (minimum
 width), and the zone of each.
 
@@ -64,6 +64,10 @@ class CameraRules:
         """The camera's masks as Triton's `plate_masks` takes them (JSON polygons), b"" for none."""
         masks = self.settings(camera_id).masks
         return orjson.dumps(masks) if masks else b""
+
+    def detector_scales(self, camera_id: str) -> tuple[float, ...]:
+        """The camera's own detector scales for Triton's `detector_scales`; (): Triton's default."""
+        return self.settings(camera_id).detector_scales or ()
 
     def region(self, camera_id: str) -> Region | None:
         """The camera's region (its recognizers and plate formats); None: `ru`, read as before regions."""

@@ -211,3 +211,12 @@ def test_a_well_formed_unknown_region_is_kept_when_asked():
     assert (settings.region, settings.plate_images) == ("xx", True)
     with pytest.raises(CameraSettingsError):
         parse_settings({"region": "Not a code"}, keep_unknown_region=True)
+
+
+def test_detector_scales_are_kept_bounded_and_left_out_when_absent():
+    settings = parse_settings({"detector_scales": [1.0, 0.5, 3.0]})
+    assert settings.detector_scales == (1.0, 0.5, 3.0) and not settings.is_default
+    assert "detector_scales" not in orjson.loads(parse_settings(FULL).to_json())
+    for bad in ([], [1.0, 0.5, 2.0, 3.0, 4.0], [0], [4.5], ["big"], [float("nan")]):
+        (problem,) = problems({"detector_scales": bad})
+        assert problem.startswith("detector_scales"), problem

@@ -175,6 +175,29 @@ def test_eval_measures_detector_recall_on_voc_scenes(triton_url: str, tmp_path: 
 
 
 @pytest.mark.integration
+def test_eval_with_a_dash_cameras_detector_scales_finds_the_small_plates(
+    triton_url: str, tmp_path: Path
+) -> None:
+    """Frames whose small, distant plates the default scales miss (README "Quality by country")."""
+    folder = tmp_path / "ro-scenes"
+    folder.mkdir()
+    for stem in ("dayride_type1_001.mp4_t172", "dayride_type1_001.mp4_t684", "dayride_type1_001.mp4_t413"):
+        for suffix in (".jpg", ".xml"):
+            (folder / f"{stem}{suffix}").write_bytes(
+                (PLATES_WORLD / "ro-scenes" / f"{stem}{suffix}").read_bytes()
+            )
+    found = {}
+    for name, extra in (("default", []), ("dash", ["--detector-scales", "1.0,0.5,3.0"])):
+        report = tmp_path / f"{name}.json"
+        result = evaluate(str(folder), "--url", triton_url, "--report", str(report), *extra)
+        assert result.exit_code == EXIT_OK, result.output
+        ro = orjson.loads(report.read_bytes())["by_country"]["ro"]
+        assert ro["plates_labelled"] == 4
+        found[name] = ro["plates_found_loose"]
+    assert found == {"default": 1, "dash": 4}
+
+
+@pytest.mark.integration
 def test_eval_against_a_baseline_exits_2_when_a_plate_got_worse(triton_url: str, tmp_path: Path) -> None:
     folder = labelled_folder(tmp_path / "photos")
     first = tmp_path / "first.json"

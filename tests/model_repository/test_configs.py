@@ -89,7 +89,7 @@ def test_recognition_chunks_no_larger_than_the_networks_accept() -> None:
 
 def test_both_variants_crop_and_call_the_same_recognizers() -> None:
     default, gpu = _variants("plate_recognition")
-    keys = [k for k in default.parameters if k.endswith("_model") or "crop_" in k]
+    keys = [k for k in default.parameters if k.endswith("_model") or "crop_" in k or "whole_plate_" in k]
     assert {"global_ocr_model", "global_crop_vertical_margin", "global_crop_horizontal_margin"} <= set(keys)
     for key in keys:
         assert gpu.parameters[key].string_value == default.parameters[key].string_value, key
@@ -102,6 +102,14 @@ def test_both_variants_crop_and_call_the_same_recognizers() -> None:
         float(default.parameters["global_crop_horizontal_margin"].string_value)
         == frames.GLOBAL_HORIZONTAL_MARGIN
     )
+    whole = [
+        default.parameters[f"whole_plate_global_{side}_margin"].string_value
+        for side in ("vertical", "horizontal")
+    ]
+    assert [float(v) for v in whole] == [
+        frames.WHOLE_GLOBAL_VERTICAL_MARGIN,
+        frames.WHOLE_GLOBAL_HORIZONTAL_MARGIN,
+    ]
 
 
 def test_recognition_sends_the_detector_no_larger_requests_than_it_accepts() -> None:

@@ -39,6 +39,7 @@ def test_the_client_sends_the_contracts_inputs(contract: ModuleType) -> None:
         triton_client.PLATE_MASKS_NAME,
         triton_client.PLATE_RECOGNIZERS_NAME,
         triton_client.FRAME_IS_PLATE_NAME,
+        triton_client.DETECTOR_SCALES_NAME,
     )
     assert not contract.IMAGES.optional  # old clients send images only
     assert all(spec.optional for spec in contract.INPUTS[1:])
@@ -105,3 +106,9 @@ def test_output_arrays_cast_to_the_contract_and_refuse_other_names(contract: Mod
         contract.output_arrays({k: v for k, v in values.items() if k != "plate_box"})
     with pytest.raises(KeyError):
         contract.output_arrays({**values, "extra": []})
+
+
+def test_cameras_detector_scales_are_bounded_as_the_model_bounds_them(detections: ModuleType) -> None:
+    from stream_worker.contracts.cameras import MAX_DETECTOR_SCALE, MAX_DETECTOR_SCALES
+
+    assert (MAX_DETECTOR_SCALES, MAX_DETECTOR_SCALE) == (detections.MAX_SCALES, detections.MAX_SCALE)

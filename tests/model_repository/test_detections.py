@@ -182,7 +182,7 @@ def test_usable_corners_fall_back_to_the_box_when_degenerate(detections) -> None
         np.testing.assert_array_equal(detections.usable_corners(bad, box), detections.box_corners(box))
 
 
-@pytest.mark.parametrize("text", ["", "0", "1.5", "-0.5", "nan", "1.0,abc"])
+@pytest.mark.parametrize("text", ["", "0", "4.5", "-0.5", "nan", "1.0,abc"])
 def test_bad_scales_are_refused(detections, text: str) -> None:
     with pytest.raises(ValueError):
         detections.parse_scales(text)
@@ -190,6 +190,24 @@ def test_bad_scales_are_refused(detections, text: str) -> None:
 
 def test_scales_parse(detections) -> None:
     assert detections.parse_scales("1.0, 0.75") == (1.0, 0.75)
+    assert detections.parse_scales("3.0,0.5") == (3.0, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("fraction", "margin", "canvas", "resized"),
+    [
+        (2.0, 64, (1280, 896), (1280, 720)),  # the frame at its own size, 64 px of black kept
+        (3.0, 64, (1920, 1216), (1920, 1080)),  # upscaled 1.5x
+        (1.5, 0, (960, 576), (960, 540)),  # on the square's stride-32 grid
+    ],
+)
+def test_scales_above_one_show_the_whole_frame_larger(detections, fraction, margin, canvas, resized) -> None:
+    """Above 1.0 the frame fills a larger square, whole (not cut at 640 pixels), on the same grid."""
+    size, new, placement = detections.canvas_layout(1280, 720, fraction, margin)
+    assert size == canvas and new == resized
+    assert size[0] % 32 == 0 and size[1] % 32 == 0
+    assert placement.scale == resized[0] / 1280
+    assert placement.left + new[0] <= size[0] and placement.top + new[1] <= size[1]
 
 
 def test_scaled_maps_a_reduced_decode_back_to_full_size(detections) -> None:
@@ -198,3 +216,29 @@ def test_scaled_maps_a_reduced_decode_back_to_full_size(detections) -> None:
     np.testing.assert_allclose(full.boxes[0], [160, 60, 240, 100])
     np.testing.assert_allclose(full.corners[0], [[160, 60], [240, 60], [240, 100], [160, 100]])
     assert full.scores[0] == found.scores[0]
+
+
+def test_a_frame_may_ask_for_scales_of_its_own(detections) -> None:
+    """b"" keeps the model's scales; a scale the model has keeps its margin, a new one gets 64
+    pixels from 1.0 up and none below."""
+    own = ((1.0, 0.5), (64, 0))
+    assert detections.frame_scales(None, 2, *own) == [own, own]
+    assert detections.frame_scales([b"", b"1.0,0.5,3.0", b"0.75"], 3, *own) == [
+        own,
+        ((1.0, 0.5, 3.0), (64, 0, 64)),
+        ((0.75,), (0,)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("values", "reason"),
+    [
+        ([b"5"], "frame 0: detector_scales must be"),
+        ([b"1.0,abc"], "frame 0: detector_scales must be"),
+        ([b"1,1,1,1,1"], "frame 0: detector_scales must be 1 to 4"),
+        ([b"", b""], "2 values for 1 frames"),
+    ],
+)
+def test_bad_frame_scales_say_why(detections, values: list[bytes], reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        detections.frame_scales(values, 1, (1.0, 0.5), (64, 0))

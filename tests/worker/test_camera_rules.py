@@ -123,3 +123,9 @@ def test_a_frame_without_plates_costs_no_lookup() -> None:
 
     assert CameraRules(settings_of).apply("cam", frame()).plates == []
     assert calls == []
+
+
+def test_a_cameras_detector_scales_go_to_triton_and_none_means_the_default() -> None:
+    rules = rules_for({"dash": CameraSettings(detector_scales=(1.0, 0.5, 3.0)), "gate": CameraSettings()})
+    assert rules.detector_scales("dash") == (1.0, 0.5, 3.0)
+    assert rules.detector_scales("gate") == rules.detector_scales("unknown") == ()

@@ -115,3 +115,58 @@ def test_masks_and_zones_apply_while_the_worker_runs_and_removing_them_restores_
         worker.request_stop()
         thread.join(60)
     assert not thread.is_alive()
+
+
+def _dash_frame() -> tuple[bytes, tuple[float, ...]]:
+    """A Romanian dash-camera frame (a PNG named .jpg, sent as a JPEG) and its small plate's box: 73x21
+    pixels, missed at the default detector scales (README "Quality by country")."""
+    import cv2
+
+    from stream_worker.evaluation.voc import load_voc_labels
+    from tests.conftest import weights_dir
+
+    folder = weights_dir().parent / "plates-world" / "ro-scenes"
+    if not folder.exists():
+        pytest.skip(f"needs {folder}")
+    name = "dayride_type1_001.mp4_t172.jpg"
+    (box,) = load_voc_labels(folder)[name].boxes
+    image = cv2.imread(str(folder / name), cv2.IMREAD_COLOR)
+    return cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 95])[1].tobytes(), box
+
+
+def test_a_dash_cameras_detector_scales_find_its_small_plate_while_the_worker_runs(
+    kafka_bootstrap, triton_url, topics, outputs, unique_name, car_jpeg
+) -> None:
+    frame, box = _dash_frame()
+    cameras_topic = f"{unique_name}-cameras"
+    settings = load_settings(
+        [
+            *("--bootstrap-servers", kafka_bootstrap, "--triton-url", triton_url),
+            *("--group-id", f"{unique_name}-group", "--input-topic", topics.frames),
+            *("--output-topic", topics.plates, "--dlq-topic", topics.dlq, "--metrics-port", "0"),
+            *("--cameras-topic", cameras_topic, "--session-timeout-ms", "6000", "--triton-timeout-s", "300"),
+        ]
+    )
+    worker = Worker(settings)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    frames = Cameras(kafka_bootstrap, topics, outputs, frame)
+
+    def small_plate(event: dict) -> bool:
+        return any(
+            min(p["box"]["x2"], box[2]) - max(p["box"]["x1"], box[0]) > 0.5 * (box[2] - box[0])
+            and min(p["box"]["y2"], box[3]) > max(p["box"]["y1"], box[1])
+            for p in event["plates"]
+        )
+
+    try:
+        write_settings(kafka_bootstrap, CAMERA, parse_settings({"region": "eu"}), cameras_topic)
+        frames.until(CAMERA, lambda e: not small_plate(e), "the region")
+        dash = {"region": "eu", "detector_scales": [1.0, 0.5, 3.0]}
+        write_settings(kafka_bootstrap, CAMERA, parse_settings(dash), cameras_topic)
+        frames.until(CAMERA, small_plate, "the detector scales")
+        assert not small_plate(frames.event(OTHER)), "another camera keeps the default scales"
+    finally:
+        worker.request_stop()
+        thread.join(60)
+    assert not thread.is_alive()

@@ -34,7 +34,11 @@ PLATE_RECOGNIZERS = TensorSpec("plate_recognizers", "TYPE_STRING", np.object_, (
 # One per frame: the frame is itself a plate crop (eval over crop folders): not detected, one plate
 # whose box is the whole image, read without crop margins.
 FRAME_IS_PLATE = TensorSpec("frame_is_plate", "TYPE_BOOL", np.bool_, (-1,), optional=True)
-INPUTS = (IMAGES, PLATE_IMAGES, PLATE_MASKS, PLATE_RECOGNIZERS, FRAME_IS_PLATE)
+# One per frame: the detector's scales for it, b"1.0,0.5,3.0" (detections.py: up to 4.0, for dash
+# cameras' small, distant plates); absent or b"" = the model's `detector_scales`. A bad value fails
+# the request with the reason.
+DETECTOR_SCALES = TensorSpec("detector_scales", "TYPE_STRING", np.object_, (-1,), optional=True)
+INPUTS = (IMAGES, PLATE_IMAGES, PLATE_MASKS, PLATE_RECOGNIZERS, FRAME_IS_PLATE, DETECTOR_SCALES)
 
 # The recognizers a frame may ask for, by the names `plate_recognizers` uses, in the order they are
 # reported; `lprnet` (STN + LPRNet, Russian) is the default.

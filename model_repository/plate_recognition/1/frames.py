@@ -44,10 +44,16 @@ GLOBAL_WIDTH, GLOBAL_HEIGHT = 128, 64
 # exact reads (argmax), from the corners plate_recognition finds, over vertical 0-0.3 x horizontal
 # 0-0.12: ../shared/evalset/scenes (Russian, 59 plates with text) 18-33, 33 here, 28 at 0.1/0.04;
 # plates-world us-crops 10-22 of 251 (22 here; the detector finds few plates in such tight crops)
-# and ar-crops 61-74 of 147 (72 here). Whole crops (`frame_is_plate`, no margins): us 211/251, ar
-# 134/147, as a plain resize of the crop (209, 134).
+# and ar-crops 61-74 of 147 (72 here).
 GLOBAL_VERTICAL_MARGIN = 0.15
 GLOBAL_HORIZONTAL_MARGIN = 0.12
+# A frame that is itself a plate crop (`frame_is_plate`) is cut tight to the plate's edges: warped
+# with these margins (the crop's border repeated around it) it reads as the CCT was trained. Read
+# through their own region's formats, in-process as the BLS cuts them (JPEG q95), over vertical
+# 0-0.2 x horizontal 0-0.12: us-crops 216/251 with none (argmax 211), 231-233 for 0.10-0.15 x
+# 0.03-0.05 (231 here, argmax 222), ar-crops 137/147 with none, 138-140 there (139 here).
+WHOLE_GLOBAL_VERTICAL_MARGIN = 0.10
+WHOLE_GLOBAL_HORIZONTAL_MARGIN = 0.05
 VOCABULARY = "0123456789ABEKMHOPCTYX"
 CTC_BLANK = len(VOCABULARY)  # class 22
 

@@ -9,7 +9,9 @@ Per request (one micro-batch of frames):
 2. detection: all frames, letterboxed at every scale of `detector_scales` into canvases of their own
    aspect (detections.py), go to `plate_detector` as one uint8 request per canvas shape (chunked
    only beyond `detector_max_batch`), which answers each canvas's best rows; boxes, corners and
-   scores are thresholded, suppressed (NMS) and mapped back to each frame's pixels. With `detector: haar` the
+   scores are thresholded, suppressed (NMS) and mapped back to each frame's pixels. A frame's optional
+   `detector_scales` input (b"" = the model's) gives it scales of its own, e.g. 1.0,0.5,3.0 for a dash
+   camera's small plates; frames sharing scales are drawn together. With `detector: haar` the
    fallback `haar_detector` runs instead, one request per frame;
 3. each plate is read by the recognizers its frame asks for in the optional `plate_recognizers`
    input (recognizers.py; absent or b"" = `lprnet`): for `lprnet` it is warped flat from its four
@@ -19,7 +21,7 @@ Per request (one micro-batch of frames):
    max_batch_size; Triton's dynamic batcher may merge them further with other requests). A frame
    whose optional `frame_is_plate` input is true is itself a plate crop: it is not shown to the
    detector, its one plate is the whole image (detection score 1.0, single row), read without
-   margins;
+   margins by LPRNet and with the whole-plate margins by global_ocr;
 4. decoding: `plate_text` is LPRNet's greedy CTC reading when it ran and read something, else
    global_ocr's most probable class per slot, pads dropped. `plate_confidence` is the minimum over
    the plate's characters of each character's softmax probability (the plate is only as sure as its
@@ -50,6 +52,7 @@ from contract import (
     DETECTOR_IMAGES,
     DETECTOR_ROW_WIDTH,
     DETECTOR_ROWS,
+    DETECTOR_SCALES,
     FRAME_IS_PLATE,
     GLOBAL,
     GLOBAL_CLASSES,
@@ -74,6 +77,7 @@ from detections import (
     box_corners,
     canvases_for,
     frame_detections,
+    frame_scales,
     parse_margins,
     parse_scales,
     usable_corners,
@@ -83,6 +87,8 @@ from frames import (
     DEFAULT_MAX_PIXELS,
     GLOBAL_HORIZONTAL_MARGIN,
     GLOBAL_VERTICAL_MARGIN,
+    WHOLE_GLOBAL_HORIZONTAL_MARGIN,
+    WHOLE_GLOBAL_VERTICAL_MARGIN,
     DecodePlan,
     InvalidImage,
     ctc_greedy_decode,
@@ -115,6 +121,7 @@ class Asked:
     masks: list[tuple[Polygon, ...]] | None  # polygons per frame, None when no frame has any
     recognizers: list[tuple[str, ...]]  # names per frame (recognizers.py)
     frame_is_plate: np.ndarray | None  # bool per frame: the frame is itself a plate; None when none is
+    scales: list[tuple[tuple[float, ...], tuple[int, ...]]]  # detector (scales, margins) per frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +165,10 @@ class TritonPythonModel:
         self.global_horizontal_margin = float(
             parameters.get("global_crop_horizontal_margin", GLOBAL_HORIZONTAL_MARGIN)
         )
+        self.whole_global_margins = (
+            float(parameters.get("whole_plate_global_vertical_margin", WHOLE_GLOBAL_VERTICAL_MARGIN)),
+            float(parameters.get("whole_plate_global_horizontal_margin", WHOLE_GLOBAL_HORIZONTAL_MARGIN)),
+        )
         self.recognizer_max_batch = int(parameters.get("recognizer_max_batch", 64))
 
     async def execute(self, requests: list) -> list:
@@ -183,6 +194,9 @@ class TritonPythonModel:
             masks=self._masks(request, len(frames)),
             recognizers=parse_recognizers(self._values(request, PLATE_RECOGNIZERS.name), len(frames)),
             frame_is_plate=self._flags(request, FRAME_IS_PLATE.name, len(frames)),
+            scales=frame_scales(
+                self._values(request, DETECTOR_SCALES.name), len(frames), self.scales, self.margins
+            ),
         )
         statuses = ["ok"] * len(frames)
         sizes = np.zeros((len(frames), 2), np.int32)
@@ -272,8 +286,8 @@ class TritonPythonModel:
         """Decode these frames, find their plates and cut the plates out: per decoded frame, its
         plates (in its full-size pixels) and their `Cut`s (the inputs of the recognizers the frame
         asks for and, where it asks for pictures, their pixels). A frame that is itself a plate
-        (`asked.frame_is_plate`) is not detected: its plate is the whole image, cut without margins. Plates
-        inside the frame's masks are dropped first and counted in `masked`. Failed decodes set
+        (`asked.frame_is_plate`) is not detected: its plate is the whole image (margins: `_cut`).
+        Plates inside the frame's masks are dropped first and counted in `masked`. Failed decodes set
         `statuses`."""
         images = await asyncio.gather(
             *(asyncio.to_thread(self._decode, frames[i], plans[i]) for i in indices)
@@ -287,7 +301,9 @@ class TritonPythonModel:
         is_plate = [
             asked.frame_is_plate is not None and bool(asked.frame_is_plate[index]) for index, _ in decoded
         ]
-        scenes = [image for (_, image), whole in zip(decoded, is_plate, strict=True) if not whole]
+        scenes = [
+            (image, asked.scales[i]) for (i, image), whole in zip(decoded, is_plate, strict=True) if not whole
+        ]
         detected = iter(await self._detect_all(scenes))
         result = []
         for (index, image), whole in zip(decoded, is_plate, strict=True):
@@ -308,12 +324,15 @@ class TritonPythonModel:
         return result
 
     def _cut(self, image: np.ndarray, corners: np.ndarray, asked: Asked, frame: int, whole: bool) -> Cut:
-        """One plate's recognizer inputs (and picture), with no margins for a frame that is a plate."""
+        """One plate's recognizer inputs (and picture). A frame that is a plate has no margins for
+        LPRNet and its picture, and the whole-plate margins for global_ocr (frames.py)."""
         vertical, horizontal = (0.0, 0.0) if whole else (self.vertical_margin, self.horizontal_margin)
         names = asked.recognizers[frame]
         if GLOBAL in names:
             global_margins = (
-                (0.0, 0.0) if whole else (self.global_vertical_margin, self.global_horizontal_margin)
+                self.whole_global_margins
+                if whole
+                else (self.global_vertical_margin, self.global_horizontal_margin)
             )
             global_input = global_crop(image, corners, *global_margins)
         else:
@@ -381,10 +400,27 @@ class TritonPythonModel:
         except InvalidImage as reason:
             return f"invalid_image: {reason}"
 
-    async def _detect_all(self, images: list[np.ndarray]) -> list[Detections]:
-        if self.detector_kind == "yolo":
-            return await self._detect(images)
-        return list(await asyncio.gather(*(self._detect_haar(image) for image in images)))
+    async def _detect_all(
+        self, scenes: list[tuple[np.ndarray, tuple[tuple[float, ...], tuple[int, ...]]]]
+    ) -> list[Detections]:
+        """Each frame's plates, at its own (scales, margins) for the learned detector: frames that
+        share them are drawn together (normally all of them: one group)."""
+        if self.detector_kind != "yolo":
+            return list(await asyncio.gather(*(self._detect_haar(image) for image, _ in scenes)))
+        groups: dict[tuple[tuple[float, ...], tuple[int, ...]], list[int]] = {}
+        for index, (_, scales) in enumerate(scenes):
+            groups.setdefault(scales, []).append(index)
+        found = await asyncio.gather(
+            *(
+                self._detect([scenes[i][0] for i in indices], scales, margins)
+                for (scales, margins), indices in groups.items()
+            )
+        )
+        result: list[Detections] = [Detections.empty()] * len(scenes)
+        for indices, detections in zip(groups.values(), found, strict=True):
+            for index, frame_detections_ in zip(indices, detections, strict=True):
+                result[index] = frame_detections_
+        return result
 
     async def _infer(self, model: str, inputs: list, outputs: list[str]) -> list[np.ndarray]:
         request = pb_utils.InferenceRequest(model_name=model, inputs=inputs, requested_output_names=outputs)
@@ -393,12 +429,14 @@ class TritonPythonModel:
             raise SubModelError(f"{model} failed: {response.error().message()}")
         return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
 
-    async def _detect(self, images: list[np.ndarray]) -> list[Detections]:
-        """All frames at all scales through `plate_detector`: one request per canvas shape (split
+    async def _detect(
+        self, images: list[np.ndarray], scales: tuple[float, ...], margins: tuple[int, ...]
+    ) -> list[Detections]:
+        """These frames at these scales through `plate_detector`: one request per canvas shape (split
         beyond `detector_max_batch`), so that Triton batches same-shape canvases together."""
         if not images:
             return []
-        canvases = await asyncio.to_thread(canvases_for, images, self.scales, self.margins)
+        canvases = await asyncio.to_thread(canvases_for, images, scales, margins)
         chunks = [
             (
                 batch.views[start : start + self.detector_max_batch],
@@ -421,7 +459,7 @@ class TritonPythonModel:
                 rows[view] = view_rows
         sizes = [(image.shape[1], image.shape[0]) for image in images]
         return frame_detections(
-            rows, canvases.placements, sizes, len(self.scales), self.score_threshold, self.nms_iou
+            rows, canvases.placements, sizes, len(scales), self.score_threshold, self.nms_iou
         )
 
     async def _detect_haar(self, image: np.ndarray) -> Detections:
