@@ -35,6 +35,7 @@ NEEDS_EXTRAS = {
     "stream_worker.nets.lprnet",
     "stream_worker.nets.detector_graph",
     "stream_worker.nets.global_ocr",  # models prepare only (onnx, onnxruntime)
+    "stream_worker.nets.placing",
 }
 
 

@@ -24,8 +24,6 @@ export extra), never torch.
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +33,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from stream_worker.nets.errors import ModelPrepareError
+from stream_worker.nets.placing import place_checked
 
 SOURCE_INPUT = "input"
 SOURCE_OUTPUT = "output"
@@ -433,22 +432,18 @@ def max_error_vs_source(source: Path, rewritten: Path, frames: np.ndarray) -> fl
 def build_detector(source: Path, target: Path) -> float:
     """Write the rewritten graph of `source` to `target` (replaced atomically, only once it matches
     the source within MAX_ERROR); returns the measured error."""
-    model = rewrite(onnx.load(str(source)))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=".model.", suffix=".onnx.part", dir=target.parent)
-    os.close(handle)
-    temp_path = Path(temp_name)
-    try:
-        onnx.save(model, str(temp_path))
-        diff = max_error_vs_source(source, temp_path, check_frames())
-        if not diff < MAX_ERROR:
-            raise DetectorGraphError(
+    diff = place_checked(
+        rewrite(onnx.load(str(source))),
+        target,
+        lambda rewritten: max_error_vs_source(source, rewritten, check_frames()),
+        lambda diff: (
+            None
+            if diff < MAX_ERROR
+            else DetectorGraphError(
                 f"plate detector: the rewritten graph differs from {source.name} by {diff:.3g} "
                 f"(limit {MAX_ERROR}, relative above 1); {target} left unchanged."
             )
-        temp_path.chmod(0o644)  # readable by a Triton container running as another user
-        os.replace(temp_path, target)
-    finally:
-        temp_path.unlink(missing_ok=True)
+        ),
+    )
     log.info("rewrote %s -> %s (max error vs source %.2g)", source.name, target, diff)
     return diff

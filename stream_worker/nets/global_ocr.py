@@ -11,8 +11,6 @@ ONNX Runtime against the published graph on a batch of crops before it replaces 
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ import onnx
 import onnxruntime as ort
 
 from stream_worker.nets.errors import ModelPrepareError
+from stream_worker.nets.placing import place_checked
 
 INPUT_NAME = "input"
 OUTPUT_NAME = "probabilities"
@@ -79,22 +78,18 @@ def max_error_vs_source(source: Path, copy: Path, crops: np.ndarray) -> float:
 def place_global_ocr(source: Path, target: Path) -> float:
     """Write the renamed graph of `source` to `target` (replaced atomically, only once it answers as the
     source does); returns the measured difference."""
-    model = rename(onnx.load(str(source)))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=".model.", suffix=".onnx.part", dir=target.parent)
-    os.close(handle)
-    temp_path = Path(temp_name)
-    try:
-        onnx.save(model, str(temp_path))
-        diff = max_error_vs_source(source, temp_path, check_crops())
-        if not diff <= MAX_ERROR:
-            raise GlobalOcrGraphError(
+    diff = place_checked(
+        rename(onnx.load(str(source))),
+        target,
+        lambda copy: max_error_vs_source(source, copy, check_crops()),
+        lambda diff: (
+            None
+            if diff <= MAX_ERROR
+            else GlobalOcrGraphError(
                 f"global_ocr: the renamed graph differs from {source.name} by {diff:.3g}; "
                 f"{target} left unchanged."
             )
-        temp_path.chmod(0o644)  # readable by a Triton container running as another user
-        os.replace(temp_path, target)
-    finally:
-        temp_path.unlink(missing_ok=True)
+        ),
+    )
     log.info("placed %s -> %s (renamed output %r)", source.name, target, OUTPUT_NAME)
     return diff
