@@ -82,7 +82,7 @@ class NotifyService(LoopService):
             on_skipped=self.metrics.targets_skipped.inc,
             name="notify targets",
         )
-        self.sender = WebhookSender(settings.allow_private_targets)
+        self.sender = WebhookSender(settings.allow_private_targets, settings.ca_file)
         self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s, settings.retry_budget_s)
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self.lanes: dict[str, Lane] = {}

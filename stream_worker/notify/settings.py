@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field, FilePath, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from stream_worker.service.settings import ServiceSettings, load
@@ -52,6 +52,11 @@ class NotifySettings(ServiceSettings):
         description="Deliver to targets whose address is loopback, private, link-local or a cloud "
         "metadata address. Off: such a target is refused, so that whoever edits the targets cannot "
         "make this service reach inside the network.",
+    )
+    ca_file: FilePath | None = Field(
+        None,
+        description="PEM roots that https targets' certificates are verified against instead of the "
+        "system's (a private CA). Verification is never off.",
     )
     retry_budget_s: float = Field(
         300.0,

@@ -13,8 +13,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
@@ -44,10 +46,13 @@ def signature(body: bytes, secret: str) -> str:
 class WebhookSender:
     """Sends attempts over one keep-alive client (safe to share between the lanes' threads)."""
 
-    def __init__(self, allow_private: bool, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(
+        self, allow_private: bool, ca_file: Path | None = None, environ: Mapping[str, str] = os.environ
+    ) -> None:
         self._allow_private = allow_private
         self._environ = environ
-        self._client = httpx.Client(verify=True, follow_redirects=False, trust_env=False)
+        verify = ssl.create_default_context(cafile=str(ca_file)) if ca_file is not None else True
+        self._client = httpx.Client(verify=verify, follow_redirects=False, trust_env=False)
 
     def send(self, target: NotifyTarget, event_id: str, body: bytes) -> Attempt:
         secrets: list[str] = []
