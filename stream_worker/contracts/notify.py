@@ -31,14 +31,17 @@ WEBHOOK_SCHEMES = ("http", "https")
 
 
 class TargetType(StrEnum):
-    """How a target is reached; only `webhook` is delivered by this version (mqtt, email: issue 35)."""
+    """How a target is reached; `email` is not delivered by this version yet (issue 35)."""
 
     WEBHOOK = "webhook"
     MQTT = "mqtt"
     EMAIL = "email"
 
 
-DELIVERED_TYPES = frozenset({TargetType.WEBHOOK})
+DELIVERED_TYPES = frozenset({TargetType.WEBHOOK, TargetType.MQTT})
+MQTT_TOPIC_LEVELS = re.compile(r"^[^+#/\s]+(/[^+#/\s]+)*$")  # no wildcards, no empty level
+MQTT_ONLY = ("host", "port", "tls", "username", "password", "topic_prefix")
+WEBHOOK_ONLY = ("url", "secret")
 
 
 class Weekday(StrEnum):
@@ -115,7 +118,7 @@ class NotifyTarget(BaseModel):
 
     model_config = ConfigDict(title="NotifyTarget", extra="forbid", frozen=True)
 
-    type: TargetType = Field(description="webhook (delivered by this version); mqtt, email: to come.")
+    type: TargetType = Field(description="webhook or mqtt (email: not delivered by this version yet).")
     url: str | None = Field(
         None,
         min_length=1,
@@ -129,6 +132,29 @@ class NotifyTarget(BaseModel):
         "(X-Stream-Worker-Signature); NAME is read from the notify service's environment.",
         examples=["${GATE_WEBHOOK_SECRET}"],
     )
+    host: str | None = Field(
+        None, min_length=1, max_length=253, description="mqtt: the broker's host name or address."
+    )
+    port: int | None = Field(None, ge=1, le=65535, description="mqtt: the port (1883; 8883 with tls).")
+    tls: bool = Field(False, description="mqtt: TLS to the broker, its certificate verified.")
+    username: str | None = Field(None, min_length=1, max_length=256, description="mqtt: the user name.")
+    password: str | None = Field(
+        None,
+        description="mqtt: ${NAME} of the password, read from the notify service's environment.",
+        examples=["${MQTT_PASSWORD}"],
+    )
+    topic_prefix: str | None = Field(
+        None,
+        max_length=200,
+        description="mqtt: topics are PREFIX/CAMERA/alert (each alert, QoS 1) and PREFIX/CAMERA/last_plate "
+        "(retained); default stream-worker.",
+    )
+    discovery_prefix: str | None = Field(
+        "homeassistant",
+        max_length=200,
+        description="mqtt: Home Assistant's discovery prefix: each camera shows up as a sensor of its "
+        "last plate; null: no discovery.",
+    )
     timeout_s: float = Field(
         DEFAULT_TIMEOUT_S,
         gt=0,
@@ -139,7 +165,7 @@ class NotifyTarget(BaseModel):
     enabled: bool = Field(True, description="false: nothing is delivered to it (kept for later).")
     rules: NotifyRules = Field(default_factory=NotifyRules)
 
-    @field_validator("secret")
+    @field_validator("secret", "password")
     @classmethod
     def _secret_is_reference(cls, value: str | None) -> str | None:
         if value is not None and not is_reference_only(value):
@@ -148,16 +174,42 @@ class NotifyTarget(BaseModel):
             )
         return value
 
+    @field_validator("topic_prefix", "discovery_prefix")
+    @classmethod
+    def _topic(cls, value: str | None) -> str | None:
+        if value is not None and not MQTT_TOPIC_LEVELS.match(value):
+            raise ValueError("must be MQTT topic levels separated by / (no +, #, spaces or empty level)")
+        return value
+
     @model_validator(mode="after")
     def _addressed(self) -> NotifyTarget:
         if self.type not in DELIVERED_TYPES:
-            raise ValueError(f"type {self.type.value!r} is not delivered by this version yet (only webhook)")
+            raise ValueError(f"type {self.type.value!r} is not delivered by this version yet")
+        others = MQTT_ONLY if self.type is TargetType.WEBHOOK else WEBHOOK_ONLY
+        stray = [name for name in others if getattr(self, name) not in (None, False)]
+        if stray:
+            raise ValueError(f"{', '.join(stray)}: not settings of a {self.type.value} target")
+        if self.type is TargetType.MQTT:
+            if self.host is None:
+                raise ValueError("an mqtt target needs a host")
+            if self.password is not None and self.username is None:
+                raise ValueError("an mqtt password needs a username")
+            return self
         if self.url is None:
             raise ValueError("a webhook needs a url")
         problem = webhook_url_problem(self.url)
         if problem is not None:
             raise ValueError(f"url {problem}")
         return self
+
+    @property
+    def broker_port(self) -> int:
+        """mqtt: the port, its default chosen by `tls`."""
+        return self.port or (8883 if self.tls else 1883)
+
+    @property
+    def topics_prefix(self) -> str:
+        return self.topic_prefix or "stream-worker"
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json", exclude_defaults=False))

@@ -32,10 +32,11 @@ from pydantic import ValidationError
 
 from stream_worker.contracts import PlateAlert
 from stream_worker.contracts.frames import DeadLetterHeader
-from stream_worker.contracts.notify import NotifyTarget
+from stream_worker.contracts.notify import NotifyTarget, TargetType
 from stream_worker.notify.consumer import AlertsConsumer
-from stream_worker.notify.lanes import Backoff, Delivery, Lane, Outcome
+from stream_worker.notify.lanes import Backoff, Delivery, Lane, Outcome, Sender
 from stream_worker.notify.metrics import NotifyMetrics
+from stream_worker.notify.mqtt import MqttSender
 from stream_worker.notify.progress import Progress
 from stream_worker.notify.rules import Cooldown, Facts, passes
 from stream_worker.notify.settings import NotifySettings, load_settings
@@ -82,7 +83,6 @@ class NotifyService(LoopService):
             on_skipped=self.metrics.targets_skipped.inc,
             name="notify targets",
         )
-        self.sender = WebhookSender(settings.allow_private_targets, settings.ca_file)
         self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s, settings.retry_budget_s)
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self.lanes: dict[str, Lane] = {}
@@ -153,7 +153,6 @@ class NotifyService(LoopService):
         unsettled = self.progress.pending()
         self._leave_group()
         self.targets.close()
-        self.sender.close()
         self.http.stop()
         log.info(
             "stopped",
@@ -170,21 +169,36 @@ class NotifyService(LoopService):
     def _follow_targets(self) -> None:
         """One lane per enabled target: new ones started, changed ones updated, gone ones stopped."""
         wanted = {name: target for name, target in self.targets.values.items() if target.enabled}
-        for name in [name for name in self.lanes if name not in wanted]:
+        gone = [
+            name
+            for name, lane in self.lanes.items()
+            if name not in wanted or wanted[name].type != lane.target.type
+        ]
+        for name in gone:
             self.lanes.pop(name).stop(discard=True)
-            log.info("target removed or disabled: its queued deliveries are dropped", extra={"target": name})
+            log.info(
+                "target removed, disabled or retyped: its queued deliveries are dropped",
+                extra={"target": name},
+            )
         for name, target in wanted.items():
             lane = self.lanes.get(name)
             if lane is None:
                 self.metrics.show_target(name)
                 self.lanes[name] = Lane(
-                    name, target, self.sender.send, self.backoff, self.outcomes, self._count_retry
+                    name, target, self._sender(name, target), self.backoff, self.outcomes, self._count_retry
                 ).start()
                 log.info("target added", extra={"target": name, "type": target.type.value})
             elif lane.target != target:
                 lane.target = target
                 log.info("target changed", extra={"target": name})
         self.metrics.targets.set(len(self.lanes))
+
+    def _sender(self, name: str, target: NotifyTarget) -> Sender:
+        """The lane's own sender (its own connections: a hanging target holds none of another's)."""
+        allow_private, ca_file = self.settings.allow_private_targets, self.settings.ca_file
+        if target.type is TargetType.MQTT:
+            return MqttSender(name, allow_private, ca_file)
+        return WebhookSender(allow_private, ca_file)
 
     def _count_retry(self, name: str) -> None:
         self.metrics.retried.labels(name).inc()

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.notify.webhook import Attempt
@@ -25,7 +26,12 @@ log = logging.getLogger(__name__)
 
 IDLE_WAIT_S = 0.2
 
-Send = Callable[[NotifyTarget, str, bytes], Attempt]
+
+class Sender(Protocol):
+    """How a lane reaches its target (webhook.py, mqtt.py): one per lane, closed when it ends."""
+
+    def send(self, target: NotifyTarget, event_id: str, body: bytes) -> Attempt: ...
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +75,14 @@ class Lane:
         self,
         name: str,
         target: NotifyTarget,
-        send: Send,
+        sender: Sender,
         backoff: Backoff,
         outcomes: queue.SimpleQueue[Outcome],
         on_retry: Callable[[str], None] = lambda _name: None,
     ) -> None:
         self.name = name
         self.target = target  # replaced whole when the target's settings change
-        self._send = send
+        self._sender = sender
         self._backoff = backoff
         self._outcomes = outcomes
         self._on_retry = on_retry
@@ -108,17 +114,17 @@ class Lane:
         return not self._thread.is_alive()
 
     def _run(self) -> None:
-        current: Delivery | None = None
-        while not self._stop.is_set():
-            try:
-                current = self._queue.get(timeout=IDLE_WAIT_S)
-            except queue.Empty:
-                current = None
-                continue
-            self._deliver(current)
-            current = None
-        if self._discard:
-            self._drop_left()
+        try:
+            while not self._stop.is_set():
+                try:
+                    delivery = self._queue.get(timeout=IDLE_WAIT_S)
+                except queue.Empty:
+                    continue
+                self._deliver(delivery)
+            if self._discard:
+                self._drop_left()
+        finally:
+            self._sender.close()
 
     def _deliver(self, delivery: Delivery) -> None:
         failures = 0
@@ -127,7 +133,7 @@ class Lane:
             if self._down_since is not None and now >= delivery.deadline:
                 self._settle(delivery, Attempt(False, retry=False, error=self._last_error))
                 return
-            attempt = self._send(self.target, delivery.event_id, delivery.body)
+            attempt = self._sender.send(self.target, delivery.event_id, delivery.body)
             delivery.attempts += 1
             if attempt.ok:
                 self._down_since = None

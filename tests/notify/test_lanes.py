@@ -29,9 +29,12 @@ class Script:
         self.answers = list(answers)
         self.asked: list[str] = []
 
-    def __call__(self, _target: object, event_id: str, _body: bytes) -> Attempt:
+    def send(self, _target: object, event_id: str, _body: bytes) -> Attempt:
         self.asked.append(event_id)
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def outcomes_of(outcomes: queue.SimpleQueue[Outcome], count: int, timeout_s: float = 10.0) -> list[Outcome]:
@@ -92,7 +95,7 @@ def test_a_removed_target_drops_what_is_left() -> None:
         lane.put(delivery(f"e{k}", budget_s=60, offset=k))
     time.sleep(0.2)
     lane.stop(discard=True)
-    assert lane.join(5)
+    assert lane.join(5) and send.closed
     dropped = outcomes_of(outcomes, 3)
     assert sorted(o.delivery.event_id for o in dropped) == ["e0", "e1", "e2"]
     assert all(o.dropped for o in dropped)

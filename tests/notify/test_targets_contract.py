@@ -36,7 +36,10 @@ def test_a_good_target_round_trips_through_its_record() -> None:
         ({"url": "https://hooks.example.com/x?token=abc"}, "token"),
         ({"url": "ftp://hooks.example.com/x"}, "http"),
         ({"url": None}, "needs a url"),
-        ({"type": "mqtt"}, "not delivered by this version"),
+        ({"type": "email"}, "not delivered by this version"),
+        ({"type": "mqtt", "url": None, "secret": None}, "needs a host"),
+        ({"type": "mqtt"}, "url, secret: not settings of a mqtt target"),
+        ({"host": "broker.example.com"}, "host: not settings of a webhook target"),
         ({"type": "sms"}, "type"),
         ({"rules": {"timezone": "Mars/Olympus"}}, "time zone"),
         ({"rules": {"active_hours": [{"start": "08:00", "end": "08:00"}]}}, "empty"),
@@ -50,6 +53,35 @@ def test_bad_targets_are_refused_with_the_problem_named(change: dict, problem: s
         parse_target({**GOOD, **change})
     assert problem in str(refused.value)
     assert "hunter" not in str(refused.value)  # the value in clear is never echoed
+
+
+MQTT = {"type": "mqtt", "host": "broker.example.com", "username": "notify", "password": "${MQTT_PASSWORD}"}
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"password": "hunter 2/x"}, "password"),
+        ({"username": None}, "needs a username"),
+        ({"topic_prefix": "plates/#"}, "topic_prefix"),
+        ({"discovery_prefix": "home//assistant"}, "discovery_prefix"),
+        ({"port": 0}, "port"),
+    ],
+)
+def test_bad_mqtt_targets_are_refused(change: dict, problem: str) -> None:
+    with pytest.raises(NotifyTargetError) as refused:
+        parse_target({**MQTT, **change})
+    assert problem in str(refused.value) and "hunter" not in str(refused.value)
+
+
+def test_mqtt_defaults() -> None:
+    target = parse_target(MQTT)
+    assert (target.broker_port, target.topics_prefix, target.discovery_prefix) == (
+        1883,
+        "stream-worker",
+        "homeassistant",
+    )
+    assert parse_target({**MQTT, "tls": True}).broker_port == 8883
 
 
 def test_secrets_are_references_only() -> None:
