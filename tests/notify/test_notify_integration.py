@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 import pytest
 from confluent_kafka import Producer
+from mosquitto import Mosquitto, Subscriber
 from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
 from support import reply, serve_http
 
@@ -310,3 +312,57 @@ def test_private_targets_are_refused_without_the_flag(kafka_bootstrap, topics, s
         assert hook.received == []
         assert all(b"--allow-private-targets" in r.headers["error.detail"] for r in dlq.records)
         assert service.stop() == 0
+
+
+def test_mqtt_target_gets_every_alert_across_a_broker_outage(
+    kafka_bootstrap, topics, start_notify, unique_name, tmp_path
+) -> None:
+    broker = Mosquitto(tmp_path / "mosquitto", users={"notify": SECRET, "reader": "reader"}).start()
+    try:
+        write_target(
+            kafka_bootstrap,
+            "home",
+            parse_target(
+                {
+                    "type": "mqtt",
+                    "host": "127.0.0.1",
+                    "port": broker.port,
+                    "username": "notify",
+                    "password": f"${{{SECRET_ENV}}}",
+                    "timeout_s": 1,
+                }
+            ),
+            topics.targets,
+        )
+        service = start_notify("--retry-budget-s", "120")
+        service.wait_ready(WAIT_S)
+        subscriber = Subscriber(broker.port, ["stream-worker/+/alert"], "reader", "reader")
+        first = alerts(3)
+        produce(kafka_bootstrap, topics.alerts, first)
+        wait_until(lambda: len(subscriber.messages) >= 3, "the first alerts did not arrive", service)
+        subscriber.close()
+
+        broker.stop()
+        second = alerts(4)
+        produce(kafka_bootstrap, topics.alerts, second)
+        wait_until(
+            lambda: service.metric('stream_worker_notify_retried_total{target="home"}') > 0,
+            "the outage was not retried",
+            service,
+        )
+        broker.start()
+        subscriber = Subscriber(broker.port, ["stream-worker/+/alert"], "reader", "reader")
+        ids = {alert.alert_id for alert in second}
+        received = lambda: {orjson.loads(m.payload)["alert_id"] for m in subscriber.messages}  # noqa: E731
+        wait_until(lambda: ids <= received(), "an alert was lost across the broker's outage", service)
+        wait_until(
+            lambda: all_committed(kafka_bootstrap, f"{unique_name}-group", topics.alerts, 7),
+            "not every offset committed",
+            service,
+            60,
+        )
+        subscriber.close()
+        assert service.stop() == 0
+        assert SECRET not in service.log_path.read_text()
+    finally:
+        broker.stop()
