@@ -77,13 +77,21 @@ class ActiveHours(BaseModel):
 
 
 class NotifyRules(BaseModel):
-    """Which alerts a target gets: every list below that is set must contain the alert's value
-    (empty: any); an alert lacking the value (a zone, a direction) does not pass a rule that asks
-    for one."""
+    """Which events a target gets: every list below that is set must contain the event's value
+    (empty: any); an event lacking the value (an alert has no zone or direction) does not pass a
+    rule that asks for one. With `allow_lists` the target gets "unknown vehicle" events (a
+    sighting whose plate is on none of them) instead of alerts."""
 
     model_config = ConfigDict(title="NotifyRules", extra="forbid", frozen=True)
 
     lists: tuple[str, ...] = Field((), max_length=MAX_RULE_ITEMS, description="Watch lists; empty: any.")
+    allow_lists: tuple[str, ...] = Field(
+        (),
+        max_length=MAX_RULE_ITEMS,
+        description="Non-empty: this target gets an unknown_vehicle event for each sighting (passing the "
+        "other rules) whose plate is on none of these allow lists (watch-list entries of kind allow), "
+        "instead of alerts.",
+    )
     cameras: tuple[str, ...] = Field((), max_length=MAX_RULE_ITEMS, description="Camera ids; empty: any.")
     zones: tuple[str, ...] = Field((), max_length=MAX_RULE_ITEMS, description="Zone names; empty: any.")
     directions: tuple[Direction, ...] = Field((), max_length=5, description="Directions; empty: any.")
@@ -102,6 +110,12 @@ class NotifyRules(BaseModel):
         description="After a delivery of a plate to this target, the same plate's alerts within this "
         "many seconds (alert time) are not delivered: one vehicle standing at a gate is one message.",
     )
+
+    @model_validator(mode="after")
+    def _one_kind_of_event(self) -> NotifyRules:
+        if self.lists and self.allow_lists:
+            raise ValueError("lists (alerts) and allow_lists (unknown vehicles) exclude each other")
+        return self
 
     @field_validator("timezone")
     @classmethod

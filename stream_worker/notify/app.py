@@ -1,19 +1,24 @@
-"""The composition root of `stream-worker notify`: consume alerts -> decide per target (rules.py)
--> deliver on each target's lane (lanes.py, webhook.py) -> commit, the Kafka side on one thread.
+"""The composition root of `stream-worker notify`: consume alerts (and sightings) -> decide per
+target (rules.py) -> deliver on each target's lane (lanes.py; webhook.py, mqtt.py) -> commit, the
+Kafka side on one thread.
 
 Guarantees and how they are kept:
-- The targets are read whole before the first alert is decided (not ready until then), then
-  followed live each turn: a target added, changed or removed counts from the next alert; a
-  removed (or disabled) target's queued deliveries are dropped, counted.
-- At-least-once: an alert's offset is committed only once each of its deliveries is settled: the
-  target acknowledged it (2xx), or it is in `--dlq-topic` (acknowledged by the broker) after the
-  retry budget or a final refusal (progress.py). A crash re-reads from the commit and delivers
-  again, with the same `X-Stream-Worker-Event`.
+- The targets and the allow lists are read whole before the first event is decided (not ready
+  until then), then followed live each turn: a target added, changed or removed counts from the
+  next event; a removed (or disabled, or retyped) target's queued deliveries are dropped, counted.
+- Alerts go to the targets without allow lists; each sighting goes, as an unknown_vehicle event,
+  to the targets with allow lists whose rules it passes and whose allow lists its plate (voted
+  text or a top candidate, within --allow-max-distance) is on none of. The sightings topic is read
+  in a group of its own and committed the same way as the alerts topic.
+- At-least-once: an event's offset is committed only once each of its deliveries is settled: the
+  target acknowledged it, or it is in `--dlq-topic` (acknowledged by the broker) after the retry
+  budget or a final refusal (progress.py). A crash re-reads from the commit and delivers again,
+  with the same `X-Stream-Worker-Event`.
 - A dead or slow target delays only its own lane; the others go on. Deliveries not settled are
-  bounded by `--max-pending` (reading pauses), which a dead target reaches only if alerts come
+  bounded by `--max-pending` (reading pauses), which a dead target reaches only if events come
   faster than `max-pending / retry-budget-s`.
-- Secrets: resolved in webhook.py only; errors are redacted there before they reach a log line,
-  a metric (never: targets are labelled by name) or a DLQ header.
+- Secrets: resolved in webhook.py and mqtt.py only; errors are redacted there before they reach a
+  log line, a metric (never: targets are labelled by name) or a DLQ header.
 - Rebalance and SIGTERM/SIGINT: what settles within the drain time is committed; the rest is
   left uncommitted and delivered again by whoever reads the partition next.
 """
@@ -23,25 +28,29 @@ from __future__ import annotations
 import logging
 import queue
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from pydantic import ValidationError
 
-from stream_worker.contracts import PlateAlert
+from stream_worker.contracts import PlateAlert, PlateSighting
 from stream_worker.contracts.frames import DeadLetterHeader
 from stream_worker.contracts.notify import NotifyTarget, TargetType
-from stream_worker.notify.consumer import AlertsConsumer
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind
+from stream_worker.contracts.watchlist import decode_record as decode_watch_entry
+from stream_worker.notify.consumer import InputConsumer
 from stream_worker.notify.lanes import Backoff, Delivery, Lane, Outcome, Sender
 from stream_worker.notify.metrics import NotifyMetrics
 from stream_worker.notify.mqtt import MqttSender
 from stream_worker.notify.progress import Progress
-from stream_worker.notify.rules import Cooldown, Facts, passes
+from stream_worker.notify.rules import Cooldown, EventKind, Facts, wanted
 from stream_worker.notify.settings import NotifySettings, load_settings
 from stream_worker.notify.targets import decode_record
 from stream_worker.notify.webhook import WebhookSender
+from stream_worker.plates.matching import Matcher
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.compacted import CompactedFollower, CompactedTopicError
@@ -58,8 +67,21 @@ POLL_S = 0.05
 LOAD_RETRY_S = 2.0
 LANE_JOIN_S = 1.0
 TARGET_HEADER = "notify.target"
+KIND_HEADER = "notify.kind"
 ATTEMPTS_HEADER = "notify.attempts"
 STATUS_HEADER = "notify.status"
+TOP_CANDIDATES = 3  # a sighting's best texts matched against the allow lists (its voted text too)
+
+
+@dataclass
+class Input:
+    """One consumed topic: its consumer, what may be committed, and the committer."""
+
+    kind: EventKind
+    topic: str
+    consumer: InputConsumer
+    progress: Progress
+    committer: Committer[int]
 
 
 class NotifyService(LoopService):
@@ -83,63 +105,100 @@ class NotifyService(LoopService):
             on_skipped=self.metrics.targets_skipped.inc,
             name="notify targets",
         )
+        self.watchlist: CompactedFollower[str, WatchEntry] = CompactedFollower(
+            settings.bootstrap_servers,
+            settings.watchlist_topic,
+            decode_watch_entry,
+            settings.kafka_config,
+            name="allow lists",
+        )
+        self.allowed = Matcher({}, settings.allow_max_distance, WatchKind.ALLOW)
         self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s, settings.retry_budget_s)
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self.lanes: dict[str, Lane] = {}
         self.cooldown = Cooldown()
-        self.progress = Progress()
         self.publisher = Publisher(kafka.producer_config(settings))
-        self.consumer = AlertsConsumer(
-            settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost
+        self.alerts = self._input(EventKind.ALERT, settings.input_topic, settings.group_id)
+        self.consumer = self.alerts.consumer  # the group LoopService leaves at the end
+        self.sightings = self._input(
+            EventKind.UNKNOWN_VEHICLE, settings.sightings_topic, settings.sightings_group_id
         )
-        topic = settings.input_topic
-        self.committer = Committer(
-            self.consumer, self.progress, self.metrics, partition_of=lambda p: (topic, p)
+        self.inputs = {source.kind: source for source in (self.alerts, self.sightings)}
+
+    def _input(self, kind: EventKind, topic: str, group_id: str) -> Input:
+        progress = Progress()
+        consumer = InputConsumer(
+            self.settings,
+            topic,
+            group_id,
+            self.metrics,
+            lambda partitions: self._on_assign(kind, partitions),
+            lambda partitions: self._on_revoke(kind, partitions),
+            lambda partitions: self._on_lost(kind, partitions),
         )
+        committer = Committer(consumer, progress, self.metrics, partition_of=lambda p: (topic, p))
+        return Input(kind, topic, consumer, progress, committer)
 
     # --- lifecycle -------------------------------------------------------------------------
 
     def _started_fields(self) -> dict[str, Any]:
         return {
             "input_topic": self.settings.input_topic,
+            "sightings_topic": self.settings.sightings_topic,
+            "watchlist_topic": self.settings.watchlist_topic,
             "targets_topic": self.settings.targets_topic,
             "dlq_topic": self.settings.dlq_topic,
             "group_id": self.settings.group_id,
+            "sightings_group_id": self.settings.sightings_group_id,
             "allow_private_targets": self.settings.allow_private_targets,
             "kafka_config": self.settings.redacted_kafka_config(),
         }
 
     def _turn(self) -> None:
         if not self.targets.loaded:
-            self._load_targets()
+            self._load(self.targets, self._follow_targets)
+            return
+        if not self.watchlist.loaded:
+            self._load(self.watchlist, self._follow_watchlist)
             return
         if self.targets.poll():
             self._follow_targets()
-        for record in self.consumer.consume(CONSUME_CHUNK, POLL_S):
-            self._accept(record)
+        if self.watchlist.poll():
+            self._follow_watchlist()
+        for record in self.alerts.consumer.consume(CONSUME_CHUNK, POLL_S):
+            self._accept_alert(record)
+        for record in self.sightings.consumer.consume(CONSUME_CHUNK, 0):
+            self._accept_sighting(record)
         self._settle_outcomes()
         self.publisher.poll(0)
-        self.committer.commit()
-        pending = self.progress.pending()
-        self.consumer.throttle(pending, self.settings.max_pending)
+        pending = 0
+        for source in self.inputs.values():
+            source.committer.commit()
+            pending += source.progress.pending()
+        for source in self.inputs.values():
+            source.consumer.throttle(pending, self.settings.max_pending)
         self._observe(pending)
 
-    def _load_targets(self) -> None:
+    def _load(self, follower: CompactedFollower[str, Any], then: Callable[[], None]) -> None:
         try:
-            self.targets.load()
+            follower.load()
         except CompactedTopicError as error:
-            log.warning("cannot read the notify targets yet, trying again", extra={"error": str(error)})
+            log.warning(f"cannot read the {follower.name} yet, trying again", extra={"error": str(error)})
             time.sleep(LOAD_RETRY_S)
             return
         finally:
             self.loop_clock.tick()
-        self._follow_targets()
+        then()
+
+    def _pending(self) -> int:
+        return sum(source.progress.pending() for source in self.inputs.values())
 
     def _shutdown(self) -> int:
         self.deadlines.begin_shutdown()
         if self.fatal is None:
-            self.consumer.pause_all()
-            while self.progress.pending() and self.deadlines.drain_left() > 0:
+            for source in self.inputs.values():
+                source.consumer.pause_all()
+            while self._pending() and self.deadlines.drain_left() > 0:
                 self._settle_outcomes(wait_s=min(0.1, self.deadlines.drain_left()))
                 self.publisher.poll(0)
         for lane in self.lanes.values():
@@ -149,10 +208,16 @@ class NotifyService(LoopService):
         self._settle_outcomes()
         undelivered = self.publisher.flush(self.deadlines.final_flush_left())
         if self.fatal is None:
-            self.committer.commit()
-        unsettled = self.progress.pending()
+            for source in self.inputs.values():
+                source.committer.commit()
+        unsettled = self._pending()
         self._leave_group()
+        try:
+            self.sightings.consumer.close()
+        except KafkaException as error:
+            log.warning("could not leave the sightings group cleanly", extra={"error": str(error)})
         self.targets.close()
+        self.watchlist.close()
         self.http.stop()
         log.info(
             "stopped",
@@ -164,15 +229,15 @@ class NotifyService(LoopService):
         )
         return 1 if self.fatal is not None else 0
 
-    # --- targets ---------------------------------------------------------------------------
+    # --- targets and allow lists -----------------------------------------------------------
 
     def _follow_targets(self) -> None:
         """One lane per enabled target: new ones started, changed ones updated, gone ones stopped."""
-        wanted = {name: target for name, target in self.targets.values.items() if target.enabled}
+        enabled = {name: target for name, target in self.targets.values.items() if target.enabled}
         gone = [
             name
             for name, lane in self.lanes.items()
-            if name not in wanted or wanted[name].type != lane.target.type
+            if name not in enabled or enabled[name].type != lane.target.type
         ]
         for name in gone:
             self.lanes.pop(name).stop(discard=True)
@@ -180,7 +245,7 @@ class NotifyService(LoopService):
                 "target removed, disabled or retyped: its queued deliveries are dropped",
                 extra={"target": name},
             )
-        for name, target in wanted.items():
+        for name, target in enabled.items():
             lane = self.lanes.get(name)
             if lane is None:
                 self.metrics.show_target(name)
@@ -192,6 +257,9 @@ class NotifyService(LoopService):
                 lane.target = target
                 log.info("target changed", extra={"target": name})
         self.metrics.targets.set(len(self.lanes))
+
+    def _follow_watchlist(self) -> None:
+        self.allowed = Matcher(self.watchlist.values, self.settings.allow_max_distance, WatchKind.ALLOW)
 
     def _sender(self, name: str, target: NotifyTarget) -> Sender:
         """The lane's own sender (its own connections: a hanging target holds none of another's)."""
@@ -205,36 +273,95 @@ class NotifyService(LoopService):
 
     # --- the pipeline ----------------------------------------------------------------------
 
-    def _accept(self, record: PlateRecord) -> None:
-        partition = record.partition
-        if partition not in self.progress.assigned():
+    def _accept_alert(self, record: PlateRecord) -> None:
+        if record.partition not in self.alerts.progress.assigned():
             return  # fetched before a revocation: its next owner reads it
         self.metrics.alerts_in.inc()
         try:
             alert = PlateAlert.model_validate_json(record.value or b"")
         except ValidationError as error:
-            self.metrics.invalid_alerts.inc()
-            log.warning(
-                "skipped a record that is not a PlateAlert",
-                extra={"partition": partition, "offset": record.offset, "error": str(error)[:300]},
-            )
-            self.progress.add(partition, record.offset, 0)
+            self._skip(self.alerts, record, "PlateAlert", error)
             return
-        facts = _facts(alert)
-        body = alert.to_json()
-        epoch = self.consumer.epoch((self.settings.input_topic, partition))
+        facts = Facts(
+            event_id=alert.alert_id,
+            plate=alert.plate,
+            list=alert.list,
+            camera_id=alert.camera_id,
+            confidence=alert.confidence,
+            at=_aware(alert.captured_at or alert.alerted_at),
+        )
+        self._route(self.alerts, record, facts, alert.to_json(), alert.alerted_at, ())
+
+    def _accept_sighting(self, record: PlateRecord) -> None:
+        if record.partition not in self.sightings.progress.assigned():
+            return
+        self.metrics.sightings_in.inc()
+        try:
+            sighting = PlateSighting.model_validate_json(record.value or b"")
+        except ValidationError as error:
+            self._skip(self.sightings, record, "PlateSighting", error)
+            return
+        facts = Facts(
+            event_id=sighting.sighting_id,
+            plate=sighting.text,
+            list=None,
+            camera_id=sighting.camera_id,
+            confidence=sighting.confidence,
+            at=_aware(sighting.first_seen),
+            zone=sighting.best_read.zone,
+            direction=sighting.direction,
+        )
+        texts = [sighting.text, *(c.text for c in sighting.candidates[:TOP_CANDIDATES])]
+        allowed = {match.entry.list for match in self.allowed.match(texts, datetime.now(UTC))}
+        self._route(self.sightings, record, facts, sighting.to_json(), sighting.closed_at, allowed)
+
+    def _skip(self, source: Input, record: PlateRecord, what: str, error: ValidationError) -> None:
+        counter = (
+            self.metrics.invalid_alerts if source.kind is EventKind.ALERT else self.metrics.invalid_sightings
+        )
+        counter.inc()
+        log.warning(
+            f"skipped a record that is not a {what}",
+            extra={
+                "topic": source.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "error": str(error)[:300],
+            },
+        )
+        source.progress.add(record.partition, record.offset, 0)
+
+    def _route(
+        self,
+        source: Input,
+        record: PlateRecord,
+        facts: Facts,
+        body: bytes,
+        made_at: datetime,
+        allowed_lists: set[str] | tuple[()],
+    ) -> None:
+        """One delivery per target that wants the event; the offset waits for all of them."""
+        epoch = source.consumer.epoch((source.topic, record.partition))
         deadline = time.monotonic() + self.settings.retry_budget_s
         chosen = [
             (name, lane)
             for name, lane in self.lanes.items()
-            if passes(lane.target.rules, facts)
+            if wanted(lane.target.rules, source.kind, facts, allowed_lists)
             and self.cooldown.admit(name, lane.target.rules.cooldown_s, facts)
         ]
-        self.progress.add(partition, record.offset, len(chosen))
+        source.progress.add(record.partition, record.offset, len(chosen))
         for name, lane in chosen:
             lane.put(
                 Delivery(
-                    name, alert.alert_id, body, partition, record.offset, epoch, alert.alerted_at, deadline
+                    source.kind,
+                    name,
+                    facts.event_id,
+                    body,
+                    record.partition,
+                    record.offset,
+                    epoch,
+                    made_at,
+                    deadline,
                 )
             )
 
@@ -252,20 +379,22 @@ class NotifyService(LoopService):
 
     def _settle(self, outcome: Outcome) -> None:
         delivery = outcome.delivery
+        source = self.inputs[delivery.kind]
         if not self._current(delivery):
             return  # its partition was revoked meanwhile: whoever owns it now delivers it again
         if outcome.ok:
             self.metrics.sent.labels(delivery.target).inc()
             self.metrics.latency.labels(delivery.target).observe(outcome.seconds)
-            self.progress.settle(delivery.partition, delivery.offset)
+            source.progress.settle(delivery.partition, delivery.offset)
         elif outcome.dropped:
             self.metrics.dropped.labels(delivery.target).inc()
-            self.progress.settle(delivery.partition, delivery.offset)
+            source.progress.settle(delivery.partition, delivery.offset)
         else:
             log.warning(
                 "delivery given up: publishing it to the DLQ",
                 extra={
                     "target": delivery.target,
+                    "kind": delivery.kind.value,
                     "event_id": delivery.event_id,
                     "attempts": delivery.attempts,
                     "status": outcome.status,
@@ -275,15 +404,17 @@ class NotifyService(LoopService):
             self._dead_letter(outcome)
 
     def _current(self, delivery: Delivery) -> bool:
-        return self.consumer.is_current((self.settings.input_topic, delivery.partition), delivery.epoch)
+        source = self.inputs[delivery.kind]
+        return source.consumer.is_current((source.topic, delivery.partition), delivery.epoch)
 
     def _dead_letter(self, outcome: Outcome) -> None:
         delivery = outcome.delivery
         headers: list[tuple[str, bytes | None]] = [
             (TARGET_HEADER, delivery.target.encode()),
+            (KIND_HEADER, delivery.kind.value.encode()),
             (ATTEMPTS_HEADER, str(delivery.attempts).encode()),
             (DeadLetterHeader.DETAIL.value, (outcome.error or "").encode()),
-            (DeadLetterHeader.SOURCE_TOPIC.value, self.settings.input_topic.encode()),
+            (DeadLetterHeader.SOURCE_TOPIC.value, self.inputs[delivery.kind].topic.encode()),
             (DeadLetterHeader.SOURCE_PARTITION.value, str(delivery.partition).encode()),
             (DeadLetterHeader.SOURCE_OFFSET.value, str(delivery.offset).encode()),
         ]
@@ -296,7 +427,7 @@ class NotifyService(LoopService):
         delivery = outcome.delivery
         if error is None:
             self.metrics.failed.labels(delivery.target).inc()
-            self.progress.settle(delivery.partition, delivery.offset)
+            self.inputs[delivery.kind].progress.settle(delivery.partition, delivery.offset)
             return
         self.metrics.publish_errors.inc()
         if error.fatal():
@@ -311,29 +442,33 @@ class NotifyService(LoopService):
 
     # --- rebalance -------------------------------------------------------------------------
 
-    def _on_assign(self, partitions: list[int]) -> None:
+    # The callbacks run inside `consume`, so after __init__: `self.inputs` is there.
+    def _on_assign(self, kind: EventKind, partitions: list[int]) -> None:
+        source = self.inputs[kind]
         for partition in partitions:
-            self.progress.assign(partition)
-        log.info(
-            "partitions assigned",
-            extra={"partitions": [f"{self.settings.input_topic}:{p}" for p in partitions]},
-        )
+            source.progress.assign(partition)
+        log.info("partitions assigned", extra={"partitions": [f"{source.topic}:{p}" for p in partitions]})
 
-    def _on_revoke(self, partitions: list[int]) -> None:
-        if self.fatal is None:
+    def _on_revoke(self, kind: EventKind, partitions: list[int]) -> None:
+        source = self.inputs[kind]
+        if self.fatal is None and not source.consumer.closing:
             end = self.deadlines.revocation_end()
-            while self.progress.pending() and self.deadlines.drain_left(end) > 0:
+            while source.progress.pending() and self.deadlines.drain_left(end) > 0:
                 self._settle_outcomes(wait_s=min(0.1, self.deadlines.drain_left(end)))
                 self.publisher.poll(0)
             self.publisher.flush(self.deadlines.drain_left(end))
-            self.committer.commit()
-        unsettled = sum(self.progress.revoke(p) for p in partitions)
-        log.info("partitions revoked", extra={"partitions": partitions, "unsettled_deliveries": unsettled})
+            source.committer.commit()
+        unsettled = sum(source.progress.revoke(p) for p in partitions)
+        log.info(
+            "partitions revoked",
+            extra={"topic": source.topic, "partitions": partitions, "unsettled_deliveries": unsettled},
+        )
 
-    def _on_lost(self, partitions: list[int]) -> None:
+    def _on_lost(self, kind: EventKind, partitions: list[int]) -> None:
+        source = self.inputs[kind]
         for partition in partitions:
-            self.progress.revoke(partition)
-        log.warning("partitions lost", extra={"partitions": partitions})
+            source.progress.revoke(partition)
+        log.warning("partitions lost", extra={"topic": source.topic, "partitions": partitions})
 
     # --- observability ---------------------------------------------------------------------
 
@@ -347,33 +482,27 @@ class NotifyService(LoopService):
                 "status",
                 extra={
                     "targets": len(self.lanes),
+                    "allow_entries": len(self.allowed),
                     "pending": pending,
                     "queued": {name: lane.queued() for name, lane in self.lanes.items()},
-                    "assigned": self.progress.assigned(),
+                    "assigned": self.alerts.progress.assigned(),
+                    "sightings_assigned": self.sightings.progress.assigned(),
                 },
             )
 
     def _readiness(self) -> tuple[bool, str]:
         if not self.targets.loaded:
             return False, "targets not loaded yet"
-        assigned = self.progress.assigned()
+        if not self.watchlist.loaded:
+            return False, "allow lists not loaded yet"
+        assigned = self.alerts.progress.assigned()
         if not assigned:
             return False, "no partitions assigned"
         return True, f"{len(self.lanes)} targets, {len(assigned)} partitions assigned"
 
 
-def _facts(alert: PlateAlert) -> Facts:
-    at: datetime = alert.captured_at or alert.alerted_at
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=UTC)  # the contract's times are UTC
-    return Facts(
-        event_id=alert.alert_id,
-        plate=alert.plate,
-        list=alert.list,
-        camera_id=alert.camera_id,
-        confidence=alert.confidence,
-        at=at,
-    )
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)  # the contracts' times are UTC
 
 
 def main(cli_args: Sequence[str]) -> int:

@@ -1,5 +1,6 @@
-"""The notify service's consumer: PlateAlerts of `--input-topic` in the group `--group-id`, each
-record (partition, offset, value), its callbacks speaking partition numbers."""
+"""The notify service's consumers: PlateAlerts of `--input-topic` in the group `--group-id`, and
+PlateSightings of `--sightings-topic` in `--sightings-group-id` (their rebalances and lag their
+own), each record (partition, offset, value), the callbacks speaking partition numbers."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES, PlateRe
 PartitionsCallback = Callable[[list[int]], None]
 
 
-class AlertsConsumer(GroupConsumer[PlateRecord]):
+class InputConsumer(GroupConsumer[PlateRecord]):
     def __init__(
         self,
         settings: NotifySettings,
+        topic: str,
+        group_id: str,
         metrics: ServiceMetrics,
         on_assign: PartitionsCallback,
         on_revoke: PartitionsCallback,
@@ -27,11 +30,11 @@ class AlertsConsumer(GroupConsumer[PlateRecord]):
         client: ClientFactory = Consumer,
     ) -> None:
         config = kafka.consumer_config(
-            settings, settings.group_id, **{"queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES}
+            settings, group_id, **{"queued.max.messages.kbytes": DEFAULT_PREFETCH_KBYTES}
         )
         super().__init__(
             config,
-            settings.input_topic,
+            topic,
             metrics,
             on_assign=lambda partitions: on_assign([p for _, p in partitions]),
             on_revoke=lambda partitions: on_revoke([p for _, p in partitions]),

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from stream_worker.contracts.notify import NotifyTarget
+from stream_worker.notify.rules import EventKind
 from stream_worker.notify.webhook import Attempt
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ IDLE_WAIT_S = 0.2
 class Sender(Protocol):
     """How a lane reaches its target (webhook.py, mqtt.py): one per lane, closed when it ends."""
 
-    def send(self, target: NotifyTarget, event_id: str, body: bytes) -> Attempt: ...
+    def send(self, target: NotifyTarget, event_id: str, body: bytes, kind: EventKind) -> Attempt: ...
     def close(self) -> None: ...
 
 
@@ -47,8 +48,10 @@ class Backoff:
 
 @dataclass(slots=True, eq=False)
 class Delivery:
-    """One alert for one target; `partition`, `offset` and `epoch` say what it holds back."""
+    """One event for one target; `kind` says which topic's `partition`, `offset` (and `epoch`) it
+    holds back."""
 
+    kind: EventKind
     target: str
     event_id: str
     body: bytes
@@ -133,7 +136,7 @@ class Lane:
             if self._down_since is not None and now >= delivery.deadline:
                 self._settle(delivery, Attempt(False, retry=False, error=self._last_error))
                 return
-            attempt = self._sender.send(self.target, delivery.event_id, delivery.body)
+            attempt = self._sender.send(self.target, delivery.event_id, delivery.body, delivery.kind)
             delivery.attempts += 1
             if attempt.ok:
                 self._down_since = None

@@ -22,8 +22,19 @@ class NotifyMetrics(ServiceMetrics):
             "Records of the alerts topic that are not PlateAlerts (skipped).",
             registry=r,
         )
+        self.sightings_in = Counter(
+            "stream_worker_notify_sightings_in", "Sightings consumed (replays included).", registry=r
+        )
+        self.invalid_sightings = Counter(
+            "stream_worker_notify_invalid_sightings",
+            "Records of the sightings topic that are not PlateSightings (skipped).",
+            registry=r,
+        )
         self.sent = Counter(
-            "stream_worker_notify_sent", "Deliveries the target acknowledged (2xx).", ["target"], registry=r
+            "stream_worker_notify_sent",
+            "Deliveries the target acknowledged (a 2xx, an MQTT PUBACK).",
+            ["target"],
+            registry=r,
         )
         self.retried = Counter(
             "stream_worker_notify_retried",

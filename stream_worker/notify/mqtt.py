@@ -1,6 +1,7 @@
 """MQTT delivery: each alert published (QoS 1) to PREFIX/CAMERA/alert, the camera's last plate
 retained on PREFIX/CAMERA/last_plate, and Home Assistant's discovery config (retained) published
-once per camera, so that each camera shows up as a sensor of its last plate with no YAML.
+once per camera, so that each camera shows up as a sensor of its last plate with no YAML. An
+unknown vehicle (a sighting) goes to PREFIX/CAMERA/unknown_vehicle.
 
 One client per target (its lane's), connected on first use and kept; paho's own thread keeps the
 connection and reconnects. An attempt is acknowledged once the broker answered each QoS 1 publish
@@ -27,6 +28,7 @@ from stream_worker.contracts.credentials import MissingCredential, redact, resol
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.notify.addresses import TargetRefused
 from stream_worker.notify.addresses import resolve as resolve_address
+from stream_worker.notify.rules import EventKind
 from stream_worker.notify.webhook import MAX_ERROR_CHARS, Attempt
 
 KEEPALIVE_S = 30
@@ -82,11 +84,16 @@ class MqttSender:
         self._announced: set[str] = set()  # cameras whose discovery config the broker acknowledged
         self._secrets: list[str] = []
 
-    def send(self, target: NotifyTarget, event_id: str, body: bytes) -> Attempt:
+    def send(
+        self, target: NotifyTarget, event_id: str, body: bytes, kind: EventKind = EventKind.ALERT
+    ) -> Attempt:
         try:
             client = self._connect(target)
             camera = str(orjson.loads(body)["camera_id"])
             level = f"{target.topics_prefix}/{camera_level(camera)}"
+            if kind is EventKind.UNKNOWN_VEHICLE:
+                self._publish(client, f"{level}/unknown_vehicle", body, False, target.timeout_s)
+                return Attempt(True, retry=False)
             if target.discovery_prefix is not None and camera not in self._announced:
                 topic, config = discovery(target, camera)
                 self._publish(client, topic, config, True, target.timeout_s)

@@ -1,16 +1,19 @@
 """Which alerts a target gets (its `NotifyRules`): pure logic, no I/O, so every case is a unit test.
 
-`Facts` is what a rule looks at, taken from the alert (a zone or a direction only where the event
-carries one: an alert has neither, so a rule asking for them passes none). `Cooldown` remembers,
-per target and plate, the alert time of the last delivery decided, so one vehicle standing at a
-gate is one message; the same event decided again (a replay) is never held back by itself.
+`Facts` is what a rule looks at, taken from the alert or the sighting (a zone or a direction only
+where the event carries one: an alert has neither, so a rule asking for them passes none).
+`Cooldown` remembers, per target and plate, the event time of the last delivery decided, so one
+vehicle standing at a gate is one message; the same event decided again (a replay) is never held
+back by itself.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
@@ -30,6 +33,25 @@ class Facts:
     at: datetime  # aware
     zone: str | None = None
     direction: Direction | None = None
+
+
+class EventKind(StrEnum):
+    """What a delivery is about: an alert (the alerts topic), or a sighting whose plate is on none
+    of the target's allow lists (the sightings topic)."""
+
+    ALERT = "alert"
+    UNKNOWN_VEHICLE = "unknown_vehicle"
+
+
+def wanted(rules: NotifyRules, kind: EventKind, facts: Facts, allowed_lists: Iterable[str] = ()) -> bool:
+    """Whether an event of `kind` goes to a target with `rules` (the cooldown aside). An alert goes
+    to targets without allow lists; a sighting to those with, unless its plate is on one of them
+    (`allowed_lists`: the allow lists its plate matched)."""
+    if kind is EventKind.ALERT:
+        return not rules.allow_lists and passes(rules, facts)
+    return (
+        bool(rules.allow_lists) and not set(rules.allow_lists) & set(allowed_lists) and passes(rules, facts)
+    )
 
 
 def passes(rules: NotifyRules, facts: Facts) -> bool:

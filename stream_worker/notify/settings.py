@@ -38,6 +38,25 @@ class NotifySettings(ServiceSettings):
     )
     group_id: str = Field("stream-worker-notify", min_length=1, description="Kafka consumer group.")
     input_topic: str = Field("alerts", min_length=1, description="Topic of PlateAlert JSON records.")
+    sightings_topic: str = Field(
+        "sightings",
+        min_length=1,
+        description="Topic of PlateSighting JSON records: the unknown vehicles of targets with allow lists.",
+    )
+    sightings_group_id: str = Field(
+        "stream-worker-notify-sightings",
+        min_length=1,
+        description="Kafka consumer group of the sightings topic (its own, apart from --group-id's).",
+    )
+    watchlist_topic: str = Field(
+        "watchlist", min_length=1, description="Compacted topic of WatchEntry records (the allow lists)."
+    )
+    allow_max_distance: float = Field(
+        1.0,
+        ge=0,
+        description="A sighting's text (or a top candidate) within this weighted edit distance of an allow "
+        "entry without its own max_distance is that vehicle: no unknown_vehicle event for it.",
+    )
     targets_topic: str = Field(
         "notify-targets", min_length=1, description="Compacted topic of NotifyTarget records (by name)."
     )
@@ -77,8 +96,20 @@ class NotifySettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> NotifySettings:
-        if len({self.input_topic, self.targets_topic, self.dlq_topic}) != 3:
-            raise ValueError("--input-topic, --targets-topic and --dlq-topic must be three different topics")
+        topics = {
+            self.input_topic,
+            self.sightings_topic,
+            self.watchlist_topic,
+            self.targets_topic,
+            self.dlq_topic,
+        }
+        if len(topics) != 5:
+            raise ValueError(
+                "--input-topic, --sightings-topic, --watchlist-topic, --targets-topic and --dlq-topic "
+                "must be five different topics"
+            )
+        if self.sightings_group_id == self.group_id:
+            raise ValueError("--sightings-group-id must differ from --group-id")
         if self.initial_backoff_s > self.max_backoff_s:
             raise ValueError(
                 f"--initial-backoff-s ({self.initial_backoff_s}) must not exceed "

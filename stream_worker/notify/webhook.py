@@ -1,7 +1,8 @@
 """One webhook delivery attempt: POST the alert's JSON, signed, to the address the guard checked.
 
-Headers: `X-Stream-Worker-Event` (the alert id, the same on every retry: the receiver's
-idempotency key) and `X-Stream-Worker-Signature: sha256=<hex HMAC-SHA256 of the raw body with the
+Headers: `X-Stream-Worker-Event` (the alert id, or the sighting id of an unknown vehicle, the
+same on every retry: the receiver's idempotency key), `X-Stream-Worker-Kind` (alert or
+unknown_vehicle) and `X-Stream-Worker-Signature: sha256=<hex HMAC-SHA256 of the raw body with the
 target's secret>`. The URL's and the secret's `${NAME}` references are resolved from the service's
 environment here and nowhere else; every error message goes through `redact`. TLS is verified
 against the URL's host name (sent as SNI) while the connection goes to the checked address;
@@ -24,8 +25,10 @@ from stream_worker.contracts.credentials import MissingCredential, redact, resol
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.notify.addresses import TargetRefused
 from stream_worker.notify.addresses import resolve as resolve_address
+from stream_worker.notify.rules import EventKind
 
 EVENT_HEADER = "X-Stream-Worker-Event"
+KIND_HEADER = "X-Stream-Worker-Kind"
 SIGNATURE_HEADER = "X-Stream-Worker-Signature"
 RETRIED_STATUSES = frozenset({408, 425, 429})  # and every 5xx: the target may take it later
 MAX_ERROR_CHARS = 300
@@ -54,11 +57,13 @@ class WebhookSender:
         verify = ssl.create_default_context(cafile=str(ca_file)) if ca_file is not None else True
         self._client = httpx.Client(verify=verify, follow_redirects=False, trust_env=False)
 
-    def send(self, target: NotifyTarget, event_id: str, body: bytes) -> Attempt:
+    def send(
+        self, target: NotifyTarget, event_id: str, body: bytes, kind: EventKind = EventKind.ALERT
+    ) -> Attempt:
         secrets: list[str] = []
         try:
             url, secrets = resolve(target.url or "", self._environ)
-            headers = {"Content-Type": "application/json", EVENT_HEADER: event_id}
+            headers = {"Content-Type": "application/json", EVENT_HEADER: event_id, KIND_HEADER: kind.value}
             if target.secret is not None:
                 secret, more = resolve(target.secret, self._environ)
                 secrets += more

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from stream_worker.contracts.notify import parse_target
 from stream_worker.notify.lanes import Backoff, Delivery, Lane, Outcome
+from stream_worker.notify.rules import EventKind
 from stream_worker.notify.webhook import Attempt
 
 TARGET = parse_target({"type": "webhook", "url": "https://hooks.example.com/x"})
@@ -19,7 +20,9 @@ GONE = Attempt(False, retry=False, status=404, error="answered 404 Not Found")
 
 
 def delivery(event_id: str, budget_s: float = 5.0, offset: int = 0) -> Delivery:
-    return Delivery("t", event_id, b"{}", 0, offset, 1, datetime.now(UTC), time.monotonic() + budget_s)
+    return Delivery(
+        EventKind.ALERT, "t", event_id, b"{}", 0, offset, 1, datetime.now(UTC), time.monotonic() + budget_s
+    )
 
 
 class Script:
@@ -29,7 +32,7 @@ class Script:
         self.answers = list(answers)
         self.asked: list[str] = []
 
-    def send(self, _target: object, event_id: str, _body: bytes) -> Attempt:
+    def send(self, _target: object, event_id: str, _body: bytes, _kind: object) -> Attempt:
         self.asked.append(event_id)
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 

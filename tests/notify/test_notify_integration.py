@@ -13,7 +13,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -21,14 +21,17 @@ import pytest
 from confluent_kafka import Producer
 from mosquitto import Mosquitto, Subscriber
 from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
+from store_records import T0, plate_sighting, sighting_id
 from support import reply, serve_http
 
 from stream_worker.contracts import Box, PlateAlert, Source
 from stream_worker.contracts.alerts import MatchKind
 from stream_worker.contracts.notify import parse_target
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.launchers.broker import create_topics
 from stream_worker.notify.targets import write_target
-from stream_worker.notify.webhook import EVENT_HEADER, SIGNATURE_HEADER
+from stream_worker.notify.webhook import EVENT_HEADER, KIND_HEADER, SIGNATURE_HEADER
+from stream_worker.watchlists.topic import write_changes
 
 pytestmark = pytest.mark.integration
 
@@ -46,6 +49,7 @@ class Hook:
     delay_s: float = 0.0
     healed: threading.Event = field(default_factory=threading.Event)
     received: list[str] = field(default_factory=list)  # event ids, in order, every attempt
+    kinds: list[str] = field(default_factory=list)
     acknowledged: list[str] = field(default_factory=list)
     bad_signatures: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -60,8 +64,8 @@ class Hook:
                 event_id = self.headers[EVENT_HEADER]
                 with hook.lock:
                     hook.received.append(event_id)
+                    hook.kinds.append(self.headers[KIND_HEADER])
                     hook.bad_signatures += self.headers[SIGNATURE_HEADER] != expected
-                    assert PlateAlert.model_validate_json(body).alert_id == event_id
                 if hook.delay_s:
                     time.sleep(hook.delay_s)
                 if not hook.healed.is_set() and hook.mode == "fail":
@@ -128,12 +132,16 @@ class Topics:
     alerts: str
     targets: str
     dlq: str
+    sightings: str
+    watchlist: str
 
 
 @pytest.fixture
 def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
-    names = Topics(f"{unique_name}-alerts", f"{unique_name}-targets", f"{unique_name}-dlq")
-    create_topics(kafka_bootstrap, [names.alerts, names.dlq], PARTITIONS)
+    names = Topics(
+        *(f"{unique_name}-{kind}" for kind in ("alerts", "targets", "dlq", "sightings", "watchlist"))
+    )
+    create_topics(kafka_bootstrap, [names.alerts, names.dlq, names.sightings], PARTITIONS)
     return names
 
 
@@ -149,6 +157,9 @@ def start_notify(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_na
             "--input-topic", topics.alerts,
             "--targets-topic", topics.targets,
             "--dlq-topic", topics.dlq,
+            "--sightings-topic", topics.sightings,
+            "--sightings-group-id", f"{unique_name}-sightings-group",
+            "--watchlist-topic", topics.watchlist,
             "--session-timeout-ms", "6000",
             "--metrics-port", "0",
             "--allow-private-targets",
@@ -366,3 +377,52 @@ def test_mqtt_target_gets_every_alert_across_a_broker_outage(
         assert SECRET not in service.log_path.read_text()
     finally:
         broker.stop()
+
+
+def test_allow_list_and_schedule_one_unknown_vehicle_event(
+    kafka_bootstrap, topics, start_notify, unique_name
+) -> None:
+    write_changes(
+        kafka_bootstrap,
+        topics.watchlist,
+        [
+            WatchEntry(plate="A123BC77", list="residents", kind=WatchKind.ALLOW, added_at=T0),
+            WatchEntry(plate="B840CK197", list="stolen", added_at=T0),  # watched, not allowed
+        ],
+    )
+    gate, alerts_hook = Hook(), Hook()
+    with serve_http(gate.handler()) as gate_port, serve_http(alerts_hook.handler()) as alerts_port:
+        rules = {
+            "allow_lists": ["residents"],
+            "cameras": ["gate"],
+            "timezone": "Europe/Berlin",
+            "active_hours": [{"start": "08:00", "end": "20:00"}],  # 07:00-19:00 UTC in March
+            "cooldown_s": 60,
+        }
+        set_target(kafka_bootstrap, topics.targets, "gate", gate_port, rules=rules)
+        set_target(kafka_bootstrap, topics.targets, "alerts", alerts_port)
+        service = start_notify()
+        service.wait_ready(WAIT_S)
+        noon = T0 + timedelta(seconds=3)  # first seen 12:00 UTC, 13:00 in Berlin
+        sightings = [
+            plate_sighting("unknown", "X999YX99", noon),
+            plate_sighting("unknown-again", "X999YX99", noon + timedelta(seconds=30)),  # the cooldown
+            plate_sighting("resident", "A123BC77", noon),
+            plate_sighting("resident-misread", "A123BO77", noon),  # O for C: within the distance
+            plate_sighting("at-night", "K555KK55", noon + timedelta(hours=9)),  # 22:00 in Berlin
+            plate_sighting("other-camera", "K555KK55", noon, camera_id="yard"),
+            plate_sighting("watched", "B840CK197", noon + timedelta(minutes=5)),
+        ]
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0})
+        for sighting in sightings:  # one partition: the cooldown sees them in order
+            producer.produce(topics.sightings, value=sighting.to_json(), key=b"gate", partition=0)
+        assert producer.flush(60) == 0
+        wait_until(
+            lambda: all_committed(kafka_bootstrap, f"{unique_name}-sightings-group", topics.sightings, 7),
+            "not every sighting decided",
+            service,
+        )
+        assert service.stop() == 0
+    assert sorted(gate.acknowledged) == sorted([sighting_id("unknown"), sighting_id("watched")])
+    assert set(gate.kinds) == {"unknown_vehicle"}
+    assert alerts_hook.received == []  # sightings are not alerts

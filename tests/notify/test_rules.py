@@ -9,7 +9,7 @@ import pytest
 
 from stream_worker.contracts.notify import ActiveHours, NotifyRules
 from stream_worker.contracts.sightings import Direction
-from stream_worker.notify.rules import Cooldown, Facts, active, passes
+from stream_worker.notify.rules import Cooldown, EventKind, Facts, active, passes, wanted
 
 # A Wednesday.
 NOON = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
@@ -129,3 +129,21 @@ def test_cooldown_an_older_alert_starts_none_and_memory_is_bounded() -> None:
     assert cooldown.admit("gate", 60, facts(event_id="y", plate="Y1"))
     assert len(cooldown) == 2  # the first plate forgotten: it is admitted again
     assert cooldown.admit("gate", 60, facts(event_id="c", at=NOON + timedelta(seconds=31)))
+
+
+def test_alerts_go_to_targets_without_allow_lists_sightings_to_those_with() -> None:
+    alerts_only = NotifyRules(lists=("stolen",))
+    unknown = NotifyRules(allow_lists=("residents", "staff"), cameras=("gate-1",))
+    sighting = facts(list=None)
+    assert wanted(alerts_only, EventKind.ALERT, facts())
+    assert not wanted(alerts_only, EventKind.UNKNOWN_VEHICLE, sighting)
+    assert not wanted(unknown, EventKind.ALERT, facts())
+    assert wanted(unknown, EventKind.UNKNOWN_VEHICLE, sighting)
+    assert wanted(unknown, EventKind.UNKNOWN_VEHICLE, sighting, {"visitors"})  # not one of its lists
+    assert not wanted(unknown, EventKind.UNKNOWN_VEHICLE, sighting, {"staff"})
+    assert not wanted(unknown, EventKind.UNKNOWN_VEHICLE, facts(list=None, camera_id="yard"))
+
+
+def test_lists_and_allow_lists_exclude_each_other() -> None:
+    with pytest.raises(ValueError, match="exclude each other"):
+        NotifyRules(lists=("stolen",), allow_lists=("residents",))
