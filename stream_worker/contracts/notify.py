@@ -31,17 +31,34 @@ WEBHOOK_SCHEMES = ("http", "https")
 
 
 class TargetType(StrEnum):
-    """How a target is reached; `email` is not delivered by this version yet (issue 35)."""
+    """How a target is reached."""
 
     WEBHOOK = "webhook"
     MQTT = "mqtt"
     EMAIL = "email"
 
 
-DELIVERED_TYPES = frozenset({TargetType.WEBHOOK, TargetType.MQTT})
 MQTT_TOPIC_LEVELS = re.compile(r"^[^+#/\s]+(/[^+#/\s]+)*$")  # no wildcards, no empty level
-MQTT_ONLY = ("host", "port", "tls", "username", "password", "topic_prefix")
-WEBHOOK_ONLY = ("url", "secret")
+MAIL_ADDRESS = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")  # one plain address, no header tricks
+MAX_RECIPIENTS = 20
+# The settings that belong to one type of target or another, in the order errors name them.
+TYPED_SETTINGS = (
+    "url",
+    "secret",
+    "host",
+    "port",
+    "tls",
+    "username",
+    "password",
+    "topic_prefix",
+    "sender",
+    "recipients",
+)
+SETTINGS_OF = {
+    TargetType.WEBHOOK: frozenset({"url", "secret"}),
+    TargetType.MQTT: frozenset({"host", "port", "tls", "username", "password", "topic_prefix"}),
+    TargetType.EMAIL: frozenset({"host", "port", "tls", "username", "password", "sender", "recipients"}),
+}
 
 
 class Weekday(StrEnum):
@@ -132,7 +149,7 @@ class NotifyTarget(BaseModel):
 
     model_config = ConfigDict(title="NotifyTarget", extra="forbid", frozen=True)
 
-    type: TargetType = Field(description="webhook or mqtt (email: not delivered by this version yet).")
+    type: TargetType = Field(description="webhook, mqtt or email.")
     url: str | None = Field(
         None,
         min_length=1,
@@ -147,15 +164,27 @@ class NotifyTarget(BaseModel):
         examples=["${GATE_WEBHOOK_SECRET}"],
     )
     host: str | None = Field(
-        None, min_length=1, max_length=253, description="mqtt: the broker's host name or address."
+        None, min_length=1, max_length=253, description="mqtt, email: the broker's (SMTP server's) host."
     )
-    port: int | None = Field(None, ge=1, le=65535, description="mqtt: the port (1883; 8883 with tls).")
-    tls: bool = Field(False, description="mqtt: TLS to the broker, its certificate verified.")
-    username: str | None = Field(None, min_length=1, max_length=256, description="mqtt: the user name.")
+    port: int | None = Field(
+        None, ge=1, le=65535, description="mqtt: the port (1883; 8883 with tls); email: (587)."
+    )
+    tls: bool | None = Field(
+        None,
+        description="mqtt: TLS to the broker (default off); email: STARTTLS, required (default on). The "
+        "certificate is verified.",
+    )
+    username: str | None = Field(
+        None, min_length=1, max_length=256, description="mqtt, email: the user name."
+    )
     password: str | None = Field(
         None,
-        description="mqtt: ${NAME} of the password, read from the notify service's environment.",
+        description="mqtt, email: ${NAME} of the password, read from the notify service's environment.",
         examples=["${MQTT_PASSWORD}"],
+    )
+    sender: str | None = Field(None, max_length=254, description="email: the From address.")
+    recipients: tuple[str, ...] = Field(
+        (), max_length=MAX_RECIPIENTS, description="email: the To addresses (at least one)."
     )
     topic_prefix: str | None = Field(
         None,
@@ -188,6 +217,21 @@ class NotifyTarget(BaseModel):
             )
         return value
 
+    @field_validator("sender")
+    @classmethod
+    def _sender(cls, value: str | None) -> str | None:
+        if value is not None and not MAIL_ADDRESS.match(value):
+            raise ValueError("must be one plain e-mail address (name@example.com)")
+        return value
+
+    @field_validator("recipients")
+    @classmethod
+    def _recipients(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for address in value:
+            if not MAIL_ADDRESS.match(address):
+                raise ValueError(f"{address!r} is not one plain e-mail address (name@example.com)")
+        return value
+
     @field_validator("topic_prefix", "discovery_prefix")
     @classmethod
     def _topic(cls, value: str | None) -> str | None:
@@ -197,17 +241,21 @@ class NotifyTarget(BaseModel):
 
     @model_validator(mode="after")
     def _addressed(self) -> NotifyTarget:
-        if self.type not in DELIVERED_TYPES:
-            raise ValueError(f"type {self.type.value!r} is not delivered by this version yet")
-        others = MQTT_ONLY if self.type is TargetType.WEBHOOK else WEBHOOK_ONLY
-        stray = [name for name in others if getattr(self, name) not in (None, False)]
+        own = SETTINGS_OF[self.type]
+        stray = [name for name in TYPED_SETTINGS if name not in own and getattr(self, name) not in (None, ())]
         if stray:
             raise ValueError(f"{', '.join(stray)}: not settings of a {self.type.value} target")
-        if self.type is TargetType.MQTT:
+        if self.type in (TargetType.MQTT, TargetType.EMAIL):
             if self.host is None:
-                raise ValueError("an mqtt target needs a host")
+                raise ValueError(f"an {self.type.value} target needs a host")
             if self.password is not None and self.username is None:
-                raise ValueError("an mqtt password needs a username")
+                raise ValueError("a password needs a username")
+        if self.type is TargetType.EMAIL:
+            if self.sender is None or not self.recipients:
+                raise ValueError("an email target needs a sender and at least one recipient")
+            if self.password is not None and not self.uses_tls:
+                raise ValueError("a password is never sent without STARTTLS (tls: false)")
+        if self.type is not TargetType.WEBHOOK:
             return self
         if self.url is None:
             raise ValueError("a webhook needs a url")
@@ -217,9 +265,16 @@ class NotifyTarget(BaseModel):
         return self
 
     @property
+    def uses_tls(self) -> bool:
+        """mqtt: TLS (default off); email: STARTTLS (default on)."""
+        return self.tls if self.tls is not None else self.type is TargetType.EMAIL
+
+    @property
     def broker_port(self) -> int:
-        """mqtt: the port, its default chosen by `tls`."""
-        return self.port or (8883 if self.tls else 1883)
+        """mqtt: the port, its default chosen by `tls`; email: 587 by default."""
+        if self.type is TargetType.EMAIL:
+            return self.port or 587
+        return self.port or (8883 if self.uses_tls else 1883)
 
     @property
     def topics_prefix(self) -> str:

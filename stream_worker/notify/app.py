@@ -1,5 +1,5 @@
 """The composition root of `stream-worker notify`: consume alerts (and sightings) -> decide per
-target (rules.py) -> deliver on each target's lane (lanes.py; webhook.py, mqtt.py) -> commit, the
+target (rules.py) -> deliver on each target's lane (lanes.py; webhook.py, mqtt.py, mail.py) -> commit, the
 Kafka side on one thread.
 
 Guarantees and how they are kept:
@@ -17,7 +17,7 @@ Guarantees and how they are kept:
 - A dead or slow target delays only its own lane; the others go on. Deliveries not settled are
   bounded by `--max-pending` (reading pauses), which a dead target reaches only if events come
   faster than `max-pending / retry-budget-s`.
-- Secrets: resolved in webhook.py and mqtt.py only; errors are redacted there before they reach a
+- Secrets: resolved in webhook.py, mqtt.py and mail.py only; errors are redacted there before they reach a
   log line, a metric (never: targets are labelled by name) or a DLQ header.
 - Rebalance and SIGTERM/SIGINT: what settles within the drain time is committed; the rest is
   left uncommitted and delivered again by whoever reads the partition next.
@@ -43,6 +43,7 @@ from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.contracts.watchlist import decode_record as decode_watch_entry
 from stream_worker.notify.consumer import InputConsumer
 from stream_worker.notify.lanes import Backoff, Delivery, Lane, Outcome, Sender
+from stream_worker.notify.mail import MailSender
 from stream_worker.notify.metrics import NotifyMetrics
 from stream_worker.notify.mqtt import MqttSender
 from stream_worker.notify.progress import Progress
@@ -266,6 +267,8 @@ class NotifyService(LoopService):
         allow_private, ca_file = self.settings.allow_private_targets, self.settings.ca_file
         if target.type is TargetType.MQTT:
             return MqttSender(name, allow_private, ca_file)
+        if target.type is TargetType.EMAIL:
+            return MailSender(allow_private, ca_file)
         return WebhookSender(allow_private, ca_file)
 
     def _count_retry(self, name: str) -> None:

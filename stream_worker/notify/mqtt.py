@@ -134,7 +134,7 @@ class MqttSender:
             if target.password is not None:
                 password, self._secrets = resolve(target.password, self._environ)
             client.username_pw_set(target.username, password)
-        if target.tls:
+        if target.uses_tls:
             client.tls_set_context(
                 ssl.create_default_context(cafile=str(self._ca_file) if self._ca_file else None)
             )
@@ -149,7 +149,7 @@ class MqttSender:
             answered.set()
 
         client.on_connect = on_connect
-        client.connect(host if target.tls else str(address), target.broker_port, keepalive=KEEPALIVE_S)
+        client.connect(host if target.uses_tls else str(address), target.broker_port, keepalive=KEEPALIVE_S)
         client.loop_start()
         self._client, self._connected_for = client, target
         self._announced = set()

@@ -36,7 +36,7 @@ def test_a_good_target_round_trips_through_its_record() -> None:
         ({"url": "https://hooks.example.com/x?token=abc"}, "token"),
         ({"url": "ftp://hooks.example.com/x"}, "http"),
         ({"url": None}, "needs a url"),
-        ({"type": "email"}, "not delivered by this version"),
+        ({"type": "email", "url": None, "secret": None, "host": "smtp.example.com"}, "sender"),
         ({"type": "mqtt", "url": None, "secret": None}, "needs a host"),
         ({"type": "mqtt"}, "url, secret: not settings of a mqtt target"),
         ({"host": "broker.example.com"}, "host: not settings of a webhook target"),
@@ -72,6 +72,38 @@ def test_bad_mqtt_targets_are_refused(change: dict, problem: str) -> None:
     with pytest.raises(NotifyTargetError) as refused:
         parse_target({**MQTT, **change})
     assert problem in str(refused.value) and "hunter" not in str(refused.value)
+
+
+MAIL = {
+    "type": "email",
+    "host": "smtp.example.com",
+    "username": "notify",
+    "password": "${SMTP_PASSWORD}",
+    "sender": "plates@example.com",
+    "recipients": ["guard@example.com"],
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"password": "hunter 2/x"}, "password"),
+        ({"recipients": []}, "at least one recipient"),
+        ({"recipients": ["guard@example.com\r\nBcc: x@y.z"]}, "plain e-mail address"),
+        ({"sender": "Plates <plates@example.com>"}, "plain e-mail address"),
+        ({"tls": False}, "STARTTLS"),
+        ({"topic_prefix": "x"}, "topic_prefix: not settings of a email target"),
+    ],
+)
+def test_bad_email_targets_are_refused(change: dict, problem: str) -> None:
+    with pytest.raises(NotifyTargetError) as refused:
+        parse_target({**MAIL, **change})
+    assert problem in str(refused.value) and "hunter" not in str(refused.value)
+
+
+def test_email_defaults_to_starttls_on_587() -> None:
+    target = parse_target(MAIL)
+    assert (target.uses_tls, target.broker_port) == (True, 587)
 
 
 def test_mqtt_defaults() -> None:
