@@ -34,7 +34,7 @@ class NotifySettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, cli_prog_name="stream-worker notify")
 
     metrics_port: int = Field(
-        9112, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
+        9113, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
     )
     group_id: str = Field("stream-worker-notify", min_length=1, description="Kafka consumer group.")
     input_topic: str = Field("alerts", min_length=1, description="Topic of PlateAlert JSON records.")

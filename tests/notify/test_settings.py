@@ -21,7 +21,7 @@ def clean_env(monkeypatch):
 def test_defaults():
     s = load_settings([])
     assert (s.input_topic, s.targets_topic, s.dlq_topic) == ("alerts", "notify-targets", "notify.dlq")
-    assert (s.group_id, s.metrics_port, s.allow_private_targets) == ("stream-worker-notify", 9112, False)
+    assert (s.group_id, s.metrics_port, s.allow_private_targets) == ("stream-worker-notify", 9113, False)
     assert (s.retry_budget_s, s.initial_backoff_s, s.max_backoff_s, s.max_pending) == (
         300.0,
         0.5,
