@@ -25,6 +25,7 @@ Guarantees and how they are kept:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import time
@@ -114,7 +115,7 @@ class NotifyService(LoopService):
             name="allow lists",
         )
         self.allowed = Matcher({}, settings.allow_max_distance, WatchKind.ALLOW)
-        self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s, settings.retry_budget_s)
+        self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s)
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self.lanes: dict[str, Lane] = {}
         self.cooldown = Cooldown()
@@ -242,6 +243,8 @@ class NotifyService(LoopService):
         ]
         for name in gone:
             self.lanes.pop(name).stop(discard=True)
+            with contextlib.suppress(KeyError):
+                self.metrics.queued.remove(name)
             log.info(
                 "target removed, disabled or retyped: its queued deliveries are dropped",
                 extra={"target": name},

@@ -39,7 +39,6 @@ class Sender(Protocol):
 class Backoff:
     initial_s: float
     max_s: float
-    budget_s: float
 
     def wait_s(self, failures: int) -> float:
         """The wait after the `failures`-th failed attempt in a row."""

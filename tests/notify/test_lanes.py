@@ -51,14 +51,14 @@ def run_lane(send: Script, backoff: Backoff) -> tuple[Lane, queue.SimpleQueue[Ou
 
 
 def test_backoff_doubles_up_to_its_cap() -> None:
-    backoff = Backoff(0.5, 4.0, 60)
+    backoff = Backoff(0.5, 4.0)
     assert [backoff.wait_s(n) for n in range(1, 7)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
     assert backoff.wait_s(10_000) == 4.0
 
 
 def test_retried_until_the_target_takes_it_with_the_same_event_id() -> None:
     send = Script(DOWN, DOWN, OK)
-    lane, outcomes, retried = run_lane(send, Backoff(0.01, 0.02, 5))
+    lane, outcomes, retried = run_lane(send, Backoff(0.01, 0.02))
     lane.put(delivery("e1"))
     [outcome] = outcomes_of(outcomes, 1)
     lane.stop(discard=False)
@@ -69,7 +69,7 @@ def test_retried_until_the_target_takes_it_with_the_same_event_id() -> None:
 
 def test_a_final_refusal_is_not_retried() -> None:
     send = Script(GONE)
-    lane, outcomes, _ = run_lane(send, Backoff(0.01, 0.02, 5))
+    lane, outcomes, _ = run_lane(send, Backoff(0.01, 0.02))
     lane.put(delivery("e1"))
     [outcome] = outcomes_of(outcomes, 1)
     lane.stop(discard=False)
@@ -78,7 +78,7 @@ def test_a_final_refusal_is_not_retried() -> None:
 
 def test_a_dead_target_gives_up_after_the_budget_and_its_queue_moves_on() -> None:
     send = Script(DOWN)
-    lane, outcomes, _ = run_lane(send, Backoff(0.05, 0.1, 0.5))
+    lane, outcomes, _ = run_lane(send, Backoff(0.05, 0.1))
     started = time.monotonic()
     for k in range(20):
         lane.put(delivery(f"e{k}", budget_s=0.5, offset=k))
@@ -93,7 +93,7 @@ def test_a_dead_target_gives_up_after_the_budget_and_its_queue_moves_on() -> Non
 
 def test_a_removed_target_drops_what_is_left() -> None:
     send = Script(DOWN)
-    lane, outcomes, _ = run_lane(send, Backoff(0.05, 0.1, 60))
+    lane, outcomes, _ = run_lane(send, Backoff(0.05, 0.1))
     for k in range(3):
         lane.put(delivery(f"e{k}", budget_s=60, offset=k))
     time.sleep(0.2)
