@@ -55,10 +55,19 @@ TYPED_SETTINGS = (
     "recipients",
 )
 SETTINGS_OF = {
-    TargetType.WEBHOOK: frozenset({"url", "secret"}),
+    TargetType.WEBHOOK: frozenset({"url", "format", "secret"}),
     TargetType.MQTT: frozenset({"host", "port", "tls", "username", "password", "topic_prefix"}),
     TargetType.EMAIL: frozenset({"host", "port", "tls", "username", "password", "sender", "recipients"}),
 }
+
+
+class WebhookFormat(StrEnum):
+    """The body a webhook gets: the event's own JSON (signed), or a message for a chat's incoming
+    webhook."""
+
+    JSON = "json"
+    SLACK = "slack"  # {"text": ...}
+    TEAMS = "teams"  # a MessageCard with its text
 
 
 class Weekday(StrEnum):
@@ -156,6 +165,9 @@ class NotifyTarget(BaseModel):
         max_length=MAX_URL_LENGTH,
         description="webhook: the http(s) URL POSTed to; a secret part of it written as ${NAME}.",
         examples=["https://hooks.example.com/plates", "https://hooks.slack.com/services/${SLACK_PATH}"],
+    )
+    format: WebhookFormat | None = Field(
+        None, description="webhook: json (default: the event's contract JSON), slack or teams (a message)."
     )
     secret: str | None = Field(
         None,

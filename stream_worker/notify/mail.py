@@ -27,26 +27,23 @@ from stream_worker.contracts.credentials import MissingCredential, redact, resol
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.notify.addresses import TargetRefused
 from stream_worker.notify.addresses import resolve as resolve_address
+from stream_worker.notify.messages import headline
 from stream_worker.notify.rules import EventKind
 from stream_worker.notify.webhook import MAX_ERROR_CHARS, Attempt
-
-TITLES = {EventKind.ALERT: "Watch-list alert", EventKind.UNKNOWN_VEHICLE: "Unknown vehicle"}
 
 
 def compose(target: NotifyTarget, event_id: str, body: bytes, kind: EventKind) -> EmailMessage:
     """The message for one event: a subject and lines a person reads, the JSON, the picture."""
     event: dict[str, Any] = orjson.loads(body)
-    plate = event.get("plate") or event.get("text") or "?"
-    camera = event.get("camera_id", "?")
     message = EmailMessage()
     message["From"] = target.sender or ""
     message["To"] = ", ".join(target.recipients)
-    message["Subject"] = f"{TITLES[kind]}: {plate} at {camera}"
+    message["Subject"] = headline(kind, event)
     message["Message-ID"] = make_msgid(idstring=event_id.replace("-", ""), domain="stream-worker")
     message["X-Stream-Worker-Event"] = event_id
     message["X-Stream-Worker-Kind"] = kind.value
-    lines = [f"{TITLES[kind]}: plate {plate} at camera {camera}."]
-    for label, key in (("List", "list"), ("Seen", "captured_at"), ("First seen", "first_seen")):
+    lines = [f"{headline(kind, event)}."]
+    for label, key in (("Seen", "captured_at"), ("First seen", "first_seen")):
         if event.get(key):
             lines.append(f"{label}: {event[key]}")
     lines.append(f"Event id: {event_id} (the attached JSON is the whole event)")

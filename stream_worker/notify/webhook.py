@@ -6,7 +6,8 @@ unknown_vehicle) and `X-Stream-Worker-Signature: sha256=<hex HMAC-SHA256 of the 
 target's secret>`. The URL's and the secret's `${NAME}` references are resolved from the service's
 environment here and nowhere else; every error message goes through `redact`. TLS is verified
 against the URL's host name (sent as SNI) while the connection goes to the checked address;
-redirects are not followed (a redirect could point inside the network).
+redirects are not followed (a redirect could point inside the network). A target with `format:
+slack` or `teams` gets a one-line message instead of the JSON (messages.py), signed the same way.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from pathlib import Path
 import httpx
 
 from stream_worker.contracts.credentials import MissingCredential, redact, resolve
-from stream_worker.contracts.notify import NotifyTarget
+from stream_worker.contracts.notify import NotifyTarget, WebhookFormat
 from stream_worker.notify.addresses import TargetRefused
 from stream_worker.notify.addresses import resolve as resolve_address
+from stream_worker.notify.messages import chat_body
 from stream_worker.notify.rules import EventKind
 
 EVENT_HEADER = "X-Stream-Worker-Event"
@@ -64,6 +66,8 @@ class WebhookSender:
         try:
             url, secrets = resolve(target.url or "", self._environ)
             headers = {"Content-Type": "application/json", EVENT_HEADER: event_id, KIND_HEADER: kind.value}
+            if target.format not in (None, WebhookFormat.JSON):
+                body = chat_body(target.format, kind, body)
             if target.secret is not None:
                 secret, more = resolve(target.secret, self._environ)
                 secrets += more

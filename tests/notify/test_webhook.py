@@ -154,3 +154,20 @@ def test_https_is_verified_against_the_url_host(tmp_path: Path) -> None:
     assert not untrusted.ok and "CERTIFICATE_VERIFY_FAILED" in (untrusted.error or "")
     assert [headers[EVENT_HEADER] for _, headers, _ in received.requests] == ["a-1"]
     assert received.requests[0][1]["Host"] == f"localhost:{port}"
+
+
+@pytest.mark.parametrize(("style", "key"), [("slack", "text"), ("teams", "text")])
+def test_chat_formats_get_a_one_line_message(style: str, key: str) -> None:
+    import orjson
+
+    received = Received()
+    sender = WebhookSender(allow_private=True, environ={"HOOK_SECRET": SECRET})
+    alert = orjson.dumps({"alert_id": "a-1", "plate": "B840CK197", "camera_id": "gate-1", "list": "stolen"})
+    with serve_http(recording(received)) as port:
+        hook = parse_target({"type": "webhook", "url": f"http://127.0.0.1:{port}/", "format": style})
+        assert sender.send(hook, "a-1", alert).ok
+    [(_, headers, body)] = received.requests
+    message = orjson.loads(body)
+    assert message[key] == "Watch-list alert: B840CK197 at gate-1 (stolen) [event a-1]"
+    assert (style == "teams") == (message.get("@type") == "MessageCard")
+    assert headers[EVENT_HEADER] == "a-1" and SIGNATURE_HEADER not in headers  # no secret: unsigned
