@@ -70,6 +70,13 @@ class WebhookFormat(StrEnum):
     TEAMS = "teams"  # a MessageCard with its text
 
 
+class VehicleMatch(StrEnum):
+    """Which sightings a target with allow lists gets."""
+
+    UNKNOWN = "unknown"  # plates on none of its allow lists: "tell me about a car I do not know"
+    ALLOWED = "allowed"  # plates on one of them: "open the gate for a known car"
+
+
 class Weekday(StrEnum):
     MON = "mon"
     TUE = "tue"
@@ -118,6 +125,11 @@ class NotifyRules(BaseModel):
         "other rules) whose plate is on none of these allow lists (watch-list entries of kind allow), "
         "instead of alerts.",
     )
+    vehicles: VehicleMatch = Field(
+        VehicleMatch.UNKNOWN,
+        description="With allow_lists: unknown (an unknown_vehicle event for a plate on none of them) or "
+        "allowed (an allowed_vehicle event for a plate on one of them: a gate opener).",
+    )
     cameras: tuple[str, ...] = Field((), max_length=MAX_RULE_ITEMS, description="Camera ids; empty: any.")
     zones: tuple[str, ...] = Field((), max_length=MAX_RULE_ITEMS, description="Zone names; empty: any.")
     directions: tuple[Direction, ...] = Field((), max_length=5, description="Directions; empty: any.")
@@ -141,6 +153,8 @@ class NotifyRules(BaseModel):
     def _one_kind_of_event(self) -> NotifyRules:
         if self.lists and self.allow_lists:
             raise ValueError("lists (alerts) and allow_lists (unknown vehicles) exclude each other")
+        if self.vehicles is VehicleMatch.ALLOWED and not self.allow_lists:
+            raise ValueError("vehicles: allowed needs allow_lists")
         return self
 
     @field_validator("timezone")

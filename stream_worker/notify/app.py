@@ -8,8 +8,9 @@ Guarantees and how they are kept:
   next event; a removed (or disabled, or retyped) target's queued deliveries are dropped, counted.
 - Alerts go to the targets without allow lists; each sighting goes, as an unknown_vehicle event,
   to the targets with allow lists whose rules it passes and whose allow lists its plate (voted
-  text or a top candidate, within --allow-max-distance) is on none of. The sightings topic is read
-  in a group of its own and committed the same way as the alerts topic.
+  text or a top candidate, within --allow-max-distance) is on none of, or as an allowed_vehicle
+  event to those asking for the plates on them (`vehicles: allowed`, a gate opener). The
+  sightings topic is read in a group of its own and committed the same way as the alerts topic.
 - At-least-once: an event's offset is committed only once each of its deliveries is settled: the
   target acknowledged it, or it is in `--dlq-topic` (acknowledged by the broker) after the retry
   budget or a final refusal (progress.py). A crash re-reads from the commit and delivers again,
@@ -48,7 +49,7 @@ from stream_worker.notify.mail import MailSender
 from stream_worker.notify.metrics import NotifyMetrics
 from stream_worker.notify.mqtt import MqttSender
 from stream_worker.notify.progress import Progress
-from stream_worker.notify.rules import Cooldown, EventKind, Facts, wanted
+from stream_worker.notify.rules import Cooldown, Facts, Source, event_for, source_of
 from stream_worker.notify.settings import NotifySettings, load_settings
 from stream_worker.notify.targets import decode_record
 from stream_worker.notify.webhook import WebhookSender
@@ -79,7 +80,7 @@ TOP_CANDIDATES = 3  # a sighting's best texts matched against the allow lists (i
 class Input:
     """One consumed topic: its consumer, what may be committed, and the committer."""
 
-    kind: EventKind
+    source: Source
     topic: str
     consumer: InputConsumer
     progress: Progress
@@ -120,14 +121,12 @@ class NotifyService(LoopService):
         self.lanes: dict[str, Lane] = {}
         self.cooldown = Cooldown()
         self.publisher = Publisher(kafka.producer_config(settings))
-        self.alerts = self._input(EventKind.ALERT, settings.input_topic, settings.group_id)
+        self.alerts = self._input(Source.ALERTS, settings.input_topic, settings.group_id)
         self.consumer = self.alerts.consumer  # the group LoopService leaves at the end
-        self.sightings = self._input(
-            EventKind.UNKNOWN_VEHICLE, settings.sightings_topic, settings.sightings_group_id
-        )
-        self.inputs = {source.kind: source for source in (self.alerts, self.sightings)}
+        self.sightings = self._input(Source.SIGHTINGS, settings.sightings_topic, settings.sightings_group_id)
+        self.inputs = {source.source: source for source in (self.alerts, self.sightings)}
 
-    def _input(self, kind: EventKind, topic: str, group_id: str) -> Input:
+    def _input(self, kind: Source, topic: str, group_id: str) -> Input:
         progress = Progress()
         consumer = InputConsumer(
             self.settings,
@@ -323,7 +322,7 @@ class NotifyService(LoopService):
 
     def _skip(self, source: Input, record: PlateRecord, what: str, error: ValidationError) -> None:
         counter = (
-            self.metrics.invalid_alerts if source.kind is EventKind.ALERT else self.metrics.invalid_sightings
+            self.metrics.invalid_alerts if source.source is Source.ALERTS else self.metrics.invalid_sightings
         )
         counter.inc()
         log.warning(
@@ -349,17 +348,16 @@ class NotifyService(LoopService):
         """One delivery per target that wants the event; the offset waits for all of them."""
         epoch = source.consumer.epoch((source.topic, record.partition))
         deadline = time.monotonic() + self.settings.retry_budget_s
-        chosen = [
-            (name, lane)
-            for name, lane in self.lanes.items()
-            if wanted(lane.target.rules, source.kind, facts, allowed_lists)
-            and self.cooldown.admit(name, lane.target.rules.cooldown_s, facts)
-        ]
+        chosen = []
+        for name, lane in self.lanes.items():
+            kind = event_for(lane.target.rules, source.source, facts, allowed_lists)
+            if kind is not None and self.cooldown.admit(name, lane.target.rules.cooldown_s, facts):
+                chosen.append((name, lane, kind))
         source.progress.add(record.partition, record.offset, len(chosen))
-        for name, lane in chosen:
+        for name, lane, kind in chosen:
             lane.put(
                 Delivery(
-                    source.kind,
+                    kind,
                     name,
                     facts.event_id,
                     body,
@@ -385,7 +383,7 @@ class NotifyService(LoopService):
 
     def _settle(self, outcome: Outcome) -> None:
         delivery = outcome.delivery
-        source = self.inputs[delivery.kind]
+        source = self.inputs[source_of(delivery.kind)]
         if not self._current(delivery):
             return  # its partition was revoked meanwhile: whoever owns it now delivers it again
         if outcome.ok:
@@ -410,7 +408,7 @@ class NotifyService(LoopService):
             self._dead_letter(outcome)
 
     def _current(self, delivery: Delivery) -> bool:
-        source = self.inputs[delivery.kind]
+        source = self.inputs[source_of(delivery.kind)]
         return source.consumer.is_current((source.topic, delivery.partition), delivery.epoch)
 
     def _dead_letter(self, outcome: Outcome) -> None:
@@ -420,7 +418,7 @@ class NotifyService(LoopService):
             (KIND_HEADER, delivery.kind.value.encode()),
             (ATTEMPTS_HEADER, str(delivery.attempts).encode()),
             (DeadLetterHeader.DETAIL.value, (outcome.error or "").encode()),
-            (DeadLetterHeader.SOURCE_TOPIC.value, self.inputs[delivery.kind].topic.encode()),
+            (DeadLetterHeader.SOURCE_TOPIC.value, self.inputs[source_of(delivery.kind)].topic.encode()),
             (DeadLetterHeader.SOURCE_PARTITION.value, str(delivery.partition).encode()),
             (DeadLetterHeader.SOURCE_OFFSET.value, str(delivery.offset).encode()),
         ]
@@ -433,7 +431,7 @@ class NotifyService(LoopService):
         delivery = outcome.delivery
         if error is None:
             self.metrics.failed.labels(delivery.target).inc()
-            self.inputs[delivery.kind].progress.settle(delivery.partition, delivery.offset)
+            self.inputs[source_of(delivery.kind)].progress.settle(delivery.partition, delivery.offset)
             return
         self.metrics.publish_errors.inc()
         if error.fatal():
@@ -449,13 +447,13 @@ class NotifyService(LoopService):
     # --- rebalance -------------------------------------------------------------------------
 
     # The callbacks run inside `consume`, so after __init__: `self.inputs` is there.
-    def _on_assign(self, kind: EventKind, partitions: list[int]) -> None:
+    def _on_assign(self, kind: Source, partitions: list[int]) -> None:
         source = self.inputs[kind]
         for partition in partitions:
             source.progress.assign(partition)
         log.info("partitions assigned", extra={"partitions": [f"{source.topic}:{p}" for p in partitions]})
 
-    def _on_revoke(self, kind: EventKind, partitions: list[int]) -> None:
+    def _on_revoke(self, kind: Source, partitions: list[int]) -> None:
         source = self.inputs[kind]
         if self.fatal is None and not source.consumer.closing:
             end = self.deadlines.revocation_end()
@@ -470,7 +468,7 @@ class NotifyService(LoopService):
             extra={"topic": source.topic, "partitions": partitions, "unsettled_deliveries": unsettled},
         )
 
-    def _on_lost(self, kind: EventKind, partitions: list[int]) -> None:
+    def _on_lost(self, kind: Source, partitions: list[int]) -> None:
         source = self.inputs[kind]
         for partition in partitions:
             source.progress.revoke(partition)

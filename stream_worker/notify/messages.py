@@ -9,7 +9,11 @@ import orjson
 from stream_worker.contracts.notify import WebhookFormat
 from stream_worker.notify.rules import EventKind
 
-TITLES = {EventKind.ALERT: "Watch-list alert", EventKind.UNKNOWN_VEHICLE: "Unknown vehicle"}
+TITLES = {
+    EventKind.ALERT: "Watch-list alert",
+    EventKind.UNKNOWN_VEHICLE: "Unknown vehicle",
+    EventKind.ALLOWED_VEHICLE: "Allowed vehicle",
+}
 
 
 def headline(kind: EventKind, event: dict[str, Any]) -> str:

@@ -1,7 +1,7 @@
 """MQTT delivery: each alert published (QoS 1) to PREFIX/CAMERA/alert, the camera's last plate
 retained on PREFIX/CAMERA/last_plate, and Home Assistant's discovery config (retained) published
 once per camera, so that each camera shows up as a sensor of its last plate with no YAML. An
-unknown vehicle (a sighting) goes to PREFIX/CAMERA/unknown_vehicle.
+unknown or allowed vehicle (a sighting) goes to PREFIX/CAMERA/unknown_vehicle or allowed_vehicle.
 
 One client per target (its lane's), connected on first use and kept; paho's own thread keeps the
 connection and reconnects. An attempt is acknowledged once the broker answered each QoS 1 publish
@@ -91,8 +91,8 @@ class MqttSender:
             client = self._connect(target)
             camera = str(orjson.loads(body)["camera_id"])
             level = f"{target.topics_prefix}/{camera_level(camera)}"
-            if kind is EventKind.UNKNOWN_VEHICLE:
-                self._publish(client, f"{level}/unknown_vehicle", body, False, target.timeout_s)
+            if kind is not EventKind.ALERT:  # a sighting: PREFIX/CAMERA/unknown_vehicle or allowed_vehicle
+                self._publish(client, f"{level}/{kind.value}", body, False, target.timeout_s)
                 return Attempt(True, retry=False)
             if target.discovery_prefix is not None and camera not in self._announced:
                 topic, config = discovery(target, camera)

@@ -17,7 +17,7 @@ from enum import StrEnum
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from stream_worker.contracts.notify import WEEKDAYS, ActiveHours, NotifyRules
+from stream_worker.contracts.notify import WEEKDAYS, ActiveHours, NotifyRules, VehicleMatch
 from stream_worker.contracts.sightings import Direction
 
 MAX_REMEMBERED = 100_000  # (target, plate) pairs the cooldown remembers, the oldest forgotten first
@@ -37,21 +37,37 @@ class Facts:
 
 class EventKind(StrEnum):
     """What a delivery is about: an alert (the alerts topic), or a sighting whose plate is on none
-    of the target's allow lists (the sightings topic)."""
+    (unknown) or one (allowed) of the target's allow lists (the sightings topic)."""
 
     ALERT = "alert"
     UNKNOWN_VEHICLE = "unknown_vehicle"
+    ALLOWED_VEHICLE = "allowed_vehicle"
 
 
-def wanted(rules: NotifyRules, kind: EventKind, facts: Facts, allowed_lists: Iterable[str] = ()) -> bool:
-    """Whether an event of `kind` goes to a target with `rules` (the cooldown aside). An alert goes
-    to targets without allow lists; a sighting to those with, unless its plate is on one of them
-    (`allowed_lists`: the allow lists its plate matched)."""
-    if kind is EventKind.ALERT:
-        return not rules.allow_lists and passes(rules, facts)
-    return (
-        bool(rules.allow_lists) and not set(rules.allow_lists) & set(allowed_lists) and passes(rules, facts)
-    )
+class Source(StrEnum):
+    ALERTS = "alerts"
+    SIGHTINGS = "sightings"
+
+
+def source_of(kind: EventKind) -> Source:
+    return Source.ALERTS if kind is EventKind.ALERT else Source.SIGHTINGS
+
+
+def event_for(
+    rules: NotifyRules, source: Source, facts: Facts, allowed_lists: Iterable[str] = ()
+) -> EventKind | None:
+    """What a target with `rules` gets from an event of `source` (the cooldown aside), or None. An
+    alert goes to targets without allow lists; a sighting to those with, as an unknown vehicle
+    when its plate is on none of them, or (`vehicles: allowed`) as an allowed vehicle when it is on
+    one (`allowed_lists`: the allow lists its plate matched)."""
+    if source is Source.ALERTS:
+        return EventKind.ALERT if not rules.allow_lists and passes(rules, facts) else None
+    if not rules.allow_lists or not passes(rules, facts):
+        return None
+    known = bool(set(rules.allow_lists) & set(allowed_lists))
+    if rules.vehicles is VehicleMatch.ALLOWED:
+        return EventKind.ALLOWED_VEHICLE if known else None
+    return None if known else EventKind.UNKNOWN_VEHICLE
 
 
 def passes(rules: NotifyRules, facts: Facts) -> bool:

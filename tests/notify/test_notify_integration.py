@@ -390,8 +390,12 @@ def test_allow_list_and_schedule_one_unknown_vehicle_event(
             WatchEntry(plate="B840CK197", list="stolen", added_at=T0),  # watched, not allowed
         ],
     )
-    gate, alerts_hook = Hook(), Hook()
-    with serve_http(gate.handler()) as gate_port, serve_http(alerts_hook.handler()) as alerts_port:
+    gate, alerts_hook, opener = Hook(), Hook(), Hook()
+    with (
+        serve_http(gate.handler()) as gate_port,
+        serve_http(alerts_hook.handler()) as alerts_port,
+        serve_http(opener.handler()) as opener_port,
+    ):
         rules = {
             "allow_lists": ["residents"],
             "cameras": ["gate"],
@@ -401,6 +405,8 @@ def test_allow_list_and_schedule_one_unknown_vehicle_event(
         }
         set_target(kafka_bootstrap, topics.targets, "gate", gate_port, rules=rules)
         set_target(kafka_bootstrap, topics.targets, "alerts", alerts_port)
+        opens = {"allow_lists": ["residents"], "vehicles": "allowed", "directions": ["approaching"]}
+        set_target(kafka_bootstrap, topics.targets, "opener", opener_port, rules=opens)
         service = start_notify()
         service.wait_ready(WAIT_S)
         noon = T0 + timedelta(seconds=3)  # first seen 12:00 UTC, 13:00 in Berlin
@@ -412,13 +418,14 @@ def test_allow_list_and_schedule_one_unknown_vehicle_event(
             plate_sighting("at-night", "K555KK55", noon + timedelta(hours=9)),  # 22:00 in Berlin
             plate_sighting("other-camera", "K555KK55", noon, camera_id="yard"),
             plate_sighting("watched", "B840CK197", noon + timedelta(minutes=5)),
+            plate_sighting("resident-leaving", "A123BC77", noon, direction="receding"),
         ]
         producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0})
         for sighting in sightings:  # one partition: the cooldown sees them in order
             producer.produce(topics.sightings, value=sighting.to_json(), key=b"gate", partition=0)
         assert producer.flush(60) == 0
         wait_until(
-            lambda: all_committed(kafka_bootstrap, f"{unique_name}-sightings-group", topics.sightings, 7),
+            lambda: all_committed(kafka_bootstrap, f"{unique_name}-sightings-group", topics.sightings, 8),
             "not every sighting decided",
             service,
         )
@@ -426,3 +433,6 @@ def test_allow_list_and_schedule_one_unknown_vehicle_event(
     assert sorted(gate.acknowledged) == sorted([sighting_id("unknown"), sighting_id("watched")])
     assert set(gate.kinds) == {"unknown_vehicle"}
     assert alerts_hook.received == []  # sightings are not alerts
+    # The gate opener: the resident arriving, read right or misread, not leaving.
+    assert sorted(opener.acknowledged) == sorted([sighting_id("resident"), sighting_id("resident-misread")])
+    assert set(opener.kinds) == {"allowed_vehicle"}

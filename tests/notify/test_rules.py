@@ -9,7 +9,7 @@ import pytest
 
 from stream_worker.contracts.notify import ActiveHours, NotifyRules
 from stream_worker.contracts.sightings import Direction
-from stream_worker.notify.rules import Cooldown, EventKind, Facts, active, passes, wanted
+from stream_worker.notify.rules import Cooldown, EventKind, Facts, Source, active, event_for, passes
 
 # A Wednesday.
 NOON = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
@@ -135,13 +135,26 @@ def test_alerts_go_to_targets_without_allow_lists_sightings_to_those_with() -> N
     alerts_only = NotifyRules(lists=("stolen",))
     unknown = NotifyRules(allow_lists=("residents", "staff"), cameras=("gate-1",))
     sighting = facts(list=None)
-    assert wanted(alerts_only, EventKind.ALERT, facts())
-    assert not wanted(alerts_only, EventKind.UNKNOWN_VEHICLE, sighting)
-    assert not wanted(unknown, EventKind.ALERT, facts())
-    assert wanted(unknown, EventKind.UNKNOWN_VEHICLE, sighting)
-    assert wanted(unknown, EventKind.UNKNOWN_VEHICLE, sighting, {"visitors"})  # not one of its lists
-    assert not wanted(unknown, EventKind.UNKNOWN_VEHICLE, sighting, {"staff"})
-    assert not wanted(unknown, EventKind.UNKNOWN_VEHICLE, facts(list=None, camera_id="yard"))
+    assert event_for(alerts_only, Source.ALERTS, facts()) is EventKind.ALERT
+    assert event_for(alerts_only, Source.SIGHTINGS, sighting) is None
+    assert event_for(unknown, Source.ALERTS, facts()) is None
+    assert event_for(unknown, Source.SIGHTINGS, sighting) is EventKind.UNKNOWN_VEHICLE
+    assert event_for(unknown, Source.SIGHTINGS, sighting, {"visitors"}) is EventKind.UNKNOWN_VEHICLE
+    assert event_for(unknown, Source.SIGHTINGS, sighting, {"staff"}) is None
+    assert event_for(unknown, Source.SIGHTINGS, facts(list=None, camera_id="yard")) is None
+
+
+def test_a_gate_opener_gets_the_allowed_plates_arriving() -> None:
+    gate = NotifyRules(allow_lists=("residents",), vehicles="allowed", directions=("approaching",))
+    arriving = facts(list=None, direction=Direction.APPROACHING)
+    assert event_for(gate, Source.SIGHTINGS, arriving, {"residents"}) is EventKind.ALLOWED_VEHICLE
+    assert event_for(gate, Source.SIGHTINGS, arriving, {"visitors"}) is None  # not on its lists
+    assert (
+        event_for(gate, Source.SIGHTINGS, facts(list=None, direction=Direction.RECEDING), {"residents"})
+        is None
+    )
+    with pytest.raises(ValueError, match="needs allow_lists"):
+        NotifyRules(vehicles="allowed")
 
 
 def test_lists_and_allow_lists_exclude_each_other() -> None:
