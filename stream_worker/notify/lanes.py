@@ -135,7 +135,7 @@ class Lane:
             if self._down_since is not None and now >= delivery.deadline:
                 self._settle(delivery, Attempt(False, retry=False, error=self._last_error))
                 return
-            attempt = self._sender.send(self.target, delivery.event_id, delivery.body, delivery.kind)
+            attempt = self._attempt(delivery)
             delivery.attempts += 1
             if attempt.ok:
                 self._down_since = None
@@ -166,6 +166,22 @@ class Lane:
             self._stop.wait(wait_s)
         if self._discard:
             self._outcomes.put(Outcome(delivery, ok=False, dropped=True))
+
+    def _attempt(self, delivery: Delivery) -> Attempt:
+        """One attempt; a sender's unexpected exception is a final failure named by its type only
+        (its message could hold a resolved secret), never the end of the lane's thread."""
+        try:
+            return self._sender.send(self.target, delivery.event_id, delivery.body, delivery.kind)
+        except Exception as error:
+            log.error(
+                "unexpected error delivering: given up",
+                extra={
+                    "target": self.name,
+                    "event_id": delivery.event_id,
+                    "error_type": type(error).__name__,
+                },
+            )
+            return Attempt(False, retry=False, error=f"unexpected {type(error).__name__}")
 
     def _settle(self, delivery: Delivery, attempt: Attempt) -> None:
         seconds = max(0.0, (datetime.now(UTC) - delivery.alerted_at).total_seconds())

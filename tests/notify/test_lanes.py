@@ -102,3 +102,22 @@ def test_a_removed_target_drops_what_is_left() -> None:
     dropped = outcomes_of(outcomes, 3)
     assert sorted(o.delivery.event_id for o in dropped) == ["e0", "e1", "e2"]
     assert all(o.dropped for o in dropped)
+
+
+class Broken:
+    def send(self, *_args: object) -> Attempt:
+        raise ValueError("https://user:s3cret@hooks.example.com is not a URL")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_sender_that_raises_fails_the_delivery_not_the_lane() -> None:
+    outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
+    lane = Lane("t", TARGET, Broken(), Backoff(0.01, 0.02), outcomes).start()
+    lane.put(delivery("e1"))
+    lane.put(delivery("e2", offset=1))
+    settled = outcomes_of(outcomes, 2)
+    lane.stop(discard=False)
+    assert [o.delivery.event_id for o in settled] == ["e1", "e2"]  # the lane went on
+    assert all(not o.ok and o.error == "unexpected ValueError" for o in settled)  # no message: no secret
