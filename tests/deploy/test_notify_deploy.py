@@ -10,7 +10,7 @@ from pathlib import Path
 from deploy.test_alerts_deploy import ALL_TOPICS
 from deploy.test_compose import load_compose
 from deploy.test_create_topics import calls_with, option, run_script
-from deploy.test_kubernetes import _clients, one, pod_templates, reachable
+from deploy.test_kubernetes import _clients, by_kind, one, pod_templates, reachable
 
 from stream_worker.notify.settings import ENV_PREFIX, NotifySettings, load_settings
 
@@ -116,3 +116,46 @@ def test_only_prometheus_reaches_the_notify_metrics(rendered) -> None:
         clients = _clients(objects)
         admitted = {name for name, client in clients.items() if reachable(objects, template, PORT, client)}
         assert admitted == {"prometheus"}, f"{build}: {sorted(admitted)}"
+
+
+def test_kubernetes_notify_scales_on_its_own_lags_within_the_alerts_partitions(rendered) -> None:
+    for build, objects in rendered.items():
+        partitions = int(one(objects, "ConfigMap", "stream-worker-topics")["data"]["ALERTS_PARTITIONS"])
+        deployment = one(objects, "Deployment", "notify")
+        scalers = [
+            s for s in by_kind(objects, "ScaledObject") if s["spec"]["scaleTargetRef"]["name"] == "notify"
+        ]
+        if not scalers:
+            assert 1 <= deployment["spec"]["replicas"] <= partitions, build
+            continue
+        (scaler,) = scalers
+        assert "replicas" not in deployment["spec"], build  # the HPA owns the count
+        assert 1 <= scaler["spec"]["minReplicaCount"] <= scaler["spec"]["maxReplicaCount"] <= partitions, (
+            build
+        )
+        settings = one(objects, "ConfigMap", "notify-settings")["data"]
+        alerts, sightings = (trigger["metadata"] for trigger in scaler["spec"]["triggers"])
+        assert (
+            (alerts["consumerGroup"], alerts["topic"])
+            == (
+                settings["STREAM_WORKER_NOTIFY_GROUP_ID"],
+                settings["STREAM_WORKER_NOTIFY_INPUT_TOPIC"],
+            )
+            == ("stream-worker-notify", "alerts")
+        ), build
+        assert (
+            (sightings["consumerGroup"], sightings["topic"])
+            == (
+                settings["STREAM_WORKER_NOTIFY_SIGHTINGS_GROUP_ID"],
+                settings["STREAM_WORKER_NOTIFY_SIGHTINGS_TOPIC"],
+            )
+            == ("stream-worker-notify-sightings", "sightings")
+        ), build
+        assert (
+            alerts["bootstrapServers"]
+            == sightings["bootstrapServers"]
+            == settings["STREAM_WORKER_NOTIFY_BOOTSTRAP_SERVERS"]
+        ), build
+    assert [
+        s for s in by_kind(rendered["gpu"], "ScaledObject") if s["spec"]["scaleTargetRef"]["name"] == "notify"
+    ]
