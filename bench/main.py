@@ -12,7 +12,9 @@ motion gating saves on a long live camera read by the connector, gated and ungat
 `connector-memory` (bench/connector_memory.py): many file-source cameras on one connector, its RSS.
 `motion` (bench/motion.py): what the motion gate leaves out of ../shared/videos, and the CPU of
 its grey copy of a JPEG. `store-search` (bench/store_search.py): plate searches and the writer's
-rate in the history store at a million sightings, SQLite and PostgreSQL side by side.
+rate in the history store at a million sightings, SQLite and PostgreSQL side by side. `notify`
+(bench/notify.py): alerts delivered to a local webhook by the notify service, per second and CPU
+ms per delivery.
 """
 
 from __future__ import annotations
@@ -134,6 +136,10 @@ def main(argv: Sequence[str]) -> int:
         from bench.store_search import main as store_search_main
 
         return store_search_main(argv[1:])
+    if argv and argv[0] == "notify":  # its own flags: bench/notify.py
+        from bench.notify import main as notify_main
+
+        return notify_main(argv[1:])
     if argv and argv[0] == "videos":  # its own flags: bench/videos.py
         from bench.videos import main as videos_main
 

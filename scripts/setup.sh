@@ -11,9 +11,11 @@ command -v "$PYTHON" >/dev/null || PYTHON=python3
 # the system python3, which stream_worker/launchers/rtsp.py runs it with). Installed only when one
 # is missing, so a second run touches nothing; apt needs root (CI runs this as root).
 # PostgreSQL (the history store's tests start a real server) and Chromium with its WebDriver (the
-# console's browser tests), from Debian too.
+# console's browser tests), and Mosquitto (the MQTT broker of the notify service's tests), from
+# Debian too.
 gst_packages=(python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-  gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav postgresql-15 chromium chromium-driver)
+  gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav postgresql-15 chromium chromium-driver
+  mosquitto)
 if command -v dpkg-query >/dev/null; then
   missing=()
   for package in "${gst_packages[@]}"; do

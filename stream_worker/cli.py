@@ -2,7 +2,8 @@
 
 Each package declares its commands next to the code they run: worker/commands.py (`run`),
 sightings/commands.py (`sightings`), alerts/cli.py (`alerts`, the `watchlist` group),
-cameras/cli.py (the `cameras` group), demo/commands.py (`demo`), launchers/commands.py (`triton`,
+cameras/cli.py (the `cameras` group), notify/cli.py (`notify`, its `targets` group),
+demo/commands.py (`demo`), launchers/commands.py (`triton`,
 `broker`), nets/commands.py (the `models` group), evaluation/commands.py (`eval`) and
 tools/commands.py (`recognize`, `produce`, `tail`, the `schemas` group), connector/commands.py
 (`connect`, `cameras status`), store/commands.py (the `store` group, `search`), up/commands.py
@@ -25,6 +26,7 @@ from stream_worker.demo import commands as demo
 from stream_worker.evaluation import commands as evaluation
 from stream_worker.launchers import commands as launchers
 from stream_worker.nets import commands as nets
+from stream_worker.notify import cli as notify
 from stream_worker.service.options import REPO_ROOT
 from stream_worker.sightings import commands as sightings
 from stream_worker.store import commands as store
@@ -113,6 +115,8 @@ def bench(ctx: typer.Context) -> None:
 app.add_typer(nets.models_app, name="models")
 app.add_typer(tools.schemas_app, name="schemas")
 app.add_typer(alerts.watchlist_app, name="watchlist")
+# `notify` alone runs the service; `notify targets ...` manages its targets (notify/cli.py).
+app.add_typer(notify.notify_app, name="notify")
 app.add_typer(store.store_app, name="store")
 # `cameras status` reads what the connector reports: the cameras package, below the services, cannot.
 cameras.cameras_app.registered_commands.extend(connector.status_commands.registered_commands)

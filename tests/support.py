@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,11 +52,15 @@ def resident_bytes(pids: set[int]) -> int:
 
 
 @contextlib.contextmanager
-def serve_http(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
+def serve_http(
+    handler: Callable[..., http.server.BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None
+) -> Iterator[int]:
     """A real HTTP server on a loopback port (yielded) answering with `handler`, one thread per
-    request, shut down at the end."""
+    request, shut down at the end; HTTPS with `tls` (a server context)."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield server.server_address[1]

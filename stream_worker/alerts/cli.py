@@ -86,6 +86,11 @@ def watchlist_add(
     expires_at: str | None = typer.Option(
         None, "--expires-at", help="ISO-8601 date or date-time (naive = UTC) the entry stops matching."
     ),
+    allow: bool = typer.Option(
+        False,
+        "--allow",
+        help="A known vehicle, never alerted: the list is an allow list (notify's unknown-vehicle rule).",
+    ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = WATCHLIST_TOPIC_OPTION,
     client_config: list[str] = SETTINGS_CONFIG_OPTION,
@@ -95,7 +100,9 @@ def watchlist_add(
     from stream_worker.alerts.commands import add
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, echo_err))
+    raise typer.Exit(
+        add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, echo_err, allow)
+    )
 
 
 @watchlist_app.command(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaException
 
-from stream_worker.contracts.watchlist import WatchEntry, new_entry, validate_plate
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry, validate_plate
 from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
 from stream_worker.watchlists.csvfile import CsvImportError, parse_csv, write_csv
 from stream_worker.watchlists.topic import (
@@ -32,16 +32,18 @@ def add(
     expires_at: str | None,
     out: Echo,
     err: Echo,
+    allow: bool = False,
 ) -> int:
-    """Put one plate on a list (replacing its entry if it has one)."""
+    """Put one plate on a list (replacing its entry if it has one); `allow`: an allow list's."""
+    kind = WatchKind.ALLOW if allow else WatchKind.WATCH
     try:
-        entry = new_entry(plate, list_name, label, max_distance, expires_at)
+        entry = new_entry(plate, list_name, label, max_distance, expires_at, kind=kind)
     except ValueError as error:
         err(f"error: {error}")
         return BAD_INPUT
     status = _write(connection, [entry], [], err)
     if status == OK:
-        out(f"added {entry.plate} to {entry.list}")
+        out(f"added {entry.plate} to {entry.list}{' (allow list)' if allow else ''}")
     return status
 
 

@@ -63,6 +63,11 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def is_reference_only(value: str) -> bool:
+    """Whether `value` is nothing but ${NAME} references (a secret named, never written)."""
+    return bool(_ONLY_REFERENCES.match(value))
+
+
 def references(url: str) -> list[str]:
     """The environment variables `url` refers to, in order, each once."""
     return list(dict.fromkeys(REFERENCE.findall(url)))

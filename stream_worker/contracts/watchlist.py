@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Literal
+from enum import StrEnum
+from typing import ClassVar, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+
+from stream_worker.contracts.base import OmitsAbsent
 
 # The Russian recognizer's alphabet: stream_worker/nets/lprnet.py VOCABULARY (copied here: importing
 # it would import torch). tests/contracts/test_watchlist.py checks the two stay equal.
@@ -72,10 +75,19 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-class WatchEntry(BaseModel):
+class WatchKind(StrEnum):
+    """What being on a list means: `watch` alerts (the alerts service), `allow` is a known vehicle
+    (the notify service's "unknown vehicle" rule: a plate on no allow list)."""
+
+    WATCH = "watch"
+    ALLOW = "allow"
+
+
+class WatchEntry(OmitsAbsent):
     """One plate on a watch list (value of a `watchlist` record; key = `plate`), JSON-encoded."""
 
     model_config = ConfigDict(title="WatchEntry", extra="forbid")
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"kind"})
 
     schema_version: Literal[1] = 1
     plate: str = Field(
@@ -106,6 +118,11 @@ class WatchEntry(BaseModel):
         None, description="UTC; the entry no longer matches from then on. Null: never expires."
     )
     added_at: datetime = Field(description="When the entry was written, UTC.")
+    kind: WatchKind | None = Field(
+        None,
+        description="allow: a known vehicle, never alerted (the notify service's allow lists); absent: "
+        "watch, alerted.",
+    )
 
     @field_validator("plate", mode="before")
     @classmethod
@@ -117,6 +134,10 @@ class WatchEntry(BaseModel):
     def _to_utc(cls, value: datetime | None) -> datetime | None:
         # Naive datetimes are taken as UTC, like the frames' captured_at header.
         return _utc(value)
+
+    @property
+    def effective_kind(self) -> WatchKind:
+        return self.kind or WatchKind.WATCH
 
     def is_expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -191,6 +212,7 @@ def new_entry(
     max_distance: float | str | None = None,
     expires_at: datetime | str | None = None,
     now: datetime | None = None,
+    kind: WatchKind = WatchKind.WATCH,
 ) -> WatchEntry:
     """An entry from what a person typed (the CLI, a CSV row), added `now`; ValueError with one
     readable reason per problem. Blank optional values are absent; an expiry already past is an
@@ -216,7 +238,13 @@ def new_entry(
         raise ValueError("; ".join(problems))
     try:
         return WatchEntry(
-            plate=plate, list=list_name, label=label, max_distance=distance, expires_at=expiry, added_at=now
+            plate=plate,
+            list=list_name,
+            label=label,
+            max_distance=distance,
+            expires_at=expiry,
+            added_at=now,
+            kind=None if kind is WatchKind.WATCH else kind,
         )
     except ValidationError as error:
         raise ValueError(error_summary(error)) from error

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from stream_worker.contracts.alerts import MatchKind
-from stream_worker.contracts.watchlist import WatchEntry, normalise_plate
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind, normalise_plate
 
 CHEAP_COST = 0.5
 EDIT_COST = 1.0
@@ -139,12 +139,20 @@ class Matcher:
     (rare, and an index of all their deletions would be large) are compared one by one.
     """
 
-    def __init__(self, entries: Iterable[WatchEntry] | Mapping[str, WatchEntry], default_max_distance: float):
+    def __init__(
+        self,
+        entries: Iterable[WatchEntry] | Mapping[str, WatchEntry],
+        default_max_distance: float,
+        kind: WatchKind = WatchKind.WATCH,
+    ):
+        """Over the entries of `kind` only: an allow entry never alerts, a watch entry never allows."""
         if default_max_distance < 0:
             raise ValueError(f"default_max_distance must be >= 0, got {default_max_distance}")
         values = entries.values() if isinstance(entries, Mapping) else entries
         self.default_max_distance = default_max_distance
-        self._by_plate: dict[str, WatchEntry] = {entry.plate: entry for entry in values}
+        self._by_plate: dict[str, WatchEntry] = {
+            entry.plate: entry for entry in values if entry.effective_kind is kind
+        }
         self._index: dict[str, list[WatchEntry]] = {}
         self._unindexed: list[WatchEntry] = []
         self._query_edits = 0

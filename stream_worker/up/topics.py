@@ -1,6 +1,7 @@
 """The topics of the stack, by the services' default names (so that `stream-worker cameras set`,
-`watchlist add`, `produce` and `tail` reach them without a --topic), created on each start unless
-they exist: the streams with `partitions` each, the watch list and the cameras' settings compacted.
+`watchlist add`, `notify targets set`, `produce` and `tail` reach them without a --topic),
+created on each start unless they exist: the streams with `partitions` each, the watch list, the
+cameras' settings and the notify targets compacted.
 The connector creates its own status topic."""
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from stream_worker.cameras.store import DEFAULT_PARTITIONS as CAMERAS_PARTITIONS
 from stream_worker.launchers.broker import create_topics
 from stream_worker.service.compacted import ensure_compacted_topic
 
-STREAMS = ("frames", "plates", "frames.dlq", "sightings", "alerts", "store.dlq")
+STREAMS = ("frames", "plates", "frames.dlq", "sightings", "alerts", "store.dlq", "notify.dlq")
 WATCHLIST = "watchlist"
 CAMERAS = "cameras"
+NOTIFY_TARGETS = "notify-targets"
 
 
 def create(bootstrap_servers: str, partitions: int) -> None:
@@ -19,3 +21,4 @@ def create(bootstrap_servers: str, partitions: int) -> None:
     create_topics(bootstrap_servers, STREAMS, partitions)
     ensure_compacted_topic(bootstrap_servers, WATCHLIST)
     ensure_compacted_topic(bootstrap_servers, CAMERAS, partitions=CAMERAS_PARTITIONS)
+    ensure_compacted_topic(bootstrap_servers, NOTIFY_TARGETS)

@@ -46,12 +46,14 @@ def test_add_list_remove(kafka_bootstrap: str, unique_name: str) -> None:
     )
     assert added.exit_code == 0, added.output
     assert added.stdout.strip() == "added B840CK197 to stolen"
-    assert _watchlist(kafka_bootstrap, unique_name, "add", "A123BC77", "--list", "residents").exit_code == 0
+    allowed = _watchlist(kafka_bootstrap, unique_name, "add", "A123BC77", "--list", "residents", "--allow")
+    assert allowed.stdout.strip() == "added A123BC77 to residents (allow list)"
 
     listed = _watchlist(kafka_bootstrap, unique_name, "list", "--json")
     assert listed.exit_code == 0, listed.output
     resident, van = _json_lines(listed.stdout)  # by list, then plate: residents first
     assert (resident["plate"], resident["list"], resident["max_distance"]) == ("A123BC77", "residents", None)
+    assert resident["kind"] == "allow" and "kind" not in van
     assert van["plate"] == "B840CK197" and van["label"] == "grey van" and van["max_distance"] == 1.0
     assert van["expires_at"] == "2030-01-01T00:00:00Z" and van["schema_version"] == 1
 

@@ -266,3 +266,17 @@ def test_decode_key() -> None:
 def test_decode_refuses_with_clear_errors(key: bytes | None, value: bytes | None, reason: str) -> None:
     with pytest.raises(WatchRecordError, match=re.escape(reason)):
         decode_record(key, value)
+
+
+def test_kind_is_left_out_of_a_watch_entrys_json_and_kept_for_an_allow_entry() -> None:
+    from datetime import UTC, datetime
+
+    from stream_worker.contracts.watchlist import WatchEntry, WatchKind, decode_record, new_entry
+
+    added = datetime(2026, 3, 1, tzinfo=UTC)
+    watched = WatchEntry(plate="B840CK197", list="stolen", added_at=added)
+    assert b"kind" not in watched.to_json()  # byte-for-byte what the previous revision wrote
+    allowed = new_entry("A123BC77", "residents", kind=WatchKind.ALLOW, now=added)
+    assert b'"kind":"allow"' in allowed.to_json()
+    assert decode_record(b"A123BC77", allowed.to_json())[1].effective_kind is WatchKind.ALLOW
+    assert new_entry("B840CK197", "stolen", now=added).effective_kind is WatchKind.WATCH

@@ -26,6 +26,8 @@ ALL_TOPICS = {
     "watchlist": 1,
     "cameras": 6,
     "camera-status": 3,
+    "notify-targets": 1,
+    "notify.dlq": 1,
 }
 
 

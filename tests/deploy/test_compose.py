@@ -193,9 +193,10 @@ def test_grafana_is_optional_and_provisioned(compose: dict) -> None:
 
 def test_dashboard_queries_name_real_service_metrics() -> None:
     """Every stream_worker_* series the dashboard reads is one the worker, the sightings service, the
-    alerts service or the camera connector exports, and it shows all four."""
+    alerts service, the camera connector or the notify service exports, and it shows all five."""
     from stream_worker.alerts.metrics import AlertsMetrics
     from stream_worker.connector.metrics import ConnectorMetrics
+    from stream_worker.notify.metrics import NotifyMetrics
     from stream_worker.sightings.metrics import SightingsMetrics
     from stream_worker.worker.metrics import Metrics
 
@@ -204,6 +205,7 @@ def test_dashboard_queries_name_real_service_metrics() -> None:
         SightingsMetrics().registry,
         AlertsMetrics().registry,
         ConnectorMetrics(lambda: []).registry,  # no camera yet: the per-camera families are empty
+        NotifyMetrics().registry,
     )
     families = [family for registry in registries for family in registry.collect()]
     exported = {sample.name for family in families for sample in family.samples} | {
@@ -218,10 +220,16 @@ def test_dashboard_queries_name_real_service_metrics() -> None:
         for name in re.findall(r"\bstream_worker_[a-z_]+", target["expr"])
     }
     assert used <= exported, f"not exported: {sorted(used - exported)}"
-    services = ("stream_worker_sightings_", "stream_worker_alerts_", "stream_worker_connector_")
+    services = (
+        "stream_worker_sightings_",
+        "stream_worker_alerts_",
+        "stream_worker_connector_",
+        "stream_worker_notify_",
+    )
     assert any(name.startswith("stream_worker_sightings_") for name in used), "no sightings panel"
     assert any(name.startswith("stream_worker_alerts_") for name in used), "no alerts panel"
     assert any(name.startswith("stream_worker_connector_") for name in used), "no connector panel"
+    assert any(name.startswith("stream_worker_notify_") for name in used), "no notify panel"
     assert any(not name.startswith(services) for name in used), "no worker panel"
 
 

@@ -80,6 +80,8 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
             "watchlist": 1,
             "cameras": 6,
             "camera-status": 3,
+            "notify-targets": 1,
+            "notify.dlq": 1,
         },
         FRAMES_PARTITIONS="12",
         PLATES_PARTITIONS="12",
@@ -98,6 +100,8 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
         "watchlist",
         "cameras",
         "camera-status",
+        "notify-targets",
+        "notify.dlq",
     }
     assert option(creates["frames"], "--partitions") == "12"
     assert option(creates["frames.dlq"], "--partitions") == "1"
@@ -108,6 +112,8 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
     configs = {option(call, "--entity-name"): option(call, "--add-config") for call in alters}
     assert configs["frames"] == "retention.ms=60000,max.message.bytes=10485760"
     assert configs["plates"].startswith("retention.ms=604800000,")
+    assert configs["notify-targets"].startswith("cleanup.policy=compact,")
+    assert configs["notify.dlq"].startswith("retention.ms=1209600000,")
     assert not calls_with(calls, "--partitions", "--alter"), "nothing to raise"
 
 
@@ -124,6 +130,8 @@ def test_raises_partitions_but_never_lowers_them(tmp_path: Path) -> None:
             "watchlist": 1,
             "cameras": 6,
             "camera-status": 3,
+            "notify-targets": 1,
+            "notify.dlq": 1,
         },
         FRAMES_PARTITIONS="6",
         PLATES_PARTITIONS="6",
@@ -147,6 +155,8 @@ def test_passes_the_client_properties_when_present(tmp_path: Path) -> None:
         "watchlist": 1,
         "cameras": 6,
         "camera-status": 3,
+        "notify-targets": 1,
+        "notify.dlq": 1,
     }
     code, calls, output = run_script(tmp_path, partitions, COMMAND_CONFIG=str(properties))
     assert code == 0, output

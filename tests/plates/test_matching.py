@@ -310,3 +310,12 @@ def test_thousands_of_entries_are_fast() -> None:
         matcher.match(candidates)
     per_sighting = (time.perf_counter() - started) / len(reads)
     assert per_sighting < 0.005, f"{per_sighting * 1000:.1f} ms per sighting of 3 candidates"
+
+
+def test_allow_entries_never_alert_and_watch_entries_never_allow() -> None:
+    from stream_worker.contracts.watchlist import WatchKind
+
+    entries = [_entry("B840CK197"), _entry("A123BC77", kind=WatchKind.ALLOW)]
+    watching, allowing = Matcher(entries, 1.0), Matcher(entries, 1.0, WatchKind.ALLOW)
+    assert [m.entry.plate for m in watching.match(["B840CK197", "A123BC77"])] == ["B840CK197"]
+    assert [m.entry.plate for m in allowing.match(["B840CK197", "A123BO77"])] == ["A123BC77"]

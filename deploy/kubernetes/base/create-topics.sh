@@ -20,6 +20,8 @@
 #                                             these partitions (= the connector's --cameras-partitions)
 #   CAMERA_STATUS_TOPIC                       default camera-status (compacted; each camera's status)
 #   CAMERA_STATUS_PARTITIONS                  default 3
+#   NOTIFY_TARGETS_TOPIC                      default notify-targets (compacted, always 1 partition)
+#   NOTIFY_DLQ_TOPIC                          default notify.dlq (1 partition, DLQ_RETENTION_MS)
 #   FRAMES_PARTITIONS / PLATES_PARTITIONS / DLQ_PARTITIONS                   default 6 / 6 / 1
 #   SIGHTINGS_PARTITIONS / ALERTS_PARTITIONS / STORE_DLQ_PARTITIONS          default 6 / 6 / 1
 #   FRAMES_RETENTION_MS / PLATES_RETENTION_MS / DLQ_RETENTION_MS             default 1 h / 7 d / 14 d
@@ -93,3 +95,5 @@ ensure_compacted_topic "${WATCHLIST_TOPIC:-watchlist}"
 # Partitioned: the connector's replicas share the cameras by these partitions (a consumer group).
 ensure_compacted_topic "${CAMERAS_TOPIC:-cameras}" "${CAMERAS_PARTITIONS:-6}"
 ensure_compacted_topic "${CAMERA_STATUS_TOPIC:-camera-status}" "${CAMERA_STATUS_PARTITIONS:-3}"
+ensure_compacted_topic "${NOTIFY_TARGETS_TOPIC:-notify-targets}"
+ensure_topic "${NOTIFY_DLQ_TOPIC:-notify.dlq}" 1 "${DLQ_RETENTION_MS:-1209600000}"

@@ -1,0 +1,514 @@
+"""The composition root of `stream-worker notify`: consume alerts (and sightings) -> decide per
+target (rules.py) -> deliver on each target's lane (lanes.py; webhook.py, mqtt.py, mail.py) -> commit, the
+Kafka side on one thread.
+
+Guarantees and how they are kept:
+- The targets and the allow lists are read whole before the first event is decided (not ready
+  until then), then followed live each turn: a target added, changed or removed counts from the
+  next event; a removed (or disabled, or retyped) target's queued deliveries are dropped, counted.
+- Alerts go to the targets without allow lists; each sighting goes, as an unknown_vehicle event,
+  to the targets with allow lists whose rules it passes and whose allow lists its plate (voted
+  text or a top candidate, within --allow-max-distance) is on none of, or as an allowed_vehicle
+  event to those asking for the plates on them (`vehicles: allowed`, a gate opener). The
+  sightings topic is read in a group of its own and committed the same way as the alerts topic.
+- At-least-once: an event's offset is committed only once each of its deliveries is settled: the
+  target acknowledged it, or it is in `--dlq-topic` (acknowledged by the broker) after the retry
+  budget or a final refusal (progress.py). A crash re-reads from the commit and delivers again,
+  with the same `X-Stream-Worker-Event`.
+- A dead or slow target delays only its own lane; the others go on. Deliveries not settled are
+  bounded by `--max-pending` (reading pauses), which a dead target reaches only if events come
+  faster than `max-pending / retry-budget-s`.
+- Secrets: resolved in webhook.py, mqtt.py and mail.py only; errors are redacted there before they reach a
+  log line, a metric (never: targets are labelled by name) or a DLQ header.
+- Rebalance and SIGTERM/SIGINT: what settles within the drain time is committed; the rest is
+  left uncommitted and delivered again by whoever reads the partition next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from pydantic import ValidationError
+
+from stream_worker.contracts import PlateAlert, PlateSighting
+from stream_worker.contracts.frames import DeadLetterHeader
+from stream_worker.contracts.notify import NotifyTarget, TargetType
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind
+from stream_worker.contracts.watchlist import decode_record as decode_watch_entry
+from stream_worker.notify.consumer import InputConsumer
+from stream_worker.notify.lanes import Backoff, Delivery, Lane, Outcome, Sender
+from stream_worker.notify.mail import MailSender
+from stream_worker.notify.metrics import NotifyMetrics
+from stream_worker.notify.mqtt import MqttSender
+from stream_worker.notify.progress import Progress
+from stream_worker.notify.rules import Cooldown, Facts, Source, event_for, source_of
+from stream_worker.notify.settings import NotifySettings, load_settings
+from stream_worker.notify.targets import decode_record
+from stream_worker.notify.webhook import WebhookSender
+from stream_worker.plates.matching import Matcher
+from stream_worker.service import kafka
+from stream_worker.service.commits import Committer
+from stream_worker.service.compacted import CompactedFollower, CompactedTopicError
+from stream_worker.service.deadlines import Deadlines
+from stream_worker.service.http import HealthServer, LoopClock
+from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.plate_records import PlateRecord
+from stream_worker.service.publisher import OutputRecord, Publisher
+
+log = logging.getLogger("stream_worker.notify")
+
+CONSUME_CHUNK = 500
+POLL_S = 0.05
+LOAD_RETRY_S = 2.0
+LANE_JOIN_S = 1.0
+TARGET_HEADER = "notify.target"
+KIND_HEADER = "notify.kind"
+ATTEMPTS_HEADER = "notify.attempts"
+STATUS_HEADER = "notify.status"
+TOP_CANDIDATES = 3  # a sighting's best texts matched against the allow lists (its voted text too)
+
+
+@dataclass
+class Input:
+    """One consumed topic: its consumer, what may be committed, and the committer."""
+
+    source: Source
+    topic: str
+    consumer: InputConsumer
+    progress: Progress
+    committer: Committer[int]
+
+
+class NotifyService(LoopService):
+    log = log
+    started_message = "notify started"
+
+    def __init__(self, settings: NotifySettings) -> None:
+        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
+        self.settings = settings
+        self.metrics = NotifyMetrics()
+        self.loop_clock = LoopClock()
+        # First, so that a busy --metrics-port fails before anything connects anywhere.
+        self.http = HealthServer(
+            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        )
+        self.targets: CompactedFollower[str, NotifyTarget] = CompactedFollower(
+            settings.bootstrap_servers,
+            settings.targets_topic,
+            decode_record,
+            settings.kafka_config,
+            on_skipped=self.metrics.targets_skipped.inc,
+            name="notify targets",
+        )
+        self.watchlist: CompactedFollower[str, WatchEntry] = CompactedFollower(
+            settings.bootstrap_servers,
+            settings.watchlist_topic,
+            decode_watch_entry,
+            settings.kafka_config,
+            name="allow lists",
+        )
+        self.allowed = Matcher({}, settings.allow_max_distance, WatchKind.ALLOW)
+        self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s)
+        self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
+        self.lanes: dict[str, Lane] = {}
+        self.cooldown = Cooldown()
+        self.publisher = Publisher(kafka.producer_config(settings))
+        self.alerts = self._input(Source.ALERTS, settings.input_topic, settings.group_id)
+        self.consumer = self.alerts.consumer  # the group LoopService leaves at the end
+        self.sightings = self._input(Source.SIGHTINGS, settings.sightings_topic, settings.sightings_group_id)
+        self.inputs = {source.source: source for source in (self.alerts, self.sightings)}
+
+    def _input(self, kind: Source, topic: str, group_id: str) -> Input:
+        progress = Progress()
+        consumer = InputConsumer(
+            self.settings,
+            topic,
+            group_id,
+            self.metrics,
+            lambda partitions: self._on_assign(kind, partitions),
+            lambda partitions: self._on_revoke(kind, partitions),
+            lambda partitions: self._on_lost(kind, partitions),
+        )
+        committer = Committer(consumer, progress, self.metrics, partition_of=lambda p: (topic, p))
+        return Input(kind, topic, consumer, progress, committer)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def _started_fields(self) -> dict[str, Any]:
+        return {
+            "input_topic": self.settings.input_topic,
+            "sightings_topic": self.settings.sightings_topic,
+            "watchlist_topic": self.settings.watchlist_topic,
+            "targets_topic": self.settings.targets_topic,
+            "dlq_topic": self.settings.dlq_topic,
+            "group_id": self.settings.group_id,
+            "sightings_group_id": self.settings.sightings_group_id,
+            "allow_private_targets": self.settings.allow_private_targets,
+            "kafka_config": self.settings.redacted_kafka_config(),
+        }
+
+    def _turn(self) -> None:
+        if not self.targets.loaded:
+            self._load(self.targets, self._follow_targets)
+            return
+        if not self.watchlist.loaded:
+            self._load(self.watchlist, self._follow_watchlist)
+            return
+        if self.targets.poll():
+            self._follow_targets()
+        if self.watchlist.poll():
+            self._follow_watchlist()
+        for record in self.alerts.consumer.consume(CONSUME_CHUNK, POLL_S):
+            self._accept_alert(record)
+        for record in self.sightings.consumer.consume(CONSUME_CHUNK, 0):
+            self._accept_sighting(record)
+        self._settle_outcomes()
+        self.publisher.poll(0)
+        pending = 0
+        for source in self.inputs.values():
+            source.committer.commit()
+            pending += source.progress.pending()
+        for source in self.inputs.values():
+            source.consumer.throttle(pending, self.settings.max_pending)
+        self._observe(pending)
+
+    def _load(self, follower: CompactedFollower[str, Any], then: Callable[[], None]) -> None:
+        try:
+            follower.load()
+        except CompactedTopicError as error:
+            log.warning(f"cannot read the {follower.name} yet, trying again", extra={"error": str(error)})
+            time.sleep(LOAD_RETRY_S)
+            return
+        finally:
+            self.loop_clock.tick()
+        then()
+
+    def _pending(self) -> int:
+        return sum(source.progress.pending() for source in self.inputs.values())
+
+    def _shutdown(self) -> int:
+        self.deadlines.begin_shutdown()
+        if self.fatal is None:
+            for source in self.inputs.values():
+                source.consumer.pause_all()
+            while self._pending() and self.deadlines.drain_left() > 0:
+                self._settle_outcomes(wait_s=min(0.1, self.deadlines.drain_left()))
+                self.publisher.poll(0)
+        for lane in self.lanes.values():
+            lane.stop(discard=False)
+        for lane in self.lanes.values():
+            lane.join(LANE_JOIN_S)
+        self._settle_outcomes()
+        undelivered = self.publisher.flush(self.deadlines.final_flush_left())
+        if self.fatal is None:
+            for source in self.inputs.values():
+                source.committer.commit()
+        unsettled = self._pending()
+        self._leave_group()
+        try:
+            self.sightings.consumer.close()
+        except KafkaException as error:
+            log.warning("could not leave the sightings group cleanly", extra={"error": str(error)})
+        self.targets.close()
+        self.watchlist.close()
+        self.http.stop()
+        log.info(
+            "stopped",
+            extra={
+                "seconds": round(self.deadlines.shutdown_seconds(), 3),
+                "unsettled_deliveries_left_uncommitted": unsettled,
+                "undelivered_dead_letters": undelivered,
+            },
+        )
+        return 1 if self.fatal is not None else 0
+
+    # --- targets and allow lists -----------------------------------------------------------
+
+    def _follow_targets(self) -> None:
+        """One lane per enabled target: new ones started, changed ones updated, gone ones stopped."""
+        enabled = {name: target for name, target in self.targets.values.items() if target.enabled}
+        gone = [
+            name
+            for name, lane in self.lanes.items()
+            if name not in enabled or enabled[name].type != lane.target.type
+        ]
+        for name in gone:
+            self.lanes.pop(name).stop(discard=True)
+            with contextlib.suppress(KeyError):
+                self.metrics.queued.remove(name)
+            log.info(
+                "target removed, disabled or retyped: its queued deliveries are dropped",
+                extra={"target": name},
+            )
+        for name, target in enabled.items():
+            lane = self.lanes.get(name)
+            if lane is None:
+                self.metrics.show_target(name)
+                self.lanes[name] = Lane(
+                    name, target, self._sender(name, target), self.backoff, self.outcomes, self._count_retry
+                ).start()
+                log.info("target added", extra={"target": name, "type": target.type.value})
+            elif lane.target != target:
+                lane.target = target
+                log.info("target changed", extra={"target": name})
+        self.metrics.targets.set(len(self.lanes))
+
+    def _follow_watchlist(self) -> None:
+        self.allowed = Matcher(self.watchlist.values, self.settings.allow_max_distance, WatchKind.ALLOW)
+
+    def _sender(self, name: str, target: NotifyTarget) -> Sender:
+        """The lane's own sender (its own connections: a hanging target holds none of another's)."""
+        allow_private, ca_file = self.settings.allow_private_targets, self.settings.ca_file
+        if target.type is TargetType.MQTT:
+            return MqttSender(name, allow_private, ca_file)
+        if target.type is TargetType.EMAIL:
+            return MailSender(allow_private, ca_file)
+        return WebhookSender(allow_private, ca_file)
+
+    def _count_retry(self, name: str) -> None:
+        self.metrics.retried.labels(name).inc()
+
+    # --- the pipeline ----------------------------------------------------------------------
+
+    def _accept_alert(self, record: PlateRecord) -> None:
+        if record.partition not in self.alerts.progress.assigned():
+            return  # fetched before a revocation: its next owner reads it
+        self.metrics.alerts_in.inc()
+        try:
+            alert = PlateAlert.model_validate_json(record.value or b"")
+        except ValidationError as error:
+            self._skip(self.alerts, record, "PlateAlert", error)
+            return
+        facts = Facts(
+            event_id=alert.alert_id,
+            plate=alert.plate,
+            list=alert.list,
+            camera_id=alert.camera_id,
+            confidence=alert.confidence,
+            at=_aware(alert.captured_at or alert.alerted_at),
+        )
+        self._route(self.alerts, record, facts, alert.to_json(), alert.alerted_at, ())
+
+    def _accept_sighting(self, record: PlateRecord) -> None:
+        if record.partition not in self.sightings.progress.assigned():
+            return
+        self.metrics.sightings_in.inc()
+        try:
+            sighting = PlateSighting.model_validate_json(record.value or b"")
+        except ValidationError as error:
+            self._skip(self.sightings, record, "PlateSighting", error)
+            return
+        facts = Facts(
+            event_id=sighting.sighting_id,
+            plate=sighting.text,
+            list=None,
+            camera_id=sighting.camera_id,
+            confidence=sighting.confidence,
+            at=_aware(sighting.first_seen),
+            zone=sighting.best_read.zone,
+            direction=sighting.direction,
+        )
+        texts = [sighting.text, *(c.text for c in sighting.candidates[:TOP_CANDIDATES])]
+        allowed = {match.entry.list for match in self.allowed.match(texts, datetime.now(UTC))}
+        self._route(self.sightings, record, facts, sighting.to_json(), sighting.closed_at, allowed)
+
+    def _skip(self, source: Input, record: PlateRecord, what: str, error: ValidationError) -> None:
+        counter = (
+            self.metrics.invalid_alerts if source.source is Source.ALERTS else self.metrics.invalid_sightings
+        )
+        counter.inc()
+        log.warning(
+            f"skipped a record that is not a {what}",
+            extra={
+                "topic": source.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "error": str(error)[:300],
+            },
+        )
+        source.progress.add(record.partition, record.offset, 0)
+
+    def _route(
+        self,
+        source: Input,
+        record: PlateRecord,
+        facts: Facts,
+        body: bytes,
+        made_at: datetime,
+        allowed_lists: set[str] | tuple[()],
+    ) -> None:
+        """One delivery per target that wants the event; the offset waits for all of them."""
+        epoch = source.consumer.epoch((source.topic, record.partition))
+        deadline = time.monotonic() + self.settings.retry_budget_s
+        chosen = []
+        for name, lane in self.lanes.items():
+            kind = event_for(lane.target.rules, source.source, facts, allowed_lists)
+            if kind is not None and self.cooldown.admit(name, lane.target.rules.cooldown_s, facts):
+                chosen.append((name, lane, kind))
+        source.progress.add(record.partition, record.offset, len(chosen))
+        for name, lane, kind in chosen:
+            lane.put(
+                Delivery(
+                    kind,
+                    name,
+                    facts.event_id,
+                    body,
+                    record.partition,
+                    record.offset,
+                    epoch,
+                    made_at,
+                    deadline,
+                )
+            )
+
+    def _settle_outcomes(self, wait_s: float = 0.0) -> None:
+        try:
+            outcome = self.outcomes.get(timeout=wait_s) if wait_s > 0 else self.outcomes.get_nowait()
+        except queue.Empty:
+            return
+        while True:
+            self._settle(outcome)
+            try:
+                outcome = self.outcomes.get_nowait()
+            except queue.Empty:
+                return
+
+    def _settle(self, outcome: Outcome) -> None:
+        delivery = outcome.delivery
+        source = self.inputs[source_of(delivery.kind)]
+        if not self._current(delivery):
+            return  # its partition was revoked meanwhile: whoever owns it now delivers it again
+        if outcome.ok:
+            self.metrics.sent.labels(delivery.target).inc()
+            self.metrics.latency.labels(delivery.target).observe(outcome.seconds)
+            source.progress.settle(delivery.partition, delivery.offset)
+        elif outcome.dropped:
+            self.metrics.dropped.labels(delivery.target).inc()
+            source.progress.settle(delivery.partition, delivery.offset)
+        else:
+            log.warning(
+                "delivery given up: publishing it to the DLQ",
+                extra={
+                    "target": delivery.target,
+                    "kind": delivery.kind.value,
+                    "event_id": delivery.event_id,
+                    "attempts": delivery.attempts,
+                    "status": outcome.status,
+                    "error": outcome.error,
+                },
+            )
+            self._dead_letter(outcome)
+
+    def _current(self, delivery: Delivery) -> bool:
+        source = self.inputs[source_of(delivery.kind)]
+        return source.consumer.is_current((source.topic, delivery.partition), delivery.epoch)
+
+    def _dead_letter(self, outcome: Outcome) -> None:
+        delivery = outcome.delivery
+        headers: list[tuple[str, bytes | None]] = [
+            (TARGET_HEADER, delivery.target.encode()),
+            (KIND_HEADER, delivery.kind.value.encode()),
+            (ATTEMPTS_HEADER, str(delivery.attempts).encode()),
+            (DeadLetterHeader.DETAIL.value, (outcome.error or "").encode()),
+            (DeadLetterHeader.SOURCE_TOPIC.value, self.inputs[source_of(delivery.kind)].topic.encode()),
+            (DeadLetterHeader.SOURCE_PARTITION.value, str(delivery.partition).encode()),
+            (DeadLetterHeader.SOURCE_OFFSET.value, str(delivery.offset).encode()),
+        ]
+        if outcome.status is not None:
+            headers.append((STATUS_HEADER, str(outcome.status).encode()))
+        record = OutputRecord(self.settings.dlq_topic, delivery.event_id.encode(), delivery.body, headers)
+        self.publisher.publish(record, lambda error: self._dead_lettered(outcome, error))
+
+    def _dead_lettered(self, outcome: Outcome, error: KafkaError | None) -> None:
+        delivery = outcome.delivery
+        if error is None:
+            self.metrics.failed.labels(delivery.target).inc()
+            self.inputs[source_of(delivery.kind)].progress.settle(delivery.partition, delivery.offset)
+            return
+        self.metrics.publish_errors.inc()
+        if error.fatal():
+            self.fatal = KafkaException(error)
+            return
+        log.warning(
+            "broker refused a dead letter, publishing it again",
+            extra={"event_id": delivery.event_id, "error": error.str()},
+        )
+        if self._current(delivery):
+            self._dead_letter(outcome)
+
+    # --- rebalance -------------------------------------------------------------------------
+
+    # The callbacks run inside `consume`, so after __init__: `self.inputs` is there.
+    def _on_assign(self, kind: Source, partitions: list[int]) -> None:
+        source = self.inputs[kind]
+        for partition in partitions:
+            source.progress.assign(partition)
+        log.info("partitions assigned", extra={"partitions": [f"{source.topic}:{p}" for p in partitions]})
+
+    def _on_revoke(self, kind: Source, partitions: list[int]) -> None:
+        source = self.inputs[kind]
+        if self.fatal is None and not source.consumer.closing:
+            end = self.deadlines.revocation_end()
+            while source.progress.pending() and self.deadlines.drain_left(end) > 0:
+                self._settle_outcomes(wait_s=min(0.1, self.deadlines.drain_left(end)))
+                self.publisher.poll(0)
+            self.publisher.flush(self.deadlines.drain_left(end))
+            source.committer.commit()
+        unsettled = sum(source.progress.revoke(p) for p in partitions)
+        log.info(
+            "partitions revoked",
+            extra={"topic": source.topic, "partitions": partitions, "unsettled_deliveries": unsettled},
+        )
+
+    def _on_lost(self, kind: Source, partitions: list[int]) -> None:
+        source = self.inputs[kind]
+        for partition in partitions:
+            source.progress.revoke(partition)
+        log.warning("partitions lost", extra={"topic": source.topic, "partitions": partitions})
+
+    # --- observability ---------------------------------------------------------------------
+
+    def _observe(self, pending: int) -> None:
+        self.metrics.pending.set(pending)
+        for name, lane in self.lanes.items():
+            self.metrics.queued.labels(name).set(lane.queued())
+        self.loop_clock.tick()
+        if self._status_due():
+            log.info(
+                "status",
+                extra={
+                    "targets": len(self.lanes),
+                    "allow_entries": len(self.allowed),
+                    "pending": pending,
+                    "queued": {name: lane.queued() for name, lane in self.lanes.items()},
+                    "assigned": self.alerts.progress.assigned(),
+                    "sightings_assigned": self.sightings.progress.assigned(),
+                },
+            )
+
+    def _readiness(self) -> tuple[bool, str]:
+        if not self.targets.loaded:
+            return False, "targets not loaded yet"
+        if not self.watchlist.loaded:
+            return False, "allow lists not loaded yet"
+        assigned = self.alerts.progress.assigned()
+        if not assigned:
+            return False, "no partitions assigned"
+        return True, f"{len(self.lanes)} targets, {len(assigned)} partitions assigned"
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)  # the contracts' times are UTC
+
+
+def main(cli_args: Sequence[str]) -> int:
+    """`stream-worker notify`: 0 after a clean stop, 1 after a fatal Kafka error, 2 for bad settings."""
+    return serve(lambda: load_settings(cli_args), NotifyService)

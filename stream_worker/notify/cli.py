@@ -1,0 +1,168 @@
+"""`stream-worker notify` (the notify service) and its `targets` group: the Typer layer, which cli.py
+adds to the root app.
+
+`notify` alone, or followed by flags, runs the service (its flags come from the settings model,
+like `alerts`'); `notify targets ...` manages the targets. The command bodies import app.py and
+commands.py only when they run, so `--help` needs neither the Kafka client nor httpx.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from stream_worker.service.options import (
+    BOOTSTRAP_OPTION,
+    SETTINGS_CONFIG_OPTION,
+    SETTINGS_EXIT_CODES,
+    SETTINGS_TIMEOUT_OPTION,
+    echo_err,
+    settings_connection,
+)
+
+SERVICE_ARGS = "notify_service_args"
+
+
+class _ServiceOrGroup(TyperGroup):
+    """A group whose first argument, unless it names a subcommand, is the service's own flags
+    (`--help` included: the service's flags are the long list)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] in self.commands:
+            return super().parse_args(ctx, args)
+        ctx.meta[SERVICE_ARGS] = list(args)
+        return super().parse_args(ctx, [])
+
+
+notify_app = typer.Typer(
+    cls=_ServiceOrGroup,
+    invoke_without_command=True,
+    add_help_option=False,
+    help="Deliver alerts to webhooks (notify --help: the service's flags; notify targets --help: targets).",
+)
+
+
+@notify_app.callback()
+def notify(ctx: typer.Context) -> None:
+    """Deliver PlateAlerts to the targets of `notify-targets` (all flags: notify --help).
+
+    Each alert goes to every target whose rules it passes, signed, retried with a capped backoff,
+    dead-lettered to notify.dlq after the retry budget; offsets are committed once every target
+    settled the alert. Every flag is also an env variable STREAM_WORKER_NOTIFY_<NAME>. Exit codes:
+    0 stopped cleanly (SIGTERM/SIGINT), 1 fatal Kafka error, 2 invalid settings.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from stream_worker.notify.app import main
+
+    raise typer.Exit(main(ctx.meta.get(SERVICE_ARGS, [])))
+
+
+targets_app = typer.Typer(
+    help="Manage the notification targets (webhooks), kept on the compacted topic `notify-targets`.",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker notify targets set gate --file gate.yaml\n\n"
+        "  stream-worker notify targets get gate\n\n"
+        "  stream-worker notify targets list --json"
+    ),
+    no_args_is_help=True,
+)
+notify_app.add_typer(targets_app, name="targets")
+
+TARGETS_TOPIC_OPTION = typer.Option(
+    "notify-targets",
+    "--topic",
+    envvar="STREAM_WORKER_NOTIFY_TARGETS_TOPIC",
+    help="Compacted topic of the targets.",
+)
+
+
+@targets_app.command(
+    "set",
+    epilog=(
+        "Example: stream-worker notify targets set gate --file gate.yaml\n\n"
+        "The file (JSON or YAML) replaces the target whole: type (webhook), url, secret (only as "
+        "${NAME}, read from notify's environment), timeout_s, enabled, rules (lists, cameras, zones, "
+        "directions, min_confidence, timezone, active_hours, cooldown_s); see README.md, "
+        "Notifications. A bad file is refused whole, each problem named.\n\n" + SETTINGS_EXIT_CODES
+    ),
+)
+def targets_set(
+    name: str = typer.Argument(..., help="The target's name (lowercase letters, digits, . _ -)."),
+    file: Path = typer.Option(
+        ..., "--file", "-f", exists=True, dir_okay=False, help="Target file, JSON or YAML."
+    ),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = TARGETS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Define a target from a file (replaces any target of that name)."""
+    from stream_worker.notify.commands import set_target
+
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(set_target(connection, name, file, typer.echo, echo_err))
+
+
+@targets_app.command(
+    "get",
+    epilog=(
+        "Example: stream-worker notify targets get gate > gate.json  (a file `set` takes back)\n\n"
+        + SETTINGS_EXIT_CODES
+    ),
+)
+def targets_get(
+    name: str = typer.Argument(..., help="The target's name."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = TARGETS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Print a target as JSON (its secret as the ${NAME} it is stored as)."""
+    from stream_worker.notify.commands import get_target
+
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(get_target(connection, name, typer.echo, echo_err))
+
+
+@targets_app.command(
+    "list",
+    epilog=(
+        "Examples:\n\n  stream-worker notify targets list\n\n"
+        "  stream-worker notify targets list --json | jq .name\n\n" + SETTINGS_EXIT_CODES
+    ),
+)
+def targets_list(
+    as_json: bool = typer.Option(False, "--json", help="One {name, target} JSON object per line."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = TARGETS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Print every target, by name (undecodable records are reported on stderr)."""
+    from stream_worker.notify.commands import list_targets
+
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(list_targets(connection, as_json, typer.echo, echo_err))
+
+
+@targets_app.command(
+    "remove",
+    epilog=("Example: stream-worker notify targets remove gate\n\n" + SETTINGS_EXIT_CODES),
+)
+def targets_remove(
+    name: str = typer.Argument(..., help="The target's name."),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    topic: str = TARGETS_TOPIC_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Remove a target (writes its tombstone); alerts queued for it are dropped."""
+    from stream_worker.notify.commands import remove
+
+    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
+    raise typer.Exit(remove(connection, name, typer.echo, echo_err))

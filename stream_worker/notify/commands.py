@@ -1,0 +1,152 @@
+"""What the `stream-worker notify targets` commands do, apart from parsing their options (cli.py).
+
+Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
+nothing written). What they print is what is stored: secrets only as their ${NAME} references.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import yaml
+from confluent_kafka import KafkaException
+
+from stream_worker.contracts.notify import NotifyTarget, NotifyTargetError, parse_target
+from stream_worker.notify.targets import (
+    TargetsSnapshot,
+    TargetsStoreError,
+    read_targets,
+    remove_target,
+    validate_name,
+    write_target,
+)
+from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
+
+
+def load_target_file(path: Path) -> NotifyTarget:
+    """The target in a JSON or YAML file (YAML reads both); NotifyTargetError says what is wrong."""
+    source = str(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise NotifyTargetError([f"cannot read it: {error}"], source) from error
+    except yaml.YAMLError as error:
+        raise NotifyTargetError([f"is not valid JSON or YAML: {error}"], source) from error
+    if not isinstance(data, dict):
+        raise NotifyTargetError(["must be a mapping (type: webhook, url: ..., rules: ...)"], source)
+    return parse_target(data, source)
+
+
+def set_target(connection: Connection, name: str, path: Path, out: Echo, err: Echo) -> int:
+    """Check the file whole, then store it as the target `name` (replacing any it had)."""
+    try:
+        name = validate_name(name)
+        target = load_target_file(path)
+    except ValueError as error:
+        err(f"error: {error}")
+        return BAD_INPUT
+    try:
+        write_target(
+            connection.bootstrap_servers,
+            name,
+            target,
+            connection.topic,
+            connection.config,
+            connection.timeout_s,
+        )
+    except (TargetsStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return BROKER_FAILED
+    out(f"set {name}: {summary(target)}")
+    return OK
+
+
+def get_target(connection: Connection, name: str, out: Echo, err: Echo) -> int:
+    """Print the target as JSON (a file `set` takes back); 2 when there is none by that name."""
+    snapshot = _read(connection, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    target = snapshot.values.get(name)
+    if target is None:
+        err(f"error: no target named {name!r}")
+        return BAD_INPUT
+    out(orjson.dumps(target.model_dump(mode="json"), option=orjson.OPT_INDENT_2).decode())
+    return OK
+
+
+def list_targets(connection: Connection, as_json: bool, out: Echo, err: Echo) -> int:
+    """Every target by name: a table, or one {name, target} JSON object per line."""
+    snapshot = _read(connection, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    targets = sorted(snapshot.values.items())
+    if as_json:
+        for name, target in targets:
+            out(orjson.dumps({"name": name, "target": target.model_dump(mode="json")}).decode())
+    elif targets:
+        out(_row("NAME", "TYPE", "ENABLED", "ADDRESS"))
+        for name, target in targets:
+            out(_row(name, target.type.value, "yes" if target.enabled else "no", target.url or "-"))
+    else:
+        err(f"no targets on {connection.topic}")
+    return OK
+
+
+def remove(connection: Connection, name: str, out: Echo, err: Echo) -> int:
+    """Write the target's tombstone, unless there is no target by that name."""
+    try:
+        name = validate_name(name)
+    except ValueError as error:
+        err(f"error: {error}")
+        return BAD_INPUT
+    snapshot = _read(connection, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    if name not in snapshot.values:
+        out(f"there is no target {name}; nothing written")
+        return OK
+    try:
+        remove_target(
+            connection.bootstrap_servers, name, connection.topic, connection.config, connection.timeout_s
+        )
+    except (TargetsStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return BROKER_FAILED
+    out(f"removed the target {name}")
+    return OK
+
+
+def summary(target: NotifyTarget) -> str:
+    rules = target.rules
+    parts = [target.type.value, target.url or "", "signed" if target.secret else "unsigned"]
+    if rules.lists:
+        parts.append("lists " + ",".join(rules.lists))
+    if rules.cameras:
+        parts.append("cameras " + ",".join(rules.cameras))
+    if rules.active_hours:
+        parts.append(f"{len(rules.active_hours)} active window(s) ({rules.timezone})")
+    if rules.cooldown_s:
+        parts.append(f"cooldown {rules.cooldown_s:g} s")
+    if not target.enabled:
+        parts.append("disabled")
+    return ", ".join(part for part in parts if part)
+
+
+def _read(connection: Connection, err: Echo) -> TargetsSnapshot | None:
+    try:
+        snapshot = read_targets(
+            connection.bootstrap_servers, connection.topic, connection.config, connection.timeout_s
+        )
+    except (TargetsStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return None
+    if not snapshot.topic_exists:
+        err(f"note: topic {connection.topic!r} does not exist yet; there are no targets")
+    for skipped in snapshot.skipped:
+        err(f"warning: skipped the record at {connection.topic} {skipped}")
+    return snapshot
+
+
+def _row(name: str, kind: str, enabled: str, address: str) -> str:
+    return f"{name:<24} {kind:<8} {enabled:<8} {address}".rstrip()

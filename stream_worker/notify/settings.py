@@ -1,0 +1,124 @@
+"""Settings of `stream-worker notify`: each a flag and an env variable `STREAM_WORKER_NOTIFY_<NAME>`.
+
+The Kafka, lifecycle and logging settings are the services' shared ones (`ServiceSettings`). The
+targets themselves are not settings of the process: they are records of the compacted
+`--targets-topic`, followed live (`stream-worker notify targets set`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from pydantic import Field, FilePath, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from stream_worker.service.settings import ServiceSettings, load
+
+ENV_PREFIX = "STREAM_WORKER_NOTIFY_"
+
+
+class NotifySettings(ServiceSettings):
+    """Settings of `stream-worker notify`. Each --flag-name is also the env variable
+    STREAM_WORKER_NOTIFY_FLAG_NAME (e.g. --retry-budget-s: STREAM_WORKER_NOTIFY_RETRY_BUDGET_S); a
+    flag wins over its env variable. The targets' secrets are other env variables, named by the
+    targets (${NAME}).
+
+    Examples:
+      stream-worker notify --bootstrap-servers kafka:9092
+      stream-worker notify --retry-budget-s 600 --max-backoff-s 60
+      stream-worker notify targets set gate --file gate.yaml
+    """
+
+    role: ClassVar[str] = "notify service"
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, cli_prog_name="stream-worker notify")
+
+    metrics_port: int = Field(
+        9113, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
+    )
+    group_id: str = Field("stream-worker-notify", min_length=1, description="Kafka consumer group.")
+    input_topic: str = Field("alerts", min_length=1, description="Topic of PlateAlert JSON records.")
+    sightings_topic: str = Field(
+        "sightings",
+        min_length=1,
+        description="Topic of PlateSighting JSON records: the unknown vehicles of targets with allow lists.",
+    )
+    sightings_group_id: str = Field(
+        "stream-worker-notify-sightings",
+        min_length=1,
+        description="Kafka consumer group of the sightings topic (its own, apart from --group-id's).",
+    )
+    watchlist_topic: str = Field(
+        "watchlist", min_length=1, description="Compacted topic of WatchEntry records (the allow lists)."
+    )
+    allow_max_distance: float = Field(
+        1.0,
+        ge=0,
+        description="A sighting's text (or a top candidate) within this weighted edit distance of an allow "
+        "entry without its own max_distance is that vehicle: no unknown_vehicle event for it.",
+    )
+    targets_topic: str = Field(
+        "notify-targets", min_length=1, description="Compacted topic of NotifyTarget records (by name)."
+    )
+    dlq_topic: str = Field(
+        "notify.dlq",
+        min_length=1,
+        description="Alerts a target did not take within --retry-budget-s (or refused for good), with "
+        "the target and the last error in the headers.",
+    )
+    allow_private_targets: bool = Field(
+        False,
+        description="Deliver to targets whose address is loopback, private, link-local or a cloud "
+        "metadata address. Off: such a target is refused, so that whoever edits the targets cannot "
+        "make this service reach inside the network.",
+    )
+    ca_file: FilePath | None = Field(
+        None,
+        description="PEM roots that https targets' certificates are verified against instead of the "
+        "system's (a private CA). Verification is never off.",
+    )
+    retry_budget_s: float = Field(
+        300.0,
+        gt=0,
+        description="How long (from the alert's arrival) a target that fails is retried before the "
+        "alert goes to --dlq-topic.",
+    )
+    initial_backoff_s: float = Field(0.5, gt=0, description="Wait after a target's first failed attempt.")
+    max_backoff_s: float = Field(
+        30.0, gt=0, description="The wait doubles after each failed attempt, up to this."
+    )
+    max_pending: int = Field(
+        10_000,
+        ge=1,
+        description="Deliveries not yet settled at most: at this many, reading the alerts topic pauses "
+        "until half of them are.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NotifySettings:
+        topics = {
+            self.input_topic,
+            self.sightings_topic,
+            self.watchlist_topic,
+            self.targets_topic,
+            self.dlq_topic,
+        }
+        if len(topics) != 5:
+            raise ValueError(
+                "--input-topic, --sightings-topic, --watchlist-topic, --targets-topic and --dlq-topic "
+                "must be five different topics"
+            )
+        if self.sightings_group_id == self.group_id:
+            raise ValueError("--sightings-group-id must differ from --group-id")
+        if self.initial_backoff_s > self.max_backoff_s:
+            raise ValueError(
+                f"--initial-backoff-s ({self.initial_backoff_s}) must not exceed "
+                f"--max-backoff-s ({self.max_backoff_s})"
+            )
+        return self
+
+
+def load_settings(cli_args: Sequence[str] | None = None, **overrides: object) -> NotifySettings:
+    """Settings from CLI args, `STREAM_WORKER_NOTIFY_*` env and defaults; `ConfigError` says what is
+    wrong. `--help` prints the flags and exits."""
+    return load(NotifySettings, cli_args, **overrides)

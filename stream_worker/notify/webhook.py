@@ -1,0 +1,107 @@
+"""One webhook delivery attempt: POST the alert's JSON, signed, to the address the guard checked.
+
+Headers: `X-Stream-Worker-Event` (the alert id, or the sighting id of an unknown vehicle, the
+same on every retry: the receiver's idempotency key), `X-Stream-Worker-Kind` (alert or
+unknown_vehicle) and `X-Stream-Worker-Signature: sha256=<hex HMAC-SHA256 of the raw body with the
+target's secret>`. The URL's and the secret's `${NAME}` references are resolved from the service's
+environment here and nowhere else; every error message goes through `redact`. TLS is verified
+against the URL's host name (sent as SNI) while the connection goes to the checked address;
+redirects are not followed (a redirect could point inside the network). A target with `format:
+slack` or `teams` gets a one-line message instead of the JSON (messages.py), signed the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from stream_worker.contracts.credentials import MissingCredential, redact, resolve
+from stream_worker.contracts.notify import NotifyTarget, WebhookFormat
+from stream_worker.notify.addresses import TargetRefused
+from stream_worker.notify.addresses import resolve as resolve_address
+from stream_worker.notify.messages import chat_body
+from stream_worker.notify.rules import EventKind
+
+EVENT_HEADER = "X-Stream-Worker-Event"
+KIND_HEADER = "X-Stream-Worker-Kind"
+SIGNATURE_HEADER = "X-Stream-Worker-Signature"
+RETRIED_STATUSES = frozenset({408, 425, 429})  # and every 5xx: the target may take it later
+MAX_ERROR_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    ok: bool
+    retry: bool  # a failure worth trying again (timeouts, refusals, 5xx); else final
+    status: int | None = None
+    error: str | None = None  # never holds a secret
+
+
+def signature(body: bytes, secret: str) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+class WebhookSender:
+    """Sends attempts over one keep-alive client (safe to share between the lanes' threads)."""
+
+    def __init__(
+        self, allow_private: bool, ca_file: Path | None = None, environ: Mapping[str, str] = os.environ
+    ) -> None:
+        self._allow_private = allow_private
+        self._environ = environ
+        verify = ssl.create_default_context(cafile=str(ca_file)) if ca_file is not None else True
+        self._client = httpx.Client(verify=verify, follow_redirects=False, trust_env=False)
+
+    def send(
+        self, target: NotifyTarget, event_id: str, body: bytes, kind: EventKind = EventKind.ALERT
+    ) -> Attempt:
+        secrets: list[str] = []
+        try:
+            url, secrets = resolve(target.url or "", self._environ)
+            headers = {"Content-Type": "application/json", EVENT_HEADER: event_id, KIND_HEADER: kind.value}
+            if target.format not in (None, WebhookFormat.JSON):
+                body = chat_body(target.format, kind, body)
+            if target.secret is not None:
+                secret, more = resolve(target.secret, self._environ)
+                secrets += more
+                headers[SIGNATURE_HEADER] = signature(body, secret)
+            request = self._request(url, headers, body, target.timeout_s)
+            answer = self._client.send(request, stream=True)  # the status is all we need:
+            answer.close()  # a body, however large, is never read
+        except MissingCredential as error:
+            return Attempt(False, retry=False, error=str(error))
+        except TargetRefused as error:
+            return Attempt(False, retry=False, error=redact(str(error), secrets)[:MAX_ERROR_CHARS])
+        except httpx.HTTPError as error:
+            text = f"{type(error).__name__}: {error}"
+            return Attempt(False, retry=True, error=redact(text, secrets)[:MAX_ERROR_CHARS])
+        status = answer.status_code
+        if 200 <= status < 300:
+            return Attempt(True, retry=False, status=status)
+        retry = status >= 500 or status in RETRIED_STATUSES
+        detail = "a redirect (not followed)" if 300 <= status < 400 else answer.reason_phrase
+        return Attempt(False, retry=retry, status=status, error=f"answered {status} {detail}")
+
+    def _request(self, url: str, headers: dict[str, str], body: bytes, timeout_s: float) -> httpx.Request:
+        """The POST, addressed to the checked IP; Host and TLS name stay the URL's host."""
+        parsed = httpx.URL(url)
+        host = parsed.host
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        address = resolve_address(host, port, self._allow_private)
+        headers["Host"] = parsed.netloc.decode("ascii").rpartition("@")[2]
+        extensions: dict[str, object] = {"timeout": httpx.Timeout(timeout_s).as_dict()}
+        if parsed.scheme == "https":
+            extensions["sni_hostname"] = host
+        return httpx.Request(
+            "POST", parsed.copy_with(host=str(address)), headers=headers, content=body, extensions=extensions
+        )
+
+    def close(self) -> None:
+        self._client.close()

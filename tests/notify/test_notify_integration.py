@@ -1,0 +1,438 @@
+"""Acceptance tests of `stream-worker notify` against the real local broker and real local HTTP
+servers: alerts published by the test, the service as a subprocess (so that it can be SIGKILLed),
+targets written to their compacted topic as `notify targets set` writes them."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.server
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+from mosquitto import Mosquitto, Subscriber
+from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
+from store_records import T0, plate_sighting, sighting_id
+from support import reply, serve_http
+
+from stream_worker.contracts import Box, PlateAlert, Source
+from stream_worker.contracts.alerts import MatchKind
+from stream_worker.contracts.notify import parse_target
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind
+from stream_worker.launchers.broker import create_topics
+from stream_worker.notify.targets import write_target
+from stream_worker.notify.webhook import EVENT_HEADER, KIND_HEADER, SIGNATURE_HEADER
+from stream_worker.watchlists.topic import write_changes
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+SECRET = "s3cret with space/and slash"
+SECRET_ENV = "NOTIFY_TEST_SECRET"
+
+
+@dataclass
+class Hook:
+    """A webhook receiver: what it got (event ids, whether each signature checked), and how it
+    answers: `fail` says 500, `hang` keeps the request past the target's timeout, until `healed`."""
+
+    mode: str = "ok"  # ok | fail | hang
+    delay_s: float = 0.0
+    healed: threading.Event = field(default_factory=threading.Event)
+    received: list[str] = field(default_factory=list)  # event ids, in order, every attempt
+    kinds: list[str] = field(default_factory=list)
+    acknowledged: list[str] = field(default_factory=list)
+    bad_signatures: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def handler(self):
+        hook = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+                event_id = self.headers[EVENT_HEADER]
+                with hook.lock:
+                    hook.received.append(event_id)
+                    hook.kinds.append(self.headers[KIND_HEADER])
+                    hook.bad_signatures += self.headers[SIGNATURE_HEADER] != expected
+                if hook.delay_s:
+                    time.sleep(hook.delay_s)
+                if not hook.healed.is_set() and hook.mode == "fail":
+                    reply(self, 500, "text/plain", b"down")
+                    return
+                if not hook.healed.is_set() and hook.mode == "hang":
+                    hook.healed.wait(3)
+                    return
+                reply(self, 200, "text/plain", b"ok")
+                with hook.lock:
+                    hook.acknowledged.append(event_id)
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        return Handler
+
+
+def alerts(count: int, camera: str = "gate-1") -> list[PlateAlert]:
+    now = datetime.now(UTC)
+    return [
+        PlateAlert(
+            alert_id=str(uuid.uuid4()),
+            list="stolen",
+            label=None,
+            plate="B840CK197",
+            match_kind=MatchKind.EXACT,
+            distance=0.0,
+            candidate="B840CK197",
+            confidence=0.9,
+            camera_id=camera,
+            frame_id=f"{camera}/{k}",
+            event_id=f"event-{k}",
+            captured_at=now,
+            box=Box(x1=400, y1=300, x2=500, y2=330),
+            source=Source(topic="plates", partition=0, offset=k),
+            frame_source=Source(topic="frames", partition=0, offset=k),
+            alerted_at=now,
+        )
+        for k in range(count)
+    ]
+
+
+def produce(bootstrap: str, topic: str, items: list[PlateAlert]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for k, alert in enumerate(items):
+        producer.produce(topic, value=alert.to_json(), key=alert.camera_id.encode(), partition=k % PARTITIONS)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def set_target(bootstrap: str, topic: str, name: str, port: int, **extra: object) -> None:
+    url = f"http://127.0.0.1:{port}/hook"
+    write_target(
+        bootstrap,
+        name,
+        parse_target({"type": "webhook", "url": url, "secret": f"${{{SECRET_ENV}}}", **extra}),
+        topic,
+    )
+
+
+@dataclass
+class Topics:
+    alerts: str
+    targets: str
+    dlq: str
+    sightings: str
+    watchlist: str
+
+
+@pytest.fixture
+def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
+    names = Topics(
+        *(f"{unique_name}-{kind}" for kind in ("alerts", "targets", "dlq", "sightings", "watchlist"))
+    )
+    create_topics(kafka_bootstrap, [names.alerts, names.dlq, names.sightings], PARTITIONS)
+    return names
+
+
+@pytest.fixture
+def start_notify(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_name: str, monkeypatch):
+    monkeypatch.setenv(SECRET_ENV, SECRET)  # the service's environment (inherited)
+    started: list[ServiceProcess] = []
+
+    def start(*extra: str) -> ServiceProcess:
+        args = [
+            "--bootstrap-servers", kafka_bootstrap,
+            "--group-id", f"{unique_name}-group",
+            "--input-topic", topics.alerts,
+            "--targets-topic", topics.targets,
+            "--dlq-topic", topics.dlq,
+            "--sightings-topic", topics.sightings,
+            "--sightings-group-id", f"{unique_name}-sightings-group",
+            "--watchlist-topic", topics.watchlist,
+            "--session-timeout-ms", "6000",
+            "--metrics-port", "0",
+            "--allow-private-targets",
+            "--initial-backoff-s", "0.2",
+            "--max-backoff-s", "1",
+            *extra,
+        ]  # fmt: skip
+        service = ServiceProcess(
+            args, tmp_path / f"notify-{len(started)}.log", command="notify", started="notify started"
+        )
+        started.append(service.start())
+        return service
+
+    yield start
+    for service in started:
+        if service.is_running():
+            service.stop(signal.SIGKILL)
+
+
+def wait_until(condition, what: str, service: ServiceProcess, timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert service.is_running(), f"notify exited:\n{service.log_tail()}"
+        assert time.monotonic() < deadline, f"{what}:\n{service.log_tail()}"
+        time.sleep(0.1)
+
+
+def all_committed(bootstrap: str, group: str, topic: str, count: int) -> bool:
+    return (
+        sum(max(0, offset) for offset in committed_offsets(bootstrap, group, topic, PARTITIONS).values())
+        == count
+    )
+
+
+def test_a_failing_target_delays_no_other_and_gets_everything_or_dead_letters_it(
+    kafka_bootstrap, topics, start_notify, unique_name
+) -> None:
+    healthy, failing, hanging = Hook(), Hook(mode="fail"), Hook(mode="hang")
+    with serve_http(Hook().handler()) as dead_port:
+        pass  # closed at once: its port refuses connections
+    with (
+        serve_http(healthy.handler()) as healthy_port,
+        serve_http(failing.handler()) as failing_port,
+        serve_http(hanging.handler()) as hanging_port,
+    ):
+        set_target(kafka_bootstrap, topics.targets, "healthy", healthy_port)
+        set_target(kafka_bootstrap, topics.targets, "failing", failing_port)
+        set_target(kafka_bootstrap, topics.targets, "hanging", hanging_port, timeout_s=0.5)
+        set_target(kafka_bootstrap, topics.targets, "dead", dead_port)
+        service = start_notify("--retry-budget-s", "20")
+        service.wait_ready(WAIT_S)
+        sent = alerts(12)
+        produce(kafka_bootstrap, topics.alerts, sent)
+        ids = {alert.alert_id for alert in sent}
+
+        # The healthy target has everything while the three others are still failing.
+        wait_until(
+            lambda: set(healthy.acknowledged) == ids, "the healthy target did not get every alert", service
+        )
+        assert not failing.acknowledged and not hanging.acknowledged
+        wait_until(lambda: len(failing.received) > len(ids), "the failing target was not retried", service)
+        failing.healed.set()
+        hanging.healed.set()
+        wait_until(lambda: set(failing.acknowledged) == ids, "the failing target did not recover", service)
+        wait_until(lambda: set(hanging.acknowledged) == ids, "the hanging target did not recover", service)
+
+        # The dead one: each alert in the DLQ once its budget is spent, with the target and the error.
+        dlq = TopicReader(kafka_bootstrap, topics.dlq, PARTITIONS)
+        try:
+            wait_until(lambda: dlq.poll(0.2) or len(dlq.records) >= len(ids), "no dead letters", service, 120)
+        finally:
+            dlq.close()
+        assert {PlateAlert.model_validate_json(r.value).alert_id for r in dlq.records} == ids
+        assert {r.headers["notify.target"] for r in dlq.records} == {b"dead"}
+        assert all(b"ConnectError" in r.headers["error.detail"] for r in dlq.records)
+        wait_until(
+            lambda: all_committed(kafka_bootstrap, f"{unique_name}-group", topics.alerts, len(ids)),
+            "not every offset committed",
+            service,
+            60,
+        )
+        assert service.metric('stream_worker_notify_sent_total{target="healthy"}') == len(ids)
+        assert service.metric('stream_worker_notify_failed_total{target="dead"}') == len(ids)
+        assert service.metric('stream_worker_notify_retried_total{target="failing"}') > 0
+        metrics = service.scrape()[1]
+        assert service.stop() == 0
+
+    # The same event id on every retry, and every signature checks with the secret.
+    retried = Counter(failing.received)
+    assert set(retried) == ids and max(retried.values()) > 1
+    assert healthy.bad_signatures == failing.bad_signatures == hanging.bad_signatures == 0
+    # No secret anywhere: the log, the metrics, the dead letters.
+    for text in (
+        service.log_path.read_text(),
+        metrics,
+        *(str(r.headers) + str(r.value) for r in dlq.records),
+    ):
+        assert SECRET not in text and "s3cret" not in text
+
+
+def test_sigkilled_mid_delivery_every_alert_is_delivered_after_the_restart(
+    kafka_bootstrap, topics, start_notify, unique_name
+) -> None:
+    slow = Hook(delay_s=0.1)
+    with serve_http(slow.handler()) as port:
+        set_target(kafka_bootstrap, topics.targets, "slow", port)
+        service = start_notify()
+        service.wait_ready(WAIT_S)
+        sent = alerts(30)
+        produce(kafka_bootstrap, topics.alerts, sent)
+        wait_until(lambda: len(slow.acknowledged) >= 5, "nothing delivered before the kill", service)
+        service.stop(signal.SIGKILL)
+        assert len(set(slow.acknowledged)) < len(sent), "all delivered before the kill: too late to test"
+
+        restarted = start_notify()
+        restarted.wait_ready(WAIT_S)
+        ids = {alert.alert_id for alert in sent}
+        wait_until(lambda: set(slow.acknowledged) == ids, "an alert was lost across the SIGKILL", restarted)
+        wait_until(
+            lambda: all_committed(kafka_bootstrap, f"{unique_name}-group", topics.alerts, len(ids)),
+            "not every offset committed",
+            restarted,
+            60,
+        )
+        assert restarted.stop() == 0
+
+
+def test_rules_and_a_target_added_live(kafka_bootstrap, topics, start_notify) -> None:
+    gate, chat = Hook(), Hook()
+    with serve_http(gate.handler()) as gate_port, serve_http(chat.handler()) as chat_port:
+        set_target(kafka_bootstrap, topics.targets, "gate", gate_port, rules={"cameras": ["gate-1"]})
+        service = start_notify()
+        service.wait_ready(WAIT_S)
+        first = alerts(2, "gate-1") + alerts(2, "yard")
+        produce(kafka_bootstrap, topics.alerts, first)
+        wait_until(lambda: len(gate.acknowledged) == 2, "the gate target did not get its alerts", service)
+
+        set_target(kafka_bootstrap, topics.targets, "chat", chat_port, rules={"lists": ["stolen"]})
+        wait_until(lambda: service.metric("stream_worker_notify_targets") == 2, "chat not followed", service)
+        second = alerts(3, "yard")
+        produce(kafka_bootstrap, topics.alerts, second)
+        wait_until(lambda: len(chat.acknowledged) == 3, "the target added live got nothing", service)
+        time.sleep(1)
+        assert set(gate.acknowledged) == {a.alert_id for a in first if a.camera_id == "gate-1"}
+        assert set(chat.acknowledged) == {a.alert_id for a in second}
+        assert service.stop() == 0
+
+
+def test_private_targets_are_refused_without_the_flag(kafka_bootstrap, topics, start_notify) -> None:
+    hook = Hook()
+    with serve_http(hook.handler()) as port:
+        set_target(kafka_bootstrap, topics.targets, "inside", port)
+        service = start_notify("--no-allow-private-targets")  # after the fixture's --allow-private-targets
+        service.wait_ready(WAIT_S)
+        produce(kafka_bootstrap, topics.alerts, alerts(2))
+        dlq = TopicReader(kafka_bootstrap, topics.dlq, PARTITIONS)
+        try:
+            wait_until(lambda: dlq.poll(0.2) or len(dlq.records) >= 2, "no dead letters", service, 60)
+        finally:
+            dlq.close()
+        assert hook.received == []
+        assert all(b"--allow-private-targets" in r.headers["error.detail"] for r in dlq.records)
+        assert service.stop() == 0
+
+
+def test_mqtt_target_gets_every_alert_across_a_broker_outage(
+    kafka_bootstrap, topics, start_notify, unique_name, tmp_path
+) -> None:
+    broker = Mosquitto(tmp_path / "mosquitto", users={"notify": SECRET, "reader": "reader"}).start()
+    try:
+        write_target(
+            kafka_bootstrap,
+            "home",
+            parse_target(
+                {
+                    "type": "mqtt",
+                    "host": "127.0.0.1",
+                    "port": broker.port,
+                    "username": "notify",
+                    "password": f"${{{SECRET_ENV}}}",
+                    "timeout_s": 1,
+                }
+            ),
+            topics.targets,
+        )
+        service = start_notify("--retry-budget-s", "120")
+        service.wait_ready(WAIT_S)
+        subscriber = Subscriber(broker.port, ["stream-worker/+/alert"], "reader", "reader")
+        first = alerts(3)
+        produce(kafka_bootstrap, topics.alerts, first)
+        wait_until(lambda: len(subscriber.messages) >= 3, "the first alerts did not arrive", service)
+        subscriber.close()
+
+        broker.stop()
+        second = alerts(4)
+        produce(kafka_bootstrap, topics.alerts, second)
+        wait_until(
+            lambda: service.metric('stream_worker_notify_retried_total{target="home"}') > 0,
+            "the outage was not retried",
+            service,
+        )
+        broker.start()
+        subscriber = Subscriber(broker.port, ["stream-worker/+/alert"], "reader", "reader")
+        ids = {alert.alert_id for alert in second}
+        received = lambda: {orjson.loads(m.payload)["alert_id"] for m in subscriber.messages}  # noqa: E731
+        wait_until(lambda: ids <= received(), "an alert was lost across the broker's outage", service)
+        wait_until(
+            lambda: all_committed(kafka_bootstrap, f"{unique_name}-group", topics.alerts, 7),
+            "not every offset committed",
+            service,
+            60,
+        )
+        subscriber.close()
+        assert service.stop() == 0
+        assert SECRET not in service.log_path.read_text()
+    finally:
+        broker.stop()
+
+
+def test_allow_list_and_schedule_one_unknown_vehicle_event(
+    kafka_bootstrap, topics, start_notify, unique_name
+) -> None:
+    write_changes(
+        kafka_bootstrap,
+        topics.watchlist,
+        [
+            WatchEntry(plate="A123BC77", list="residents", kind=WatchKind.ALLOW, added_at=T0),
+            WatchEntry(plate="B840CK197", list="stolen", added_at=T0),  # watched, not allowed
+        ],
+    )
+    gate, alerts_hook, opener = Hook(), Hook(), Hook()
+    with (
+        serve_http(gate.handler()) as gate_port,
+        serve_http(alerts_hook.handler()) as alerts_port,
+        serve_http(opener.handler()) as opener_port,
+    ):
+        rules = {
+            "allow_lists": ["residents"],
+            "cameras": ["gate"],
+            "timezone": "Europe/Berlin",
+            "active_hours": [{"start": "08:00", "end": "20:00"}],  # 07:00-19:00 UTC in March
+            "cooldown_s": 60,
+        }
+        set_target(kafka_bootstrap, topics.targets, "gate", gate_port, rules=rules)
+        set_target(kafka_bootstrap, topics.targets, "alerts", alerts_port)
+        opens = {"allow_lists": ["residents"], "vehicles": "allowed", "directions": ["approaching"]}
+        set_target(kafka_bootstrap, topics.targets, "opener", opener_port, rules=opens)
+        service = start_notify()
+        service.wait_ready(WAIT_S)
+        noon = T0 + timedelta(seconds=3)  # first seen 12:00 UTC, 13:00 in Berlin
+        sightings = [
+            plate_sighting("unknown", "X999YX99", noon),
+            plate_sighting("unknown-again", "X999YX99", noon + timedelta(seconds=30)),  # the cooldown
+            plate_sighting("resident", "A123BC77", noon),
+            plate_sighting("resident-misread", "A123BO77", noon),  # O for C: within the distance
+            plate_sighting("at-night", "K555KK55", noon + timedelta(hours=9)),  # 22:00 in Berlin
+            plate_sighting("other-camera", "K555KK55", noon, camera_id="yard"),
+            plate_sighting("watched", "B840CK197", noon + timedelta(minutes=5)),
+            plate_sighting("resident-leaving", "A123BC77", noon, direction="receding"),
+        ]
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0})
+        for sighting in sightings:  # one partition: the cooldown sees them in order
+            producer.produce(topics.sightings, value=sighting.to_json(), key=b"gate", partition=0)
+        assert producer.flush(60) == 0
+        wait_until(
+            lambda: all_committed(kafka_bootstrap, f"{unique_name}-sightings-group", topics.sightings, 8),
+            "not every sighting decided",
+            service,
+        )
+        assert service.stop() == 0
+    assert sorted(gate.acknowledged) == sorted([sighting_id("unknown"), sighting_id("watched")])
+    assert set(gate.kinds) == {"unknown_vehicle"}
+    assert alerts_hook.received == []  # sightings are not alerts
+    # The gate opener: the resident arriving, read right or misread, not leaving.
+    assert sorted(opener.acknowledged) == sorted([sighting_id("resident"), sighting_id("resident-misread")])
+    assert set(opener.kinds) == {"allowed_vehicle"}
