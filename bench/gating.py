@@ -133,7 +133,7 @@ def records_when_ended(arm: Arm) -> int | None:
     """The records (frames and static markers) the arm's connector had acknowledged by the broker
     when its camera ended, from its status; None while the camera is not ended. (Not the frames
     topic's high watermark: the local broker gives the last batch's, not the last record's.)"""
-    from stream_worker.connector.status import decode_status
+    from stream_worker.cameras.status import decode_status
     from stream_worker.service.compacted import read_compacted
 
     snapshot = read_compacted(arm.bootstrap, "camera-status", decode_status, {}, 30.0)

@@ -1,64 +1,14 @@
-"""Each camera's status on the compacted `camera-status` topic (key: the camera id, value: JSON),
-written by the replica that reads the camera every few seconds and on each change of state, and
-read whole by `stream-worker cameras status`. A camera removed from the settings gets a tombstone.
-
-Nothing secret is in a record: the source is the URL as stored (with its ${NAME} references) and
-the last error went through `redact`.
-"""
+"""The connector's side of the `camera-status` topic (the record: cameras/status.py): each camera's
+status made from its reader's counters, written by the replica that reads the camera every few
+seconds and on each change of state. Nothing secret is in a record: the source is the URL as
+stored (with its ${NAME} references) and the last error went through `redact`."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 
-import orjson
-
+from stream_worker.cameras.status import CameraStatus
 from stream_worker.connector.reader import CameraStats
-from stream_worker.connector.states import CameraState
-
-
-@dataclass(frozen=True)
-class CameraStatus:
-    camera_id: str
-    state: str
-    state_since: float  # epoch seconds
-    last_error: str | None
-    source: str  # as stored: ${NAME} references, never a resolved URL
-    replica: str
-    updated_at: float  # epoch seconds
-    decoded_fps: float  # over the last status interval
-    published_fps: float
-    frames_decoded: int
-    frames_published: int
-    frames_static: int
-    frames_dropped: int
-    delivery_errors: int
-    reconnects: int
-    motion_share: float | None  # sampled frames with motion / sampled frames; None without motion
-    last_frame_at: float | None
-    static_markers: int | None = None  # added later: None in older records
-
-    def to_json(self) -> bytes:
-        return orjson.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, value: bytes) -> CameraStatus:
-        data = orjson.loads(value)
-        if not isinstance(data, dict):
-            raise ValueError("a status record is a JSON object")
-        for name, kind in REQUIRED.items():
-            if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
-                raise ValueError(f"not a camera status: {name!r} missing or not a {kind}")
-        # Fields added later are left out of older records; fields unknown here are ignored.
-        return cls(**{name: data.get(name) for name in cls.__dataclass_fields__})
-
-
-REQUIRED: dict[str, type | tuple[type, ...]] = {
-    "camera_id": str,
-    "state": str,
-    "state_since": (int, float),
-    "updated_at": (int, float),
-}
 
 
 class RateMeter:
@@ -105,18 +55,3 @@ def snapshot(
         last_frame_at=round(stats.last_frame_at, 3) if stats.last_frame_at is not None else None,
         static_markers=stats.markers,
     )
-
-
-def decode_status(key: bytes | None, value: bytes | None) -> tuple[str, CameraStatus | None]:
-    """A `camera-status` record for `service/compacted.py`'s readers; ValueError when unusable."""
-    if key is None:
-        raise ValueError("record has no key")
-    camera_id = key.decode("utf-8", "replace")
-    if value is None:
-        return camera_id, None
-    return camera_id, CameraStatus.from_json(value)
-
-
-def is_stale(status: CameraStatus, interval_s: float, now: float) -> bool:
-    """Not written for 3 intervals: its replica is gone (another takes the camera over) or stuck."""
-    return status.state != CameraState.ENDED and now - status.updated_at > 3 * interval_s

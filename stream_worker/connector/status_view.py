@@ -8,10 +8,9 @@ from collections.abc import Callable, Mapping
 
 import orjson
 
-from stream_worker.connector.status import CameraStatus, decode_status, is_stale
+from stream_worker.cameras.status import STATUS_INTERVAL_S, CameraStatus, decode_status, is_stale
 
 OK, BROKER_FAILED = 0, 1
-STATUS_INTERVAL_S = 5.0  # the connector's default --status-interval-s: 3 missed make a record stale
 
 Echo = Callable[[str], None]
 

@@ -347,3 +347,32 @@ def parse_target(data: Any, source: str = "target") -> NotifyTarget:
             where = " ".join(str(part) for part in item["loc"]) or "the target"
             problems.append(f"{where}: {item['msg']}")
         raise NotifyTargetError(problems, source) from None
+
+
+class TargetRecordError(ValueError):
+    """A `notify-targets` record (key or value) that is not a target or a removal."""
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, NotifyTarget | None]:
+    """(name, target) of a `notify-targets` record (key = the name, value = the target's JSON);
+    target None for a tombstone. TargetRecordError says why not. Here, beside the contract, so
+    that the notify service and the console (which may not import each other) read it alike."""
+    if key is None:
+        raise TargetRecordError("record has no key (the key must be the target's name)")
+    try:
+        name = key.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TargetRecordError(f"key {key!r} is not UTF-8") from error
+    problem = target_name_problem(name)
+    if problem is not None:
+        raise TargetRecordError(f"key: target name {problem}")
+    if value is None:
+        return name, None
+    try:
+        data = orjson.loads(value)
+    except orjson.JSONDecodeError as error:
+        raise TargetRecordError(f"target {name!r} is not JSON: {error}") from error
+    try:
+        return name, parse_target(data, f"target {name!r}")
+    except NotifyTargetError as error:
+        raise TargetRecordError(str(error)) from error

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from stream_worker.connector.status import CameraStatus, decode_status
+from stream_worker.cameras.status import CameraStatus, decode_status
 from stream_worker.demo.services import SHUTDOWN_S, ServiceChild
 from stream_worker.demo.topics import DemoTopics
 from stream_worker.demo.video_cameras import VideoCamera

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from stream_worker.connector.status import CameraStatus
+from stream_worker.cameras.status import CameraStatus
 
 
 @dataclass

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 
 from stream_worker.contracts import PlateAlert, PlateSighting
 from stream_worker.contracts.frames import DeadLetterHeader
-from stream_worker.contracts.notify import NotifyTarget, TargetType
+from stream_worker.contracts.notify import NotifyTarget, TargetType, decode_record
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.contracts.watchlist import decode_record as decode_watch_entry
 from stream_worker.notify.consumer import InputConsumer
@@ -51,7 +51,6 @@ from stream_worker.notify.mqtt import MqttSender
 from stream_worker.notify.progress import Progress
 from stream_worker.notify.rules import Cooldown, Facts, Source, event_for, source_of
 from stream_worker.notify.settings import NotifySettings, load_settings
-from stream_worker.notify.targets import decode_record
 from stream_worker.notify.webhook import WebhookSender
 from stream_worker.plates.matching import Matcher
 from stream_worker.service import kafka

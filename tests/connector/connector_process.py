@@ -15,8 +15,8 @@ import numpy as np
 from service_processes import ServiceProcess, TopicReader
 from stream_servers import videos_dir
 
+from stream_worker.cameras.status import CameraStatus, decode_status
 from stream_worker.cameras.store import write_settings
-from stream_worker.connector.status import CameraStatus, decode_status
 from stream_worker.contracts.cameras import CameraSettings, CameraSource
 from stream_worker.service.compacted import read_compacted
 

@@ -1,9 +1,10 @@
 import orjson
 import pytest
 
+from stream_worker.cameras.status import ENDED, CameraStatus, decode_status, is_stale
 from stream_worker.connector.reader import CameraStats
 from stream_worker.connector.states import CameraState
-from stream_worker.connector.status import CameraStatus, RateMeter, decode_status, is_stale, snapshot
+from stream_worker.connector.status import RateMeter, snapshot
 from stream_worker.connector.status_view import status_lines
 
 NOW = 1_800_000_000.0
@@ -62,3 +63,8 @@ def test_the_table_shows_each_cameras_state_and_its_own_error():
     lines = status_lines([status()], as_json=True, now=NOW + 100)
     assert orjson.loads(lines[0])["stale"] is True
     assert status_lines([], as_json=False, now=NOW) == ["no camera has a status yet"]
+
+
+def test_the_status_records_ended_is_the_connectors_ended_state() -> None:
+    # cameras/status.py may not import the connector's states: the two values must stay the same.
+    assert CameraState.ENDED.value == ENDED

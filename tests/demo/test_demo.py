@@ -28,8 +28,8 @@ import pytest
 from support import EXPECTED_PLATE, edit_distance
 
 from stream_worker.cameras.geometry import point_in_polygon
+from stream_worker.cameras.status import CameraStatus
 from stream_worker.children import Watchdog, terminate
-from stream_worker.connector.status import CameraStatus
 from stream_worker.console import Console
 from stream_worker.demo.app import CORRUPT_FRAME, DemoError, DemoOptions, camera_frames, resolve_inputs
 from stream_worker.demo.cameras import camera_ids

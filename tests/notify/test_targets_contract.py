@@ -6,8 +6,13 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from stream_worker.contracts.notify import NotifyTarget, NotifyTargetError, parse_target
-from stream_worker.notify.targets import TargetRecordError, decode_record
+from stream_worker.contracts.notify import (
+    NotifyTarget,
+    NotifyTargetError,
+    TargetRecordError,
+    decode_record,
+    parse_target,
+)
 
 GOOD = {
     "type": "webhook",
