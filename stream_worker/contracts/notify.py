@@ -10,12 +10,13 @@ references that the notify service resolves from its own environment, as camera 
 from __future__ import annotations
 
 import re
-from datetime import time
+from datetime import datetime, time
 from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stream_worker.contracts.credentials import is_reference_only, url_problem
@@ -349,6 +350,18 @@ def parse_target(data: Any, source: str = "target") -> NotifyTarget:
         raise NotifyTargetError(problems, source) from None
 
 
+
+def parse_target_text(text: str, source: str = "target") -> NotifyTarget:
+    """A target from a JSON or YAML document (YAML reads both), as `notify targets set --file` and
+    the console take it; NotifyTargetError says what is wrong."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise NotifyTargetError([f"is not valid JSON or YAML: {error}"], source) from error
+    if not isinstance(data, dict):
+        raise NotifyTargetError(["must be a mapping (type: webhook, url: ..., rules: ...)"], source)
+    return parse_target(data, source)
+
 class TargetRecordError(ValueError):
     """A `notify-targets` record (key or value) that is not a target or a removal."""
 
@@ -376,3 +389,42 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, NotifyTa
         return name, parse_target(data, f"target {name!r}")
     except NotifyTargetError as error:
         raise TargetRecordError(str(error)) from error
+
+
+class NotifyTest(BaseModel):
+    """A "send a test" request on the compacted `notify-tests` topic (key = the target's name): the
+    notify service delivers a test alert to that target when a new `test_id` arrives while it runs."""
+
+    model_config = ConfigDict(title="NotifyTest", extra="forbid", frozen=True)
+
+    test_id: str = Field(min_length=1, max_length=64, description="New for each request: its event id.")
+    requested_at: datetime
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json"))
+
+
+class DeliveryOutcome(StrEnum):
+    SENT = "sent"  # the target acknowledged the event
+    RETRIED = "retried"  # an attempt failed; another follows after the backoff
+    FAILED = "failed"  # given up (retry budget spent, or refused for good): in notify.dlq
+    DROPPED = "dropped"  # the target was removed or disabled before it was delivered
+
+
+class NotifyDelivery(BaseModel):
+    """One line of the delivery log (`notify.deliveries`, key = the target's name): what became of one
+    attempt or delivery. `error` is redacted by the sender (never a resolved secret)."""
+
+    model_config = ConfigDict(title="NotifyDelivery", extra="forbid", frozen=True)
+
+    target: str = Field(max_length=MAX_TARGET_NAME_LENGTH)
+    event_id: str = Field(max_length=256)
+    kind: str = Field(max_length=32, description="alert, unknown_vehicle, allowed_vehicle or test.")
+    outcome: DeliveryOutcome
+    attempts: int = Field(ge=0)
+    status: int | None = Field(None, description="The target's answer (an HTTP status), if it gave one.")
+    error: str | None = Field(None, max_length=1024)
+    at: datetime
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json"))

@@ -12,7 +12,7 @@ from stream_worker.contracts.alerts import PlateAlert
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.contracts.events import PlateEvent
 from stream_worker.contracts.frames import DeadLetterHeaders, FrameHeaders
-from stream_worker.contracts.notify import NotifyTarget
+from stream_worker.contracts.notify import NotifyDelivery, NotifyTarget, NotifyTest
 from stream_worker.contracts.sightings import PlateSighting
 from stream_worker.contracts.watchlist import WatchEntry
 
@@ -28,6 +28,8 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "plate_alert.schema.json": PlateAlert,
     "camera_settings.schema.json": CameraSettings,
     "notify_target.schema.json": NotifyTarget,
+    "notify_test.schema.json": NotifyTest,
+    "notify_delivery.schema.json": NotifyDelivery,
 }
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-import yaml
 from confluent_kafka import KafkaException
 
-from stream_worker.contracts.notify import NotifyTarget, NotifyTargetError, parse_target
+from stream_worker.contracts.notify import NotifyTarget, NotifyTargetError, parse_target_text
 from stream_worker.notify.targets import (
     TargetsSnapshot,
     TargetsStoreError,
@@ -25,17 +24,13 @@ from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connect
 
 
 def load_target_file(path: Path) -> NotifyTarget:
-    """The target in a JSON or YAML file (YAML reads both); NotifyTargetError says what is wrong."""
+    """The target in a JSON or YAML file; NotifyTargetError says what is wrong."""
     source = str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise NotifyTargetError([f"cannot read it: {error}"], source) from error
-    except yaml.YAMLError as error:
-        raise NotifyTargetError([f"is not valid JSON or YAML: {error}"], source) from error
-    if not isinstance(data, dict):
-        raise NotifyTargetError(["must be a mapping (type: webhook, url: ..., rules: ...)"], source)
-    return parse_target(data, source)
+    return parse_target_text(text, source)
 
 
 def set_target(connection: Connection, name: str, path: Path, out: Echo, err: Echo) -> int:

@@ -59,6 +59,24 @@ class StoreSettings(ServiceSettings):
     cameras_topic: str = Field(
         "cameras", min_length=1, description="The cameras' settings (the console writes it)."
     )
+    camera_status_topic: str = Field(
+        "camera-status",
+        min_length=1,
+        description="The cameras' live state (the connector writes it; the console's Cameras page shows it).",
+    )
+    notify_targets_topic: str = Field(
+        "notify-targets", min_length=1, description="The notification targets (the console writes it)."
+    )
+    notify_tests_topic: str = Field(
+        "notify-tests",
+        min_length=1,
+        description='Compacted: the console\'s "send a test" requests, by target (notify reads it).',
+    )
+    notify_deliveries_topic: str = Field(
+        "notify.deliveries",
+        min_length=1,
+        description="The notify service's delivery log (sent, retried, failed): the console shows its tail.",
+    )
     data_dir: Path = Field(
         default_factory=default_data_dir,
         description="Where the SQLite database (history.db) and the console's keys and first user live.",
@@ -82,8 +100,8 @@ class StoreSettings(ServiceSettings):
     # (console_thread.py), as web.app.create_app(settings, database, kafka_config) with these
     # settings. Its fields: console, console_host, console_port, users_file, secure_cookies, data_dir
     # (first-start admin and keys), the session_* and sign_in_* ones, forwarded_allow_ips,
-    # watchlist_topic, cameras_topic; kafka_config there is settings.kafka_config plus
-    # "bootstrap.servers".
+    # watchlist_topic, cameras_topic, camera_status_topic, the notify_*_topic ones; kafka_config there
+    # is settings.kafka_config plus "bootstrap.servers".
     console: bool = Field(True, description="Serve the console and the HTTP API.")
     console_host: str = Field("127.0.0.1", description="Address the console binds (0.0.0.0 in a container).")
     console_port: int = Field(8080, ge=0, le=65535, description="The console's port (0: any free port).")

@@ -1,10 +1,12 @@
 """The HTTP API under /api (its OpenAPI schema at /api/openapi.json): search, sightings and their
-pictures, alerts and their acknowledgement, the watch list, the cameras' settings, the audit.
+pictures, alerts and their acknowledgement, the watch list, the cameras' settings and live state,
+the notification targets (their tests and delivery log), the audit.
 Reads need a signed-in user (cookie or `Authorization: Bearer TOKEN`); writes an admin (and, from a
 cookie session, the X-CSRF-Token header)."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -12,7 +14,16 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Res
 from pydantic import BaseModel, Field, model_validator
 
 from stream_worker.cameras.records import validate_camera_id
+from stream_worker.cameras.status import STATUS_INTERVAL_S, CameraStatus, is_stale
 from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
+from stream_worker.contracts.notify import (
+    NotifyDelivery,
+    NotifyTarget,
+    NotifyTargetError,
+    parse_target,
+    parse_target_text,
+    target_name_problem,
+)
 from stream_worker.contracts.sightings import Direction
 from stream_worker.contracts.watchlist import WatchEntry, new_entry, validate_plate
 from stream_worker.store import queries
@@ -51,6 +62,46 @@ class Changed(BaseModel):
 class Camera(BaseModel):
     camera_id: str
     settings: CameraSettings
+
+
+class CameraState(BaseModel):
+    """A camera's live state as the connector last wrote it on `camera-status`; `stale`: not renewed
+    for three status intervals (its replica is gone or stuck)."""
+
+    camera_id: str
+    state: str
+    state_since: float
+    updated_at: float
+    decoded_fps: float | None = None
+    published_fps: float | None = None
+    frames_published: int | None = None
+    frames_dropped: int | None = None
+    reconnects: int | None = None
+    last_frame_at: float | None = None
+    last_error: str | None = None
+    replica: str | None = None
+    source: str | None = None  # as stored: ${NAME} references, never resolved
+    stale: bool
+
+
+class Target(BaseModel):
+    name: str
+    target: NotifyTarget
+
+
+class TestSent(BaseModel):
+    test_id: str
+    detail: str
+
+
+def camera_state(status: CameraStatus, now: float) -> CameraState:
+    fields = {name: getattr(status, name) for name in CameraState.model_fields if name != "stale"}
+    return CameraState(**fields, stale=is_stale(status, STATUS_INTERVAL_S, now))
+
+
+def camera_states(store: Backend) -> dict[str, CameraState]:
+    now = time.time()
+    return {cid: camera_state(status, now) for cid, status in sorted(store.camera_states().items())}
 
 
 def search_query(**values: Any) -> SearchQuery:
@@ -299,3 +350,73 @@ def delete_camera(camera_id: str, user: Admin, store: Store) -> Changed:
     camera_id = configured_camera_or_404(store, camera_id)
     store.remove_camera(user, camera_id)
     return Changed(changed=1, detail=f"{camera_id} back to the defaults")
+
+
+@router.get("/camera-status", response_model=list[CameraState])
+def list_camera_states(user: Reader, store: Store) -> list[CameraState]:
+    """Each camera's live state (what `stream-worker cameras status` prints)."""
+    return list(camera_states(store).values())
+
+
+# --- notifications ------------------------------------------------------------------------------
+def target_name_or_422(name: str) -> str:
+    problem = target_name_problem(name)
+    if problem is not None:
+        raise HTTPException(422, f"target name {problem}")
+    return name
+
+
+def stored_target_or_404(store: Backend, name: str) -> str:
+    """A valid target name (422 otherwise) that is on the targets topic (404 otherwise)."""
+    name = target_name_or_422(name)
+    if name not in store.notify_targets():
+        raise HTTPException(404, f"there is no target {name}")
+    return name
+
+
+def target_or_422(data: dict[str, Any] | str) -> NotifyTarget:
+    """A target from what an admin gave (the API's mapping, or the page's JSON/YAML text); 422 with
+    every problem (named by field, never echoing a value)."""
+    try:
+        return parse_target_text(data, "target") if isinstance(data, str) else parse_target(data, "target")
+    except NotifyTargetError as error:
+        raise HTTPException(422, str(error)) from None
+
+
+@router.get("/notify/targets", response_model=list[Target])
+def list_targets(user: Reader, store: Store) -> list[Target]:
+    """The targets as stored: secrets as their ${NAME} references only (never resolved here)."""
+    return [Target(name=name, target=target) for name, target in store.notify_targets().items()]
+
+
+@router.put("/notify/targets/{name}", response_model=Target)
+def put_target(name: str, user: Admin, store: Store, target: Annotated[dict[str, Any], Body()]) -> Target:
+    """Add or replace the target (the JSON `notify targets get` prints)."""
+    name = target_name_or_422(name)
+    parsed = target_or_422(target)
+    store.set_notify_target(user, name, parsed)
+    return Target(name=name, target=parsed)
+
+
+@router.delete("/notify/targets/{name}", response_model=Changed)
+def delete_target(name: str, user: Admin, store: Store) -> Changed:
+    name = stored_target_or_404(store, name)
+    store.remove_notify_target(user, name)
+    return Changed(changed=1, detail=f"removed the target {name}")
+
+
+@router.post("/notify/targets/{name}/test", response_model=TestSent, status_code=202)
+def test_target(name: str, user: Admin, store: Store) -> TestSent:
+    """Ask the notify service to deliver a test alert to the target; its outcome shows in the
+    delivery log under the returned event id."""
+    name = stored_target_or_404(store, name)
+    test_id = store.send_test(user, name)
+    return TestSent(test_id=test_id, detail=f"a test is on its way to {name}")
+
+
+@router.get("/notify/deliveries", response_model=list[NotifyDelivery])
+def list_deliveries(
+    user: Reader, store: Store, limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50
+) -> list[NotifyDelivery]:
+    """The delivery log, newest first: sent, retried, failed (with the target's answer), dropped."""
+    return store.deliveries(limit)

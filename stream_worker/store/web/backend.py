@@ -1,22 +1,29 @@
 """What the console's routes share: the database, the broker's compacted topics (watch list,
-cameras) and the audit of every change (a row through queries.add_audit and a log line)."""
+cameras, camera status, notification targets and their test requests), the delivery log and the
+audit of every change (a row through queries.add_audit and a log line)."""
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from confluent_kafka import KafkaException
 from fastapi import HTTPException, Request
 
+from stream_worker.cameras.status import CameraStatus, decode_status
 from stream_worker.cameras.store import CamerasStoreError, read_cameras, remove_settings, write_settings
 from stream_worker.contracts.cameras import CameraSettings
+from stream_worker.contracts.notify import NotifyDelivery, NotifyTarget, NotifyTest, decode_record
 from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.service.compacted import CompactedTopicError, read_compacted, write_compacted
 from stream_worker.store import queries
 from stream_worker.store.database import Database
 from stream_worker.store.settings import StoreSettings
+from stream_worker.store.web.delivery_log import recent_deliveries
 from stream_worker.store.web.frames import FrameCache, latest_frame
 from stream_worker.store.web.limiter import SignInLimiter
 from stream_worker.store.web.sessions import SessionBook
@@ -156,6 +163,70 @@ class Backend:
         except (CamerasStoreError, KafkaException) as error:
             raise _broker_down(error) from None
         self.audit(user, "camera.remove", {"camera_id": camera_id})
+
+    def camera_states(self) -> dict[str, CameraStatus]:
+        """Each camera's live state, as the connector last wrote it (`cameras status`'s reading)."""
+        try:
+            snapshot = read_compacted(
+                self.bootstrap_servers,
+                self.settings.camera_status_topic,
+                decode_status,
+                self.client_config,
+                self.timeout_s,
+            )
+        except (CompactedTopicError, KafkaException) as error:
+            raise _broker_down(error) from None
+        return dict(snapshot.values)
+
+    # --- notifications ------------------------------------------------------------------------
+    def notify_targets(self) -> dict[str, NotifyTarget]:
+        """The targets as stored: their secrets are ${NAME} references, never resolved here."""
+        try:
+            snapshot = read_compacted(
+                self.bootstrap_servers,
+                self.settings.notify_targets_topic,
+                decode_record,
+                self.client_config,
+                self.timeout_s,
+            )
+        except (CompactedTopicError, KafkaException) as error:
+            raise _broker_down(error) from None
+        return dict(sorted(snapshot.values.items()))
+
+    def set_notify_target(self, user: User, name: str, target: NotifyTarget) -> None:
+        self._write(self.settings.notify_targets_topic, name, target.to_json())
+        self.audit(user, "notify.target.set", {"name": name, "type": target.type.value})
+
+    def remove_notify_target(self, user: User, name: str) -> None:
+        self._write(self.settings.notify_targets_topic, name, None)
+        self.audit(user, "notify.target.remove", {"name": name})
+
+    def send_test(self, user: User, name: str) -> str:
+        """Ask the notify service to deliver a test alert to the target; the test's event id."""
+        test = NotifyTest(test_id=f"test-{uuid.uuid4().hex}", requested_at=datetime.now(UTC))
+        self._write(self.settings.notify_tests_topic, name, test.to_json())
+        self.audit(user, "notify.target.test", {"name": name, "test_id": test.test_id})
+        return test.test_id
+
+    def deliveries(self, limit: int) -> list[NotifyDelivery]:
+        try:
+            return recent_deliveries(
+                self.bootstrap_servers,
+                self.settings.notify_deliveries_topic,
+                self.client_config,
+                self.timeout_s,
+                limit,
+            )
+        except (CompactedTopicError, KafkaException) as error:
+            raise _broker_down(error) from None
+
+    def _write(self, topic: str, key: str, value: bytes | None) -> None:
+        try:
+            write_compacted(
+                self.bootstrap_servers, topic, [(key.encode(), value)], self.client_config, self.timeout_s
+            )
+        except (CompactedTopicError, KafkaException) as error:
+            raise _broker_down(error) from None
 
 
 def _broker_down(error: Exception) -> HTTPException:

@@ -1,5 +1,6 @@
 """The console's pages, rendered on the server (Jinja2): sign-in, live feed, search, a sighting,
-alerts, the watch list, the cameras and the audit. Forms post with the session's CSRF token and
+alerts, the watch list, the cameras (with their live state), the notification targets (with their
+tests and the delivery log) and the audit. Forms post with the session's CSRF token and
 come back with a redirect (303) and a one-line notice."""
 
 from __future__ import annotations
@@ -13,17 +14,22 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
+from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
 from stream_worker.contracts.watchlist import validate_plate
 from stream_worker.store import queries
 from stream_worker.store.search import SearchQuery, search
 from stream_worker.store.web.api import (
     camera_id_or_422,
+    camera_states,
     configured_camera_or_404,
     entry_or_422,
     import_rows,
     search_query,
     settings_or_422,
+    stored_target_or_404,
+    target_name_or_422,
+    target_or_422,
 )
 from stream_worker.store.web.auth import check_csrf, csrf_token, current_user, sessions_of, writer
 from stream_worker.store.web.backend import Backend, backend
@@ -263,8 +269,9 @@ def cameras_page(request: Request, user: Reader, store: Store) -> HTMLResponse:
     configured = store.cameras()
     with store.database.connect() as connection:
         seen = {camera.camera_id: camera.last_seen for camera in queries.cameras_seen(connection)}
-    names = sorted(set(configured) | set(seen))
-    return render(request, "cameras.html", names=names, configured=configured, seen=seen)
+    states = camera_states(store)
+    names = sorted(set(configured) | set(seen) | set(states))
+    return render(request, "cameras.html", names=names, configured=configured, seen=seen, states=states)
 
 
 @router.get("/cameras/{camera_id}", response_class=HTMLResponse)
@@ -315,3 +322,63 @@ def camera_remove(request: Request, camera_id: str, user: Admin, store: Store) -
     camera_id = configured_camera_or_404(store, camera_id)
     store.remove_camera(user, camera_id)
     return back(request, "/cameras", f"{camera_id} is back to the default settings.")
+
+
+# --- notifications ------------------------------------------------------------------------------
+DELIVERIES_SHOWN = 50
+
+
+@router.get("/notifications", response_class=HTMLResponse)
+def notifications_page(
+    request: Request,
+    user: Reader,
+    store: Store,
+    edit: Annotated[str, Query(max_length=128)] = "",
+) -> HTMLResponse:
+    """The targets (secrets as their ${NAME} references only), the delivery log, and for an admin
+    the form that adds or replaces a target (`edit=NAME` fills it with that target)."""
+    targets = store.notify_targets()
+    editing = targets.get(edit)
+    return render(
+        request,
+        "notifications.html",
+        targets=targets,
+        shown={name: _indented(t) for name, t in targets.items()},
+        deliveries=store.deliveries(DELIVERIES_SHOWN),
+        edit_name=edit if editing is not None else "",
+        edit_text=_indented(editing) if editing is not None else "",
+    )
+
+
+def _indented(target: NotifyTarget) -> str:
+    return orjson.dumps(target.model_dump(mode="json"), option=orjson.OPT_INDENT_2).decode()
+
+
+@router.post("/notifications/targets")
+def target_set(
+    request: Request,
+    user: Admin,
+    store: Store,
+    name: Annotated[str, Form(max_length=128)],
+    target: Annotated[str, Form(max_length=256 * 1024)],
+) -> RedirectResponse:
+    """Add or replace the target `name` from its JSON or YAML (checked whole: 422 with why)."""
+    name = target_name_or_422(name)
+    store.set_notify_target(user, name, target_or_422(target))
+    return back(request, "/notifications", f"Saved the target {name}.")
+
+
+@router.post("/notifications/targets/{name}/remove")
+def target_remove(request: Request, name: str, user: Admin, store: Store) -> RedirectResponse:
+    name = stored_target_or_404(store, name)
+    store.remove_notify_target(user, name)
+    return back(request, "/notifications", f"Removed the target {name}.")
+
+
+@router.post("/notifications/targets/{name}/test")
+def target_test(request: Request, name: str, user: Admin, store: Store) -> RedirectResponse:
+    name = stored_target_or_404(store, name)
+    test_id = store.send_test(user, name)
+    return back(
+        request, "/notifications", f"A test ({test_id}) is on its way to {name}: see the delivery log."
+    )
