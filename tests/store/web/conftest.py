@@ -103,6 +103,18 @@ def csrf_of(html: str) -> str:
     return found.group(1)
 
 
+def topics_of(unique_name: str) -> dict[str, str]:
+    """The console's topics, each its test's own."""
+    return {
+        "watchlist_topic": f"{unique_name}-wl",
+        "cameras_topic": f"{unique_name}-cam",
+        "camera_status_topic": f"{unique_name}-status",
+        "notify_targets_topic": f"{unique_name}-targets",
+        "notify_tests_topic": f"{unique_name}-tests",
+        "notify_deliveries_topic": f"{unique_name}-deliveries",
+    }
+
+
 @pytest.fixture
 def served(
     tmp_path: Path, users_file: Path, kafka_bootstrap: str, unique_name: str
@@ -113,8 +125,7 @@ def served(
         tmp_path,
         users_file,
         kafka_bootstrap,
-        watchlist_topic=f"{unique_name}-wl",
-        cameras_topic=f"{unique_name}-cam",
+        **topics_of(unique_name),
     )
     thread: ConsoleThread | None = start_console(console.settings, console.database)
     assert thread is not None
