@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stream_worker.contracts.credentials import is_reference_only, url_problem
+from stream_worker.contracts.ids import Uuid
 from stream_worker.contracts.sightings import Direction
 
 MAX_TARGET_NAME_LENGTH = 64
@@ -397,7 +398,7 @@ class NotifyTest(BaseModel):
 
     model_config = ConfigDict(title="NotifyTest", extra="forbid", frozen=True)
 
-    test_id: str = Field(min_length=1, max_length=64, description="New for each request: its event id.")
+    test_id: Uuid = Field(description="New for each request: the test alert's alert_id (its event id).")
     requested_at: datetime
 
     def to_json(self) -> bytes:

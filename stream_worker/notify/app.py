@@ -20,6 +20,12 @@ Guarantees and how they are kept:
   faster than `max-pending / retry-budget-s`.
 - Secrets: resolved in webhook.py, mqtt.py and mail.py only; errors are redacted there before they reach a
   log line, a metric (never: targets are labelled by name) or a DLQ header.
+- The delivery log: each outcome (sent, retried, failed, dropped) is one NotifyDelivery record on
+  `--deliveries-topic`, keyed by target, published best effort (a lost log line loses no alert).
+- "Send a test" (the console): a new NotifyTest on the compacted `--tests-topic` for a target is one
+  test alert (trial.py) on that target's lane, past its rules and cooldown; it holds back no
+  offset and is never dead-lettered, only logged. Requests made while the service was down are
+  not sent when it starts (read as the baseline).
 - Rebalance and SIGTERM/SIGINT: what settles within the drain time is committed; the rest is
   left uncommitted and delivered again by whoever reads the partition next.
 """
@@ -40,7 +46,14 @@ from pydantic import ValidationError
 
 from stream_worker.contracts import PlateAlert, PlateSighting
 from stream_worker.contracts.frames import DeadLetterHeader
-from stream_worker.contracts.notify import NotifyTarget, TargetType, decode_record
+from stream_worker.contracts.notify import (
+    DeliveryOutcome,
+    NotifyDelivery,
+    NotifyTarget,
+    NotifyTest,
+    TargetType,
+    decode_record,
+)
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.contracts.watchlist import decode_record as decode_watch_entry
 from stream_worker.notify.consumer import InputConsumer
@@ -49,8 +62,9 @@ from stream_worker.notify.mail import MailSender
 from stream_worker.notify.metrics import NotifyMetrics
 from stream_worker.notify.mqtt import MqttSender
 from stream_worker.notify.progress import Progress
-from stream_worker.notify.rules import Cooldown, Facts, Source, event_for, source_of
+from stream_worker.notify.rules import Cooldown, EventKind, Facts, Source, event_for, source_of
 from stream_worker.notify.settings import NotifySettings, load_settings
+from stream_worker.notify.trial import decode_test, trial_alert
 from stream_worker.notify.webhook import WebhookSender
 from stream_worker.plates.matching import Matcher
 from stream_worker.service import kafka
@@ -114,6 +128,14 @@ class NotifyService(LoopService):
             settings.kafka_config,
             name="allow lists",
         )
+        self.trials: CompactedFollower[str, NotifyTest] = CompactedFollower(
+            settings.bootstrap_servers,
+            settings.tests_topic,
+            decode_test,
+            settings.kafka_config,
+            name="test requests",
+        )
+        self.trials_sent: dict[str, str] = {}  # target -> the last test_id seen (sent or baseline)
         self.allowed = Matcher({}, settings.allow_max_distance, WatchKind.ALLOW)
         self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s)
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
@@ -148,6 +170,8 @@ class NotifyService(LoopService):
             "watchlist_topic": self.settings.watchlist_topic,
             "targets_topic": self.settings.targets_topic,
             "dlq_topic": self.settings.dlq_topic,
+            "deliveries_topic": self.settings.deliveries_topic,
+            "tests_topic": self.settings.tests_topic,
             "group_id": self.settings.group_id,
             "sightings_group_id": self.settings.sightings_group_id,
             "allow_private_targets": self.settings.allow_private_targets,
@@ -161,10 +185,15 @@ class NotifyService(LoopService):
         if not self.watchlist.loaded:
             self._load(self.watchlist, self._follow_watchlist)
             return
+        if not self.trials.loaded:
+            self._load(self.trials, self._baseline_trials)
+            return
         if self.targets.poll():
             self._follow_targets()
         if self.watchlist.poll():
             self._follow_watchlist()
+        if self.trials.poll():
+            self._send_trials()
         for record in self.alerts.consumer.consume(CONSUME_CHUNK, POLL_S):
             self._accept_alert(record)
         for record in self.sightings.consumer.consume(CONSUME_CHUNK, 0):
@@ -218,6 +247,7 @@ class NotifyService(LoopService):
             log.warning("could not leave the sightings group cleanly", extra={"error": str(error)})
         self.targets.close()
         self.watchlist.close()
+        self.trials.close()
         self.http.stop()
         log.info(
             "stopped",
@@ -262,6 +292,36 @@ class NotifyService(LoopService):
 
     def _follow_watchlist(self) -> None:
         self.allowed = Matcher(self.watchlist.values, self.settings.allow_max_distance, WatchKind.ALLOW)
+
+    def _baseline_trials(self) -> None:
+        self.trials_sent = {name: test.test_id for name, test in self.trials.values.items()}
+
+    def _send_trials(self) -> None:
+        """A test alert for each target with a test_id not seen yet (and a lane: enabled)."""
+        for name, test in self.trials.values.items():
+            if self.trials_sent.get(name) == test.test_id:
+                continue
+            self.trials_sent[name] = test.test_id
+            lane = self.lanes.get(name)
+            if lane is None:
+                log.info("test requested for a target that is absent or disabled", extra={"target": name})
+                continue
+            alert = trial_alert(test)
+            lane.put(
+                Delivery(
+                    EventKind.ALERT,
+                    name,
+                    alert.alert_id,
+                    alert.to_json(),
+                    0,
+                    0,
+                    0,
+                    alert.alerted_at,
+                    time.monotonic() + self.settings.retry_budget_s,
+                    trial=True,
+                )
+            )
+            log.info("test alert queued", extra={"target": name, "event_id": alert.alert_id})
 
     def _sender(self, name: str, target: NotifyTarget) -> Sender:
         """The lane's own sender (its own connections: a hanging target holds none of another's)."""
@@ -382,6 +442,12 @@ class NotifyService(LoopService):
 
     def _settle(self, outcome: Outcome) -> None:
         delivery = outcome.delivery
+        if outcome.retrying:
+            self._log_delivery(outcome, DeliveryOutcome.RETRIED)
+            return
+        if delivery.trial:
+            self._settle_trial(outcome)
+            return
         source = self.inputs[source_of(delivery.kind)]
         if not self._current(delivery):
             return  # its partition was revoked meanwhile: whoever owns it now delivers it again
@@ -389,9 +455,11 @@ class NotifyService(LoopService):
             self.metrics.sent.labels(delivery.target).inc()
             self.metrics.latency.labels(delivery.target).observe(outcome.seconds)
             source.progress.settle(delivery.partition, delivery.offset)
+            self._log_delivery(outcome, DeliveryOutcome.SENT)
         elif outcome.dropped:
             self.metrics.dropped.labels(delivery.target).inc()
             source.progress.settle(delivery.partition, delivery.offset)
+            self._log_delivery(outcome, DeliveryOutcome.DROPPED)
         else:
             log.warning(
                 "delivery given up: publishing it to the DLQ",
@@ -405,6 +473,36 @@ class NotifyService(LoopService):
                 },
             )
             self._dead_letter(outcome)
+
+    def _settle_trial(self, outcome: Outcome) -> None:
+        if outcome.ok:
+            result = DeliveryOutcome.SENT
+        else:
+            result = DeliveryOutcome.DROPPED if outcome.dropped else DeliveryOutcome.FAILED
+        self._log_delivery(outcome, result)
+
+    def _log_delivery(self, outcome: Outcome, result: DeliveryOutcome) -> None:
+        """One line of the delivery log (best effort: a line the broker refuses is only counted)."""
+        delivery = outcome.delivery
+        record = NotifyDelivery(
+            target=delivery.target,
+            event_id=delivery.event_id,
+            kind="test" if delivery.trial else delivery.kind.value,
+            outcome=result,
+            attempts=delivery.attempts,
+            status=outcome.status,
+            error=(outcome.error or "")[:1024] or None,
+            at=datetime.now(UTC),
+        )
+        output = OutputRecord(self.settings.deliveries_topic, delivery.target.encode(), record.to_json())
+        try:
+            self.publisher.publish(output, lambda error: error is None or self._log_lost(error.str()))
+        except KafkaException as error:
+            self._log_lost(str(error))
+
+    def _log_lost(self, reason: str) -> None:
+        self.metrics.publish_errors.inc()
+        log.warning("the broker refused a delivery log line", extra={"error": reason})
 
     def _current(self, delivery: Delivery) -> bool:
         source = self.inputs[source_of(delivery.kind)]
@@ -431,6 +529,7 @@ class NotifyService(LoopService):
         if error is None:
             self.metrics.failed.labels(delivery.target).inc()
             self.inputs[source_of(delivery.kind)].progress.settle(delivery.partition, delivery.offset)
+            self._log_delivery(outcome, DeliveryOutcome.FAILED)
             return
         self.metrics.publish_errors.inc()
         if error.fatal():

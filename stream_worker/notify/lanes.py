@@ -5,7 +5,8 @@ it, refuses it for good, or the delivery's retry budget (counted from its arriva
 wait between attempts doubles from `initial_s` up to `max_s`. While its target is down, a lane
 does not spend a whole budget on each queued delivery in turn: one whose budget ran out while it
 waited is settled at once with the last error, so a dead target's queue moves as fast as alerts
-come. Outcomes go to the service's thread through `outcomes`; the lane never touches Kafka.
+come. Outcomes (and each failed attempt that is retried, for the delivery log) go to the service's
+thread through `outcomes`; the lane never touches Kafka.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Delivery:
     alerted_at: datetime
     deadline: float  # monotonic: the end of its retry budget
     attempts: int = 0
+    trial: bool = False  # the console's "send a test": holds back no offset, never dead-lettered
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,7 @@ class Outcome:
     status: int | None = None
     error: str | None = None
     dropped: bool = False  # the target was removed or disabled: nobody to deliver to
+    retrying: bool = False  # not settled: this attempt failed, another follows (the delivery log)
     seconds: float = field(default=0.0)  # from the alert's alerted_at to the target's answer
 
 
@@ -152,6 +155,7 @@ class Lane:
                 self._settle(delivery, attempt)
                 return
             self._on_retry(self.name)
+            self._outcomes.put(Outcome(delivery, False, attempt.status, attempt.error, retrying=True))
             log.info(
                 "delivery failed, trying again",
                 extra={

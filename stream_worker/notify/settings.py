@@ -66,6 +66,18 @@ class NotifySettings(ServiceSettings):
         description="Alerts a target did not take within --retry-budget-s (or refused for good), with "
         "the target and the last error in the headers.",
     )
+    deliveries_topic: str = Field(
+        "notify.deliveries",
+        min_length=1,
+        description="The delivery log: one NotifyDelivery record per outcome (sent, retried, failed, "
+        "dropped), keyed by target, which the console shows.",
+    )
+    tests_topic: str = Field(
+        "notify-tests",
+        min_length=1,
+        description='Compacted topic of the console\'s "send a test" requests (NotifyTest by target '
+        "name): each new one, while this service runs, is a test alert delivered to that target.",
+    )
     allow_private_targets: bool = Field(
         False,
         description="Deliver to targets whose address is loopback, private, link-local or a cloud "
@@ -102,11 +114,13 @@ class NotifySettings(ServiceSettings):
             self.watchlist_topic,
             self.targets_topic,
             self.dlq_topic,
+            self.deliveries_topic,
+            self.tests_topic,
         }
-        if len(topics) != 5:
+        if len(topics) != 7:
             raise ValueError(
-                "--input-topic, --sightings-topic, --watchlist-topic, --targets-topic and --dlq-topic "
-                "must be five different topics"
+                "--input-topic, --sightings-topic, --watchlist-topic, --targets-topic, --dlq-topic, "
+                "--deliveries-topic and --tests-topic must be seven different topics"
             )
         if self.sightings_group_id == self.group_id:
             raise ValueError("--sightings-group-id must differ from --group-id")

@@ -40,8 +40,21 @@ class Script:
         self.closed = True
 
 
-def outcomes_of(outcomes: queue.SimpleQueue[Outcome], count: int, timeout_s: float = 10.0) -> list[Outcome]:
-    return [outcomes.get(timeout=timeout_s) for _ in range(count)]
+def outcomes_of(
+    outcomes: queue.SimpleQueue[Outcome],
+    count: int,
+    timeout_s: float = 10.0,
+    retrying: list[Outcome] | None = None,
+) -> list[Outcome]:
+    """The next `count` settled outcomes; the retried attempts' (the delivery log's) put in `retrying`."""
+    settled: list[Outcome] = []
+    while len(settled) < count:
+        outcome = outcomes.get(timeout=timeout_s)
+        if not outcome.retrying:
+            settled.append(outcome)
+        elif retrying is not None:
+            retrying.append(outcome)
+    return settled
 
 
 def run_lane(send: Script, backoff: Backoff) -> tuple[Lane, queue.SimpleQueue[Outcome], list[str]]:
@@ -60,11 +73,16 @@ def test_retried_until_the_target_takes_it_with_the_same_event_id() -> None:
     send = Script(DOWN, DOWN, OK)
     lane, outcomes, retried = run_lane(send, Backoff(0.01, 0.02))
     lane.put(delivery("e1"))
-    [outcome] = outcomes_of(outcomes, 1)
+    retrying: list[Outcome] = []
+    [outcome] = outcomes_of(outcomes, 1, retrying=retrying)
     lane.stop(discard=False)
     assert outcome.ok and outcome.delivery.attempts == 3
     assert send.asked == ["e1", "e1", "e1"]
     assert retried == ["t", "t"]
+    # each retried attempt is an outcome for the delivery log, with the target's answer
+    assert [(o.retrying, o.ok, o.status, o.delivery.event_id) for o in retrying] == [
+        (True, False, DOWN.status, "e1")
+    ] * 2
 
 
 def test_a_final_refusal_is_not_retried() -> None:

@@ -203,7 +203,7 @@ class Backend:
 
     def send_test(self, user: User, name: str) -> str:
         """Ask the notify service to deliver a test alert to the target; the test's event id."""
-        test = NotifyTest(test_id=f"test-{uuid.uuid4().hex}", requested_at=datetime.now(UTC))
+        test = NotifyTest(test_id=str(uuid.uuid4()), requested_at=datetime.now(UTC))
         self._write(self.settings.notify_tests_topic, name, test.to_json())
         self.audit(user, "notify.target.test", {"name": name, "test_id": test.test_id})
         return test.test_id
