@@ -26,11 +26,13 @@ from support import reply, serve_http
 
 from stream_worker.contracts import Box, PlateAlert, Source
 from stream_worker.contracts.alerts import MatchKind
-from stream_worker.contracts.notify import parse_target
+from stream_worker.contracts.notify import NotifyDelivery, NotifyTest, parse_target
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.launchers.broker import create_topics
 from stream_worker.notify.targets import write_target
 from stream_worker.notify.webhook import EVENT_HEADER, KIND_HEADER, SIGNATURE_HEADER
+from stream_worker.service.compacted import write_compacted
+from stream_worker.store.web.delivery_log import recent_deliveries
 from stream_worker.watchlists.topic import write_changes
 
 pytestmark = pytest.mark.integration
@@ -436,3 +438,49 @@ def test_allow_list_and_schedule_one_unknown_vehicle_event(
     # The gate opener: the resident arriving, read right or misread, not leaving.
     assert sorted(opener.acknowledged) == sorted([sighting_id("resident"), sighting_id("resident-misread")])
     assert set(opener.kinds) == {"allowed_vehicle"}
+
+
+def test_the_consoles_test_request_is_delivered_and_every_outcome_is_in_the_delivery_log(
+    kafka_bootstrap, topics, start_notify, unique_name
+) -> None:
+    """As the console writes a "send a test" (a NotifyTest on the tests topic) and reads the
+    delivery log (store/web/delivery_log.py): a request older than the service is not sent; a new
+    one is a test alert on the target's lane (retried after a 500, with the same event id); each
+    attempt and outcome is one log record with the target's answer, and no secret."""
+    tests_topic, deliveries_topic = f"{unique_name}-tests", f"{unique_name}-deliveries"
+    create_topics(kafka_bootstrap, [deliveries_topic], 1)
+    hook = Hook(mode="fail")
+
+    def request_test() -> str:
+        test = NotifyTest(test_id=str(uuid.uuid4()), requested_at=datetime.now(UTC))
+        write_compacted(kafka_bootstrap, tests_topic, [(b"gate", test.to_json())])
+        return test.test_id
+
+    def log() -> list[NotifyDelivery]:
+        return recent_deliveries(kafka_bootstrap, deliveries_topic, {}, 10.0)
+
+    with serve_http(hook.handler()) as port:
+        set_target(kafka_bootstrap, topics.targets, "gate", port)
+        before = request_test()  # made while notify was down: not sent when it starts
+        service = start_notify("--tests-topic", tests_topic, "--deliveries-topic", deliveries_topic)
+        service.wait_ready(WAIT_S)
+        test_id = request_test()
+        wait_until(lambda: hook.received.count(test_id) >= 2, "the test was not tried (and retried)", service)
+        hook.healed.set()
+        wait_until(lambda: test_id in hook.acknowledged, "the test alert was not delivered", service)
+        [alert] = alerts(1)
+        produce(kafka_bootstrap, topics.alerts, [alert])
+        wait_until(lambda: alert.alert_id in hook.acknowledged, "the alert was not delivered", service)
+
+        def logged() -> set[tuple[str, str, str, int | None]]:
+            return {(d.event_id, d.kind, d.outcome.value, d.status) for d in log()}
+
+        wait_until(lambda: (alert.alert_id, "alert", "sent", 200) in logged(), "no log of the alert", service)
+        assert {(test_id, "test", "retried", 500), (test_id, "test", "sent", 200)} <= logged()
+        assert before not in hook.received
+        assert hook.kinds[hook.received.index(test_id)] == "alert"  # a PlateAlert, as real ones are
+        assert hook.bad_signatures == 0
+        records = log()
+        assert {d.target for d in records} == {"gate"}
+        assert all(SECRET not in d.model_dump_json() for d in records)
+        assert service.stop() == 0
