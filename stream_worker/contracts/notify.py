@@ -351,7 +351,6 @@ def parse_target(data: Any, source: str = "target") -> NotifyTarget:
         raise NotifyTargetError(problems, source) from None
 
 
-
 def parse_target_text(text: str, source: str = "target") -> NotifyTarget:
     """A target from a JSON or YAML document (YAML reads both), as `notify targets set --file` and
     the console take it; NotifyTargetError says what is wrong."""
@@ -362,6 +361,7 @@ def parse_target_text(text: str, source: str = "target") -> NotifyTarget:
     if not isinstance(data, dict):
         raise NotifyTargetError(["must be a mapping (type: webhook, url: ..., rules: ...)"], source)
     return parse_target(data, source)
+
 
 class TargetRecordError(ValueError):
     """A `notify-targets` record (key or value) that is not a target or a removal."""

@@ -28,6 +28,8 @@ ALL_TOPICS = {
     "camera-status": 3,
     "notify-targets": 1,
     "notify.dlq": 1,
+    "notify.deliveries": 1,
+    "notify-tests": 1,
 }
 
 

@@ -82,6 +82,8 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
             "camera-status": 3,
             "notify-targets": 1,
             "notify.dlq": 1,
+            "notify.deliveries": 1,
+            "notify-tests": 1,
         },
         FRAMES_PARTITIONS="12",
         PLATES_PARTITIONS="12",
@@ -102,6 +104,8 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
         "camera-status",
         "notify-targets",
         "notify.dlq",
+        "notify.deliveries",
+        "notify-tests",
     }
     assert option(creates["frames"], "--partitions") == "12"
     assert option(creates["frames.dlq"], "--partitions") == "1"
@@ -132,6 +136,8 @@ def test_raises_partitions_but_never_lowers_them(tmp_path: Path) -> None:
             "camera-status": 3,
             "notify-targets": 1,
             "notify.dlq": 1,
+            "notify.deliveries": 1,
+            "notify-tests": 1,
         },
         FRAMES_PARTITIONS="6",
         PLATES_PARTITIONS="6",
@@ -157,6 +163,8 @@ def test_passes_the_client_properties_when_present(tmp_path: Path) -> None:
         "camera-status": 3,
         "notify-targets": 1,
         "notify.dlq": 1,
+        "notify.deliveries": 1,
+        "notify-tests": 1,
     }
     code, calls, output = run_script(tmp_path, partitions, COMMAND_CONFIG=str(properties))
     assert code == 0, output

@@ -22,6 +22,10 @@
 #   CAMERA_STATUS_PARTITIONS                  default 3
 #   NOTIFY_TARGETS_TOPIC                      default notify-targets (compacted, always 1 partition)
 #   NOTIFY_DLQ_TOPIC                          default notify.dlq (1 partition, DLQ_RETENTION_MS)
+#   NOTIFY_DELIVERIES_TOPIC                   default notify.deliveries (the delivery log the console
+#                                             shows: 1 partition, DLQ_RETENTION_MS)
+#   NOTIFY_TESTS_TOPIC                        default notify-tests (compacted, always 1 partition:
+#                                             the console's "send a test" requests)
 #   FRAMES_PARTITIONS / PLATES_PARTITIONS / DLQ_PARTITIONS                   default 6 / 6 / 1
 #   SIGHTINGS_PARTITIONS / ALERTS_PARTITIONS / STORE_DLQ_PARTITIONS          default 6 / 6 / 1
 #   FRAMES_RETENTION_MS / PLATES_RETENTION_MS / DLQ_RETENTION_MS             default 1 h / 7 d / 14 d
@@ -97,3 +101,5 @@ ensure_compacted_topic "${CAMERAS_TOPIC:-cameras}" "${CAMERAS_PARTITIONS:-6}"
 ensure_compacted_topic "${CAMERA_STATUS_TOPIC:-camera-status}" "${CAMERA_STATUS_PARTITIONS:-3}"
 ensure_compacted_topic "${NOTIFY_TARGETS_TOPIC:-notify-targets}"
 ensure_topic "${NOTIFY_DLQ_TOPIC:-notify.dlq}" 1 "${DLQ_RETENTION_MS:-1209600000}"
+ensure_topic "${NOTIFY_DELIVERIES_TOPIC:-notify.deliveries}" 1 "${DLQ_RETENTION_MS:-1209600000}"
+ensure_compacted_topic "${NOTIFY_TESTS_TOPIC:-notify-tests}"
