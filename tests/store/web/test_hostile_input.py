@@ -1,5 +1,6 @@
 """The hostile-input suite of issue #33: every free-text field the console shows (sightings,
-alerts, watch-list entries, camera settings, the audit) and every id, fed the issue's strings
+alerts, watch-list entries, camera settings and live states, notification targets and the delivery
+log, the audit) and every id, fed the issue's strings
 (HTML, template syntax, `../`, `?`, `#`, a right-to-left override, NUL, 10,000 characters) three
 ways: straight into the store's database (past the contracts: defence in depth), through the API
 and the forms, and as records on the topics a real `stream-worker store` process reads. Whatever
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import UTC, datetime
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -26,9 +28,12 @@ from markupsafe import escape
 from service_processes import ServiceProcess
 from store_records import plate_alert, plate_sighting, sighting_id
 
+from stream_worker.cameras.status import CameraStatus
 from stream_worker.cameras.store import read_cameras, write_settings
 from stream_worker.contracts.cameras import parse_settings
+from stream_worker.contracts.notify import DeliveryOutcome, NotifyDelivery, decode_record
 from stream_worker.launchers.broker import create_topics
+from stream_worker.service.compacted import read_compacted, write_compacted
 from stream_worker.store import queries
 from stream_worker.store.web.paths import segment
 
@@ -55,6 +60,7 @@ UNESCAPED = ("<script>window.__pwned", "<img src=x", "<svg onload", "49evaluated
 ROUTES = re.compile(
     r"/|/(search|alerts|watchlist|cameras|audit|login|logout)"
     r"|/static/[a-z]+\.(js|css)|/watchlist/(add|remove|import)|/sessions/revoke"
+    r"|/notifications|/notifications/targets|/notifications/targets/[^/?#]+/(remove|test)"
     r"|/sightings/[^/?#]+|/api/sightings/[^/?#]+/picture|/alerts/[^/?#]+/acknowledge"
     r"|/cameras/[^/?#]+(/remove)?|/api/cameras/[^/?#]+/frame"
 )
@@ -152,8 +158,9 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
     with console.database.begin() as connection:
         for key, value in HOSTILE.items():
             queries.add_audit(connection, value, f"hostile.{key}", {"value": value})
+    _hostile_console_topics(console, kafka_bootstrap)
     client, token = signed_in(address, "ada")
-    lists = ["/", "/search?since=" + SINCE, "/alerts?show=all", "/cameras", "/audit"]
+    lists = ["/", "/search?since=" + SINCE, "/alerts?show=all", "/cameras", "/audit", "/notifications"]
     per_id = [
         f"{prefix}{segment(value)}{suffix}"
         for value in HOSTILE.values()
@@ -165,7 +172,9 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
             ("/api/cameras/", "/frame"),
         )
     ]
-    _get_all(client, lists + per_id)
+    _get_all(client, lists + per_id + ["/notifications?edit=t-html", "/api/camera-status"])
+    shown = client.get("/cameras").text + client.get("/notifications").text
+    assert shown.count("{{7*7}}") >= 4 and "W" * 1000 in shown  # shown (escaped), not evaluated
     alerts = client.get("/alerts?show=all").text
     assert alerts.count("{{7*7}}") >= 4  # list, label, plate, candidate: shown, not evaluated
     assert "W" * 10_000 in alerts and "gate\u202e1-etag" in alerts
@@ -189,8 +198,57 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
     from selenium.webdriver.common.by import By
 
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#live-sightings li")) == len(HOSTILE))
-    _browse(browser, address, lists[1:])
+    _browse(browser, address, [*lists[1:], "/notifications?edit=t-html"])
     _browse(browser, address, [f"/sightings/{segment(HOSTILE[k])}" for k in ("html", "attribute", "rtl")])
+
+
+def _hostile_console_topics(console: Console, kafka_bootstrap: str) -> None:
+    """Hostile camera states, notification targets (names the contract refuses, skipped; valid
+    ones with hostile lists) and delivery-log lines on the console's topics."""
+    now = time.time()
+    statuses, targets = [], []
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for key, value in HOSTILE.items():
+        status = CameraStatus(
+            camera_id=value, state=value, state_since=now, last_error=value, source=value, replica=value,
+            updated_at=now, decoded_fps=1.0, published_fps=1.0, frames_decoded=1, frames_published=1,
+            frames_static=0, frames_dropped=0, delivery_errors=0, reconnects=0, motion_share=None,
+            last_frame_at=None,
+        )  # fmt: skip
+        statuses.append((value.encode(), status.to_json()))
+        target = {"type": "webhook", "url": "https://hooks.example.com/x", "rules": {"lists": [value]}}
+        targets += [(value.encode(), orjson.dumps(target)), (f"t-{key}".encode(), orjson.dumps(target))]
+        line = NotifyDelivery(
+            target=value[:64], event_id=value[:256], kind=value[:32], outcome=DeliveryOutcome.FAILED,
+            attempts=1, status=500, error=value[:1024], at=datetime.now(UTC),
+        )  # fmt: skip
+        producer.produce(console.settings.notify_deliveries_topic, line.to_json(), value.encode()[:64])
+    assert producer.flush(30) == 0
+    write_compacted(kafka_bootstrap, console.settings.camera_status_topic, statuses)
+    write_compacted(kafka_bootstrap, console.settings.notify_targets_topic, targets)
+
+
+def _target_writes(client: httpx.Client, token: str, key: str, value: str) -> list[httpx.Response]:
+    """Every notification write with `value` as the name, and as the free text of a valid one."""
+    csrf = {"x-csrf-token": token}
+    target = {
+        "type": "webhook",
+        "url": "https://hooks.example.com/x",
+        "rules": {"lists": [value], "cameras": [value]},
+    }
+    text = orjson.dumps(target).decode()
+    form = {"csrf_token": token}
+    return [
+        client.post("/notifications/targets", data={**form, "name": value, "target": text}),
+        client.post("/notifications/targets", data={**form, "name": f"t-{key}", "target": text}),
+        client.post("/notifications/targets", data={**form, "name": f"u-{key}", "target": value}),
+        client.post(f"/notifications/targets/{segment(value)}/test", data=form),
+        client.post(f"/notifications/targets/{segment(value)}/remove", data=form),
+        client.put(f"/api/notify/targets/{segment(value)}", json=target, headers=csrf),
+        client.put(f"/api/notify/targets/v-{key}", json={"type": value}, headers=csrf),
+        client.post(f"/api/notify/targets/{segment(value)}/test", headers=csrf),
+        client.delete(f"/api/notify/targets/{segment(value)}", headers=csrf),
+    ]
 
 
 # --- through the API and the forms --------------------------------------------------------------
@@ -229,6 +287,7 @@ def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_esc
         answers.append(page_write)
         if page_write.status_code == 303:
             accepted_cameras.add(value)
+        answers += _target_writes(client, token, key, value)
         for path in (f"/api/cameras/{segment(value)}", f"/api/cameras/{camera}"):
             answer = client.put(path, json={"display_name": value, "zones": zones}, headers=csrf)
             answers.append(answer)
@@ -249,8 +308,12 @@ def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_esc
     cameras = read_cameras(kafka_bootstrap, console.settings.cameras_topic).values
     assert set(cameras) == accepted_cameras, set(cameras) ^ accepted_cameras
     assert accepted_cameras, "no hostile camera settings were accepted: nothing to render"
-    assert set(_audit_actions(console)) <= {"watchlist.add", "camera.set"}
-    pages = ["/watchlist", "/cameras", "/audit", *[f"/cameras/{segment(c)}" for c in sorted(cameras)]]
+    assert set(_audit_actions(console)) <= {"watchlist.add", "camera.set", "notify.target.set"}
+    targets = read_compacted(kafka_bootstrap, console.settings.notify_targets_topic, decode_record).values
+    assert set(targets) <= {f"t-{key}" for key in HOSTILE}, set(targets)  # only the valid names
+    assert any(value in target.rules.lists for target in targets.values() for value in HOSTILE.values())
+    pages = ["/watchlist", "/cameras", "/audit", "/notifications"]
+    pages += [f"/cameras/{segment(c)}" for c in sorted(cameras)]
     _get_all(client, pages)
     watchlist = client.get("/watchlist").text
     entries = client.get("/api/watchlist").json()
