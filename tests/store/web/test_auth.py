@@ -72,6 +72,9 @@ def test_the_app_has_the_routes_this_test_expects(console: Console) -> None:
         "/api/openapi.json",
         "/watchlist",
         "/cameras",
+        "/notifications",
+        "/api/notify/targets",
+        "/api/camera-status",
     } <= paths
     assert len(write_routes(console.app)) >= 10
 
