@@ -89,7 +89,7 @@ class Target(BaseModel):
     target: NotifyTarget
 
 
-class TestSent(BaseModel):
+class SentTest(BaseModel):
     test_id: str
     detail: str
 
@@ -405,13 +405,13 @@ def delete_target(name: str, user: Admin, store: Store) -> Changed:
     return Changed(changed=1, detail=f"removed the target {name}")
 
 
-@router.post("/notify/targets/{name}/test", response_model=TestSent, status_code=202)
-def test_target(name: str, user: Admin, store: Store) -> TestSent:
+@router.post("/notify/targets/{name}/test", response_model=SentTest, status_code=202)
+def test_target(name: str, user: Admin, store: Store) -> SentTest:
     """Ask the notify service to deliver a test alert to the target; its outcome shows in the
     delivery log under the returned event id."""
     name = stored_target_or_404(store, name)
     test_id = store.send_test(user, name)
-    return TestSent(test_id=test_id, detail=f"a test is on its way to {name}")
+    return SentTest(test_id=test_id, detail=f"a test is on its way to {name}")
 
 
 @router.get("/notify/deliveries", response_model=list[NotifyDelivery])
