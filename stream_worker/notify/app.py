@@ -48,6 +48,7 @@ from stream_worker.notify.lanes import Backoff, Delivery, Lane, Outcome, Sender
 from stream_worker.notify.mail import MailSender
 from stream_worker.notify.metrics import NotifyMetrics
 from stream_worker.notify.mqtt import MqttSender
+from stream_worker.notify.pictures import alert_picture_url, sighting_picture_url, with_picture_url
 from stream_worker.notify.progress import Progress
 from stream_worker.notify.rules import (
     Cooldown,
@@ -295,7 +296,8 @@ class NotifyService(LoopService):
         except ValidationError as error:
             self._skip(self.alerts, record, "PlateAlert", error)
             return
-        self._route(self.alerts, record, alert_facts(alert), alert.to_json(), alert.alerted_at, ())
+        body = with_picture_url(alert.to_json(), alert_picture_url(self.settings.console_url, alert))
+        self._route(self.alerts, record, alert_facts(alert), body, alert.alerted_at, ())
 
     def _accept_sighting(self, record: PlateRecord) -> None:
         if record.partition not in self.sightings.progress.assigned():
@@ -309,7 +311,15 @@ class NotifyService(LoopService):
         facts = sighting_facts(sighting)
         texts = [sighting.text, *(c.text for c in sighting.candidates[:TOP_CANDIDATES])]
         allowed = {match.entry.list for match in self.allowed.match(texts, datetime.now(UTC))}
-        self._route(self.sightings, record, facts, sighting.to_json(), sighting.closed_at, allowed)
+        url = sighting_picture_url(self.settings.console_url, sighting)
+        self._route(
+            self.sightings,
+            record,
+            facts,
+            with_picture_url(sighting.to_json(), url),
+            sighting.closed_at,
+            allowed,
+        )
 
     def _skip(self, source: Input, record: PlateRecord, what: str, error: ValidationError) -> None:
         counter = (
