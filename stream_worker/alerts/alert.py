@@ -45,6 +45,7 @@ def build_alert(
         recognizer=reading.recognizer,
         country=reading.country,
         plate_format=reading.plate_format,
+        zone=reading.zone,
     )
 
 
@@ -89,4 +90,6 @@ def build_sighting_alert(
         recognizer=sighting.recognizer,
         country=sighting.country,
         plate_format=sighting.plate_format,
+        zone=best.zone,
+        direction=sighting.direction,
     )

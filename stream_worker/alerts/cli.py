@@ -148,9 +148,9 @@ def watchlist_list(
     "import",
     epilog=(
         "Example: stream-worker watchlist import plates.csv\n\n"
-        "Columns: plate,list,label,max_distance,expires_at (header row required; plate and list "
-        "mandatory). All or nothing: any bad row refuses the whole file, every bad row is named.\n\n"
-        + SETTINGS_EXIT_CODES
+        "Columns: plate,list,label,max_distance,expires_at,kind (header row required; plate and list "
+        "mandatory; kind: watch, the default, or allow). All or nothing: any bad row refuses the "
+        "whole file, every bad row is named.\n\n" + SETTINGS_EXIT_CODES
     ),
 )
 def watchlist_import(

@@ -10,9 +10,10 @@ import orjson
 from pydantic import ConfigDict, Field
 
 from stream_worker.contracts.base import OmitsAbsent
+from stream_worker.contracts.cameras import MAX_NAME_LENGTH
 from stream_worker.contracts.events import MAX_PLATE_TEXT_LENGTH, SCHEMA_VERSION, Box, Source
 from stream_worker.contracts.ids import CameraId, Uuid
-from stream_worker.contracts.sightings import READ_AS_FIELDS
+from stream_worker.contracts.sightings import READ_AS_FIELDS, Direction
 from stream_worker.contracts.watchlist import MAX_LABEL_LENGTH, MAX_LIST_LENGTH
 
 
@@ -35,7 +36,8 @@ class PlateAlert(OmitsAbsent):
     pass whose reads raised none for the entry, on its voted sighting (origin `sighting`)."""
 
     model_config = ConfigDict(title="PlateAlert")
-    omitted_when_absent: ClassVar[frozenset[str]] = READ_AS_FIELDS  # issue 34, as in sightings
+    # issue 34, as in sightings; issue 35: the zone and direction (notify's rules ask for them)
+    omitted_when_absent: ClassVar[frozenset[str]] = READ_AS_FIELDS | {"zone", "direction"}
 
     schema_version: Literal[1] = SCHEMA_VERSION
     alert_id: Uuid = Field(
@@ -90,6 +92,18 @@ class PlateAlert(OmitsAbsent):
     )
     country: str | None = Field(None, description="See `recognizer`.", examples=["us"])
     plate_format: str | None = Field(None, description="See `recognizer`.")
+    zone: str | None = Field(
+        None,
+        max_length=MAX_NAME_LENGTH,
+        description="The read's zone (origin sighting: the sighting's best read's) when it has one (a "
+        "camera with zones); else absent (never null).",
+    )
+    direction: Direction | None = Field(
+        None,
+        description="Origin sighting: the sighting's direction of travel when it has one; else absent "
+        "(never null): a read alert is raised at the pass's first matching read, before its direction "
+        "is known.",
+    )
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json"))

@@ -13,12 +13,14 @@ stretched to bridge a slow frame rate). When there is a video (`<weights dir>/..
 more camera (video_cameras.py), its frames counted apart from the demo's own (connector_feed.py).
 Each camera is set up (before the worker starts) with a zone over the street and plate pictures on,
 so the events name the plate's zone and the viewer saves each plate's picture to --plate-images.
+The notify service (`python -m stream_worker notify`) delivers every alert to a webhook receiver
+the demo runs itself on 127.0.0.1 (webhook.py), and the summary says what arrived there.
 
 This module is the composition root; each job has its module in this package: the options and
 errors (options), the servers (servers), the topics and watch list (topics), the services
 (services), the cameras (cameras) and their settings (cameras_settings), watching the children
-(liveness), showing the records and saving their pictures (viewer), deciding when it is over
-(settle) and the table and summary (report).
+(liveness), showing the records and saving their pictures (viewer), the webhook (webhook), deciding
+when it is over (settle) and the table and summary (report).
 
 Everything it starts it stops, whatever happens: the stops are registered as each child starts
 and run in reverse order from a `finally` (errors, Ctrl-C, SIGTERM and SIGHUP all end up there; a
@@ -63,6 +65,7 @@ from stream_worker.demo.settle import Consumer, Settler, alerts_consumer, sighti
 from stream_worker.demo.topics import DemoTopics
 from stream_worker.demo.video_cameras import VideoCamera
 from stream_worker.demo.viewer import Viewer, prepare_pictures_dir, prune_picture_runs
+from stream_worker.demo.webhook import SECRET_ENV, WebhookReceiver
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
@@ -109,6 +112,8 @@ class Demo:
         self.liveness = Liveness()
         self.servers = Servers(console, self.liveness, self._cleanup)
         self.results = Results()
+        self.webhook = WebhookReceiver()  # listening already: its port goes into the notify target
+        self._cleanup.callback(self.webhook.stop)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -127,6 +132,7 @@ class Demo:
         if options.triton_url is None:
             self.servers.start_triton(options.repository)
         bootstrap = options.bootstrap_servers or self.servers.start_broker()
+        self.webhook.start()
         topics = self._create_topics(bootstrap, videos)
         triton_url = options.triton_url or self.servers.wait_for_triton()
         if options.triton_url is not None:
@@ -185,6 +191,13 @@ class Demo:
         if videos:
             with self.console.step(demo_video_cameras.describe(videos)):
                 demo_video_cameras.write_video_settings(bootstrap, topics.cameras, videos)
+        with self.console.step(f"pointing the notify service at the demo's webhook {self.webhook.url}"):
+            try:
+                self.webhook.write_target(bootstrap, topics.notify_targets)
+            except (CompactedTopicError, KafkaException) as error:
+                raise DemoError(
+                    f"cannot write the notify target to {topics.notify_targets}: {error}"
+                ) from error
         return topics
 
     def _start_services(
@@ -215,10 +228,22 @@ class Demo:
             self.workdir,
         )  # fmt: skip
         store = HistoryStore(common, group, topics, self.workdir)
+        # --allow-private-targets is the service's, not the target's: the demo's webhook is on loopback.
+        notify = ServiceChild(
+            "notify",
+            [*common, "--group-id", f"{group}-notify", "--input-topic", topics.alerts,
+             "--sightings-topic", topics.sightings, "--sightings-group-id", f"{group}-notify-sightings",
+             "--watchlist-topic", topics.watchlist, "--targets-topic", topics.notify_targets,
+             "--dlq-topic", topics.notify_dead_letters, "--console-url", store.console_url,
+             "--allow-private-targets"],
+            self.workdir,
+            env={SECRET_ENV: self.webhook.secret},
+        )  # fmt: skip
         connector = connector_child(common, group, topics, self.workdir) if videos else None
-        services = (store, worker, sightings, alerts, *([connector] if connector is not None else []))
+        services = (store, worker, sightings, alerts, notify, *([connector] if connector is not None else []))
         with self.console.step(
-            "starting the history store and its console, the worker, the sightings and alerts services"
+            "starting the history store and its console, the worker, the sightings, alerts and notify "
+            "services"
             + (" and the camera connector" if connector is not None else "")
             + " (they join their groups)"
         ):
@@ -236,6 +261,11 @@ class Demo:
             self.console.line(
                 f"   {service.command} pid {service.pid}, metrics {service.metrics_url}", style="dim"
             )
+        self.console.line(
+            "   notify runs with --allow-private-targets, a flag of the whole service (not per target), "
+            "for the demo's webhook on 127.0.0.1; leave it off in production",
+            style="dim",
+        )
         self.console.line(f"console: {store.console_url} (while the demo runs)", style="bold")
         for line in announcements(store):
             self.console.line(f"   {line}", style="bold")
@@ -274,6 +304,8 @@ class Demo:
         )
         settler.until_results(worker)
         settler.until_drained(consumers)
+        settler.until_delivered(lambda: set(self.webhook.received()))
+        self.results.webhook = self.webhook.received()
         return self._finish(cameras, feed)
 
     def _finish(self, cameras: Cameras, feed: ConnectorFeed | None) -> int:
@@ -286,6 +318,12 @@ class Demo:
         if cameras.failed:
             self.console.error(f"{cameras.failed} frames could not be published: {cameras.first_error}")
         ok = not cameras.failed and self.results.accounted >= sent
+        if undelivered := self.results.undelivered:
+            self.console.error(
+                f"{len(undelivered)} alert(s) did not reach the demo's webhook with a valid signature "
+                f"(first: {undelivered[0]})"
+            )
+            ok = False
         if feed is not None and connector is not None:
             if feed.exit_code != 0:
                 self.console.error(

@@ -17,6 +17,19 @@ from typing import Any
 from stream_worker.cameras.status import CameraStatus
 
 
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """One event the notify service delivered to the demo's webhook (its first arrival: a retry
+    repeats the event id)."""
+
+    event_id: str
+    kind: str  # X-Stream-Worker-Kind: alert, unknown_vehicle, allowed_vehicle
+    plate: str
+    camera_id: str
+    signature_ok: bool  # X-Stream-Worker-Signature is the HMAC of the body with the run's secret
+    picture_url: str | None = None
+
+
 @dataclass
 class Results:
     """Events, dead letters, sightings and alerts read back, deduplicated (at-least-once may repeat a
@@ -32,6 +45,17 @@ class Results:
     plate_pictures: int = 0  # plate pictures written (events' plates and sightings' best reads)
     plate_pictures_dir: Path | None = None
     connector_cameras: frozenset[str] = frozenset()  # their frames are the connector's, not the demo's
+    webhook: dict[str, Arrival] | None = None  # by event id; None: no webhook (no line)
+
+    @property
+    def undelivered(self) -> list[str]:
+        """The alerts that did not reach the demo's webhook, or not with a valid signature."""
+        arrivals = self.webhook or {}
+        return [
+            alert_id
+            for alert_id in self.alerts
+            if alert_id not in arrivals or not arrivals[alert_id].signature_ok
+        ]
 
     @property
     def accounted(self) -> int:
@@ -148,6 +172,26 @@ def _alerts_summary(alerts: Sequence[dict[str, Any]]) -> str:
     return f"{len(alerts)} ({'; '.join(parts)})"
 
 
+def webhook_lines(results: Results) -> list[str]:
+    """What the notify service delivered to the demo's webhook: a count, then each arrival (plate,
+    camera, event id, whether its signature checked)."""
+    arrivals = results.webhook or {}
+    arrived = sum(1 for alert_id in results.alerts if alert_id in arrivals)
+    checked = sum(arrival.signature_ok for arrival in arrivals.values())
+    lines = [
+        f"webhook           {arrived} of {len(results.alerts)} alerts arrived at the demo's webhook "
+        f"(notify), {checked} of {len(arrivals)} signatures checked"
+    ]
+    for arrival in sorted(arrivals.values(), key=lambda a: (a.camera_id, a.plate, a.event_id)):
+        signed = "signature checked" if arrival.signature_ok else "signature WRONG"
+        picture = f", picture {arrival.picture_url}" if arrival.picture_url else ""
+        lines.append(
+            f"  {arrival.kind} {arrival.plate} at {arrival.camera_id}, event {arrival.event_id}, "
+            f"{signed}{picture}"
+        )
+    return lines
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile of a non-empty sequence."""
     ordered = sorted(values)
@@ -230,6 +274,7 @@ def summary_lines(
             else "none"
         ),
         "alerts            " + _alerts_summary(list(results.alerts.values())),
+        *(webhook_lines(results) if results.webhook is not None else []),
         *(
             [f"plate pictures    {results.plate_pictures} in {results.plate_pictures_dir}"]
             if results.plate_pictures_dir is not None

@@ -1,5 +1,6 @@
-"""The demo's services: `python -m stream_worker run` and `... sightings` as child processes, each
-exactly what production runs, with its log in the demo's scratch folder and its own HTTP port.
+"""The demo's services: `python -m stream_worker run`, `... sightings` and the others as child
+processes, each exactly what production runs, with its log in the demo's scratch folder and its own
+HTTP port.
 
 Each starts in its own session (a terminal's Ctrl-C reaches the demo alone, which stops them in
 order) and is stopped with SIGTERM (drain, commit, exit 0), killed if it overruns its timeout.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from stream_worker.launchers import service
@@ -33,10 +34,12 @@ def log_tail(path: Path) -> str:
 class ServiceChild(service.ServiceChild):
     """One `stream-worker COMMAND` child with the demo's port, log and shutdown timeout."""
 
-    def __init__(self, command: str, args: Sequence[str], workdir: Path) -> None:
+    def __init__(
+        self, command: str, args: Sequence[str], workdir: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         self.port = free_port()
         args = [*args, "--metrics-host", "127.0.0.1", "--shutdown-timeout-s", str(SHUTDOWN_S)]
-        super().__init__(command, args, workdir / f"{command}.log", metrics_port=self.port)
+        super().__init__(command, args, workdir / f"{command}.log", metrics_port=self.port, env=env)
 
     @property
     def pid(self) -> int | None:  # type: ignore[override]

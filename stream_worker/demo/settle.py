@@ -1,6 +1,7 @@
 """When the demo may stop: every frame published has its result (a plate event or a dead letter),
-showing the progress meanwhile, and then the sightings and alerts services have consumed every
-plate event and closed their last passes, so that nothing they publish is cut off."""
+showing the progress meanwhile, then the sightings and alerts services have consumed every plate
+event and closed their last passes, so that nothing they publish is cut off, and then the notify
+service has delivered every alert to the demo's webhook."""
 
 from __future__ import annotations
 
@@ -133,6 +134,17 @@ class Settler:
                     break
             for _ in range(FINAL_POLLS):
                 self.viewer.show_new()
+
+    def until_delivered(self, delivered: Callable[[], set[str]]) -> None:
+        """Until every alert shown has reached the demo's webhook (`delivered`: the event ids
+        arrived), at most DRAIN_WAIT_S, showing what else arrives meanwhile."""
+        deadline = time.monotonic() + DRAIN_WAIT_S
+        with self.console.step("waiting for the notify service to deliver the alerts to the demo's webhook"):
+            while time.monotonic() < deadline:
+                self.viewer.show_new()  # waits a little for records
+                self.check()
+                if set(self.results.alerts) <= delivered():
+                    return
 
     def _broker_skipped(self, worker: ServiceChild, sent: int) -> bool:
         """True when every frame the worker received has its result and the rest never reached it

@@ -1,5 +1,6 @@
 """The demo's topics: their names, creating them (and deleting them on an external broker), and
-the watch list the demo puts the sample van on (the cameras' settings: cameras_settings.py)."""
+the watch list the demo puts the sample van on (the cameras' settings: cameras_settings.py; the
+notify target: webhook.py)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ class DemoTopics:
     watchlist: str = "watchlist"  # compacted
     cameras: str = "cameras"  # compacted: each camera's settings
     camera_status: str = "camera-status"  # compacted: the connector's, with video cameras only
+    notify_targets: str = "notify-targets"  # compacted: the notify service's targets (the webhook)
+    notify_dead_letters: str = "notify.dlq"  # what notify could not deliver
 
     @classmethod
     def for_run(cls, run_id: str | None) -> DemoTopics:
@@ -56,7 +59,7 @@ class DemoTopics:
     @property
     def compacted(self) -> tuple[str, ...]:
         """The tables (latest value per key) rather than streams."""
-        return (self.watchlist, self.cameras, self.camera_status)
+        return (self.watchlist, self.cameras, self.camera_status, self.notify_targets)
 
     @property
     def viewed(self) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 READY_TIMEOUT_S = 120.0
@@ -52,6 +52,7 @@ class ServiceChild:
         own_session: bool = True,
         append_log: bool = False,
         cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.command = command
         self.log_path = log_path
@@ -61,6 +62,7 @@ class ServiceChild:
         self._own_session = own_session  # a terminal's Ctrl-C reaches only the parent, which stops it
         self._log_mode = "ab" if append_log else "wb"
         self._cwd = cwd
+        self._env = {**os.environ, **env} if env else None  # more variables (a target's secret)
         self.process: subprocess.Popen[bytes] | None = None
         self.log_offset = 0  # where the output of the last start begins in the log (appended to)
 
@@ -73,6 +75,7 @@ class ServiceChild:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 cwd=self._cwd,
+                env=self._env,
                 start_new_session=self._own_session,
             )
         return self

@@ -61,8 +61,18 @@ from stream_worker.notify.lanes import Backoff, Delivery, Lane, Outcome, Sender
 from stream_worker.notify.mail import MailSender
 from stream_worker.notify.metrics import NotifyMetrics
 from stream_worker.notify.mqtt import MqttSender
+from stream_worker.notify.pictures import alert_picture_url, sighting_picture_url, with_picture_url
 from stream_worker.notify.progress import Progress
-from stream_worker.notify.rules import Cooldown, EventKind, Facts, Source, event_for, source_of
+from stream_worker.notify.rules import (
+    Cooldown,
+    EventKind,
+    Facts,
+    Source,
+    alert_facts,
+    event_for,
+    sighting_facts,
+    source_of,
+)
 from stream_worker.notify.settings import NotifySettings, load_settings
 from stream_worker.notify.trial import decode_test, trial_alert
 from stream_worker.notify.webhook import WebhookSender
@@ -346,15 +356,8 @@ class NotifyService(LoopService):
         except ValidationError as error:
             self._skip(self.alerts, record, "PlateAlert", error)
             return
-        facts = Facts(
-            event_id=alert.alert_id,
-            plate=alert.plate,
-            list=alert.list,
-            camera_id=alert.camera_id,
-            confidence=alert.confidence,
-            at=_aware(alert.captured_at or alert.alerted_at),
-        )
-        self._route(self.alerts, record, facts, alert.to_json(), alert.alerted_at, ())
+        body = with_picture_url(alert.to_json(), alert_picture_url(self.settings.console_url, alert))
+        self._route(self.alerts, record, alert_facts(alert), body, alert.alerted_at, ())
 
     def _accept_sighting(self, record: PlateRecord) -> None:
         if record.partition not in self.sightings.progress.assigned():
@@ -365,19 +368,18 @@ class NotifyService(LoopService):
         except ValidationError as error:
             self._skip(self.sightings, record, "PlateSighting", error)
             return
-        facts = Facts(
-            event_id=sighting.sighting_id,
-            plate=sighting.text,
-            list=None,
-            camera_id=sighting.camera_id,
-            confidence=sighting.confidence,
-            at=_aware(sighting.first_seen),
-            zone=sighting.best_read.zone,
-            direction=sighting.direction,
-        )
+        facts = sighting_facts(sighting)
         texts = [sighting.text, *(c.text for c in sighting.candidates[:TOP_CANDIDATES])]
         allowed = {match.entry.list for match in self.allowed.match(texts, datetime.now(UTC))}
-        self._route(self.sightings, record, facts, sighting.to_json(), sighting.closed_at, allowed)
+        url = sighting_picture_url(self.settings.console_url, sighting)
+        self._route(
+            self.sightings,
+            record,
+            facts,
+            with_picture_url(sighting.to_json(), url),
+            sighting.closed_at,
+            allowed,
+        )
 
     def _skip(self, source: Input, record: PlateRecord, what: str, error: ValidationError) -> None:
         counter = (
@@ -601,10 +603,6 @@ class NotifyService(LoopService):
         if not assigned:
             return False, "no partitions assigned"
         return True, f"{len(self.lanes)} targets, {len(assigned)} partitions assigned"
-
-
-def _aware(at: datetime) -> datetime:
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)  # the contracts' times are UTC
 
 
 def main(cli_args: Sequence[str]) -> int:

@@ -1,7 +1,8 @@
 """Which alerts a target gets (its `NotifyRules`): pure logic, no I/O, so every case is a unit test.
 
 `Facts` is what a rule looks at, taken from the alert or the sighting (a zone or a direction only
-where the event carries one: an alert has neither, so a rule asking for them passes none).
+where the event carries one: a rule asking for them passes no event without; an alert has its
+read's zone, and a direction only when raised on a sighting).
 `Cooldown` remembers, per target and plate, the event time of the last delivery decided, so one
 vehicle standing at a gate is one message; the same event decided again (a replay) is never held
 back by itself.
@@ -12,13 +13,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
+from stream_worker.contracts.alerts import PlateAlert
 from stream_worker.contracts.notify import WEEKDAYS, ActiveHours, NotifyRules, VehicleMatch
-from stream_worker.contracts.sightings import Direction
+from stream_worker.contracts.sightings import Direction, PlateSighting
 
 MAX_REMEMBERED = 100_000  # (target, plate) pairs the cooldown remembers, the oldest forgotten first
 
@@ -33,6 +35,37 @@ class Facts:
     at: datetime  # aware
     zone: str | None = None
     direction: Direction | None = None
+
+
+def alert_facts(alert: PlateAlert) -> Facts:
+    """An alert's facts: its read's zone, and its direction when it was raised on a sighting."""
+    return Facts(
+        event_id=alert.alert_id,
+        plate=alert.plate,
+        list=alert.list,
+        camera_id=alert.camera_id,
+        confidence=alert.confidence,
+        at=_aware(alert.captured_at or alert.alerted_at),
+        zone=alert.zone,
+        direction=alert.direction,
+    )
+
+
+def sighting_facts(sighting: PlateSighting) -> Facts:
+    return Facts(
+        event_id=sighting.sighting_id,
+        plate=sighting.text,
+        list=None,
+        camera_id=sighting.camera_id,
+        confidence=sighting.confidence,
+        at=_aware(sighting.first_seen),
+        zone=sighting.best_read.zone,
+        direction=sighting.direction,
+    )
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)  # the contracts' times are UTC
 
 
 class EventKind(StrEnum):

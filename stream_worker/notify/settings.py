@@ -7,10 +7,11 @@ targets themselves are not settings of the process: they are records of the comp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
-from pydantic import Field, FilePath, model_validator
+from pydantic import Field, FilePath, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from stream_worker.service.settings import ServiceSettings, load
@@ -89,6 +90,11 @@ class NotifySettings(ServiceSettings):
         description="PEM roots that https targets' certificates are verified against instead of the "
         "system's (a private CA). Verification is never off.",
     )
+    console_url: str | None = Field(
+        None,
+        description="The console's public address (e.g. https://plates.example.com): each event's JSON "
+        "then carries `picture_url`, its sighting's plate picture there. None: no picture_url.",
+    )
     retry_budget_s: float = Field(
         300.0,
         gt=0,
@@ -105,6 +111,15 @@ class NotifySettings(ServiceSettings):
         description="Deliveries not yet settled at most: at this many, reading the alerts topic pauses "
         "until half of them are.",
     )
+
+    @field_validator("console_url")
+    @classmethod
+    def _http_address(cls, url: str | None) -> str | None:
+        if url is not None and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+            raise ValueError(
+                "must be an http:// or https:// address without a query, e.g. https://plates.example.com"
+            )
+        return url
 
     @model_validator(mode="after")
     def _consistent(self) -> NotifySettings:

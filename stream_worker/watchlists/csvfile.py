@@ -1,9 +1,10 @@
 """The watch list as CSV, for `stream-worker watchlist import` and `export`.
 
-Columns `plate,list,label,max_distance,expires_at` (a header row names them; only `plate` and
-`list` are required, in any order). An import is all or nothing: every row is checked first and
-one bad row refuses the file, with every bad row's number and reason, so that a half-imported
-list never exists. Row numbers count the header as row 1, as a spreadsheet shows them.
+Columns `plate,list,label,max_distance,expires_at,kind` (a header row names them; only `plate` and
+`list` are required, in any order; `kind` is `watch` or `allow`, blank or absent: `watch`, so the
+files written before the column existed import as they did). An import is all or nothing: every
+row is checked first and one bad row refuses the file, with every bad row's number and reason, so
+that a half-imported list never exists. Row numbers count the header as row 1, as a spreadsheet shows them.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
-from stream_worker.contracts.watchlist import WatchEntry, new_entry
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry
 
-COLUMNS = ("plate", "list", "label", "max_distance", "expires_at")
+COLUMNS = ("plate", "list", "label", "max_distance", "expires_at", "kind")
 REQUIRED_COLUMNS = ("plate", "list")
 
 
@@ -67,6 +68,7 @@ def parse_csv(text: str, now: datetime | None = None) -> list[WatchEntry]:
                 values.get("max_distance"),
                 values.get("expires_at"),
                 now,
+                _kind(values.get("kind")),
             )
         except ValueError as error:
             problems.append(RowProblem(row_number, str(error)))
@@ -85,6 +87,18 @@ def parse_csv(text: str, now: datetime | None = None) -> list[WatchEntry]:
     if problems:
         raise CsvImportError(problems)
     return entries
+
+
+def _kind(cell: str | None) -> WatchKind:
+    """A row's kind: blank (or no column) is `watch`; anything but `watch` or `allow` a ValueError."""
+    text = (cell or "").strip().lower()
+    if not text:
+        return WatchKind.WATCH
+    try:
+        return WatchKind(text)
+    except ValueError:
+        known = " or ".join(kind.value for kind in WatchKind)
+        raise ValueError(f"kind {cell!r} is not {known}") from None
 
 
 def _header_problems(names: list[str]) -> list[str]:
@@ -115,5 +129,6 @@ def write_csv(entries: Iterable[WatchEntry], out: TextIO) -> None:
                 entry.label or "",
                 "" if entry.max_distance is None else f"{entry.max_distance:g}",
                 "" if entry.expires_at is None else entry.expires_at.isoformat().replace("+00:00", "Z"),
+                entry.effective_kind.value,
             ]
         )

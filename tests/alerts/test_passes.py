@@ -66,6 +66,18 @@ def test_eight_frames_of_one_pass_give_one_fuzzy_alert_on_the_first_read():
     PlateAlert.model_validate_json(alert.to_json())  # round-trips through its JSON
 
 
+def test_a_read_alert_carries_the_reads_zone_and_no_direction():
+    """Issue 35: notify's zone rules match alerts; the pass's direction is not known at its first read."""
+    zoned = plate("B840OK197", BOX).model_copy(update={"zone": "lane-1"})
+    engine = AlertEngine("plates", PassRules(), wall_clock=lambda: NOW)
+    engine.assign(0)
+    [out] = engine.add(0, 0, plate_event("gate-1", T0, [zoned]), MATCHER, 0.1)
+    assert (out.alert.zone, out.alert.direction) == ("lane-1", None)
+    assert orjson.loads(out.alert.to_json())["zone"] == "lane-1"
+    [plain] = Driver().feed("gate-1", T0, "B840OK197")
+    assert {"zone", "direction"}.isdisjoint(orjson.loads(plain.alert.to_json()))  # absent, never null
+
+
 def test_exact_reads_are_exact_and_non_matching_reads_alert_nothing():
     driver = Driver()
     assert driver.feed("gate-1", T0, "X999YX99", "") == []

@@ -19,6 +19,7 @@ from stream_worker.contracts import (
     BestRead,
     Box,
     ClosedBy,
+    Direction,
     PlateAlert,
     PlateSighting,
     SightingCandidate,
@@ -293,6 +294,19 @@ def test_a_sighting_whose_candidate_matches_alerts_once_with_origin_sighting():
     assert alert.alerted_at == NOW
     assert PlateAlert.model_validate_json(alert.to_json()) == alert
     assert side.engine.confirmed == 0
+
+
+def test_a_sighting_alert_carries_the_sightings_direction_and_its_best_reads_zone():
+    s = sighting(("B840OK197", 0.3), best_text="B840HH197", best_confidence=0.1)
+    s = s.model_copy(
+        update={
+            "direction": Direction.APPROACHING,
+            "best_read": s.best_read.model_copy(update={"zone": "lane-1"}),
+        }
+    )
+    [out] = Sightings().add(s)
+    assert (out.alert.zone, out.alert.direction) == ("lane-1", Direction.APPROACHING)
+    assert PlateAlert.model_validate_json(out.alert.to_json()) == out.alert
 
 
 def test_a_sighting_of_no_listed_plate_and_an_invalid_record_alert_nothing_and_commit():

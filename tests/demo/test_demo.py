@@ -17,6 +17,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ from stream_worker.demo.app import CORRUPT_FRAME, DemoError, DemoOptions, camera
 from stream_worker.demo.cameras import camera_ids
 from stream_worker.demo.cameras_settings import STREET_ZONE, demo_settings
 from stream_worker.demo.report import (
+    Arrival,
     ConnectorSummary,
     Results,
     alert_row,
@@ -47,6 +50,8 @@ from stream_worker.demo.report import (
 from stream_worker.demo.topics import SAMPLE_PLATE, DemoTopics
 from stream_worker.demo.video_cameras import VideoCamera, default_video, video_cameras
 from stream_worker.demo.viewer import Viewer, prune_picture_runs
+from stream_worker.demo.webhook import WebhookReceiver
+from stream_worker.notify.webhook import EVENT_HEADER, KIND_HEADER, SIGNATURE_HEADER, signature
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
 
 MAX_PICTURE_BYTES = 16 * 1024  # issue 21: a plate picture is a JPEG of at most 16 KB
@@ -200,19 +205,78 @@ def test_alert_rows_and_summary() -> None:
     assert "alerts            2 (B840CK197 on demo: fuzzy x1, exact x1)" in lines
 
 
+def test_webhook_lines_say_what_arrived_and_whether_it_was_signed() -> None:
+    alert = {
+        "alert_id": "a1",
+        "camera_id": "cam-1",
+        "plate": "B840CK197",
+        "list": "demo",
+        "match_kind": "exact",
+    }
+    results = Results()
+    results.add_alert(alert)
+    results.add_alert({**alert, "alert_id": "a2", "camera_id": "cam-2"})
+    results.webhook = {"a1": Arrival("a1", "alert", "B840CK197", "cam-1", signature_ok=True)}
+    assert results.undelivered == ["a2"]
+    lines = summary_lines(results, published=0, cameras=2, produce_seconds=1.0)
+    assert (
+        "webhook           1 of 2 alerts arrived at the demo's webhook (notify), 1 of 1 signatures checked"
+    ) in lines
+    assert "  alert B840CK197 at cam-1, event a1, signature checked" in lines
+    results.webhook["a2"] = Arrival("a2", "alert", "B840CK197", "cam-2", False, "http://c/p")
+    assert results.undelivered == ["a2"]  # arrived, but not signed with the run's secret
+    lines = summary_lines(results, published=0, cameras=2, produce_seconds=1.0)
+    assert "  alert B840CK197 at cam-2, event a2, signature WRONG, picture http://c/p" in lines
+    assert not any(line.startswith("webhook") for line in summary_lines(Results(), 0, 1, 1.0))
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
+    request = urllib.request.Request(url, body, {"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_the_demos_webhook_checks_signatures_and_keeps_one_arrival_per_event() -> None:
+    receiver = WebhookReceiver().start()
+    try:
+        body = orjson.dumps({"alert_id": "a1", "camera_id": "cam-1", "plate": "B840CK197"})
+        signed = {
+            EVENT_HEADER: "a1",
+            KIND_HEADER: "alert",
+            SIGNATURE_HEADER: signature(body, receiver.secret),
+        }
+        assert _post(receiver.url, body, signed) == 200
+        assert _post(receiver.url, body, signed) == 200  # a retry: the same event id
+        forged = {**signed, EVENT_HEADER: "a2", SIGNATURE_HEADER: signature(body, "another secret")}
+        assert _post(receiver.url, body, forged) == 200
+        assert _post(receiver.url, b"not json", {**signed, EVENT_HEADER: "a3"}) == 400
+        assert receiver.received() == {
+            "a1": Arrival("a1", "alert", "B840CK197", "cam-1", signature_ok=True),
+            "a2": Arrival("a2", "alert", "B840CK197", "cam-1", signature_ok=False),
+        }
+    finally:
+        receiver.stop()
+    WebhookReceiver().stop()  # never started: stops at once
+
+
 def test_demo_topics_are_the_defaults_locally_and_run_specific_elsewhere() -> None:
     local = DemoTopics.for_run(None)
     assert local.names == (
-        "frames", "plates", "frames.dlq", "sightings", "alerts", "store.dlq", "watchlist", "cameras"
+        "frames", "plates", "frames.dlq", "sightings", "alerts", "store.dlq", "watchlist", "cameras",
+        "notify-targets", "notify.dlq",
     )  # fmt: skip
     assert local.viewed == ("plates", "frames.dlq", "sightings", "alerts")
-    assert local.compacted == ("watchlist", "cameras", "camera-status")
+    assert local.compacted == ("watchlist", "cameras", "camera-status", "notify-targets")
     assert local.with_connector(False) == local.names
     assert local.with_connector(True) == (*local.names, "camera-status")
     external = DemoTopics.for_run("abc123")
     assert external.watchlist == "stream-worker-demo-abc123.watchlist"
     assert external.cameras == "stream-worker-demo-abc123.cameras"
     assert external.camera_status == "stream-worker-demo-abc123.camera-status"
+    assert external.notify_targets == "stream-worker-demo-abc123.notify-targets"
     assert all(name.startswith("stream-worker-demo-abc123.") for name in external.with_connector(True))
 
 
@@ -582,7 +646,7 @@ def _assert_the_worker_lost_nothing(output: str, exit_code: int) -> None:
 def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
     commands = " | ".join(info.cmdline for info in run.seen.values())
     markers = ("tansu broker", "tritonserver", "triton_python_backend_stub", "stream_worker run")
-    services = ("sightings", "alerts", "connect", "store")
+    services = ("sightings", "alerts", "connect", "store", "notify")
     for marker in (*markers, *(f"stream_worker {service}" for service in services)):
         assert marker in commands, f"never saw a {marker!r} process; saw: {commands}"
     assert "stream_worker.children" in commands
@@ -619,10 +683,25 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
     assert sorted(cells[0] for cells in alerts) == ["cam-1", "cam-2"], output
     assert all(cells[2] == SAMPLE_PLATE and "(demo:" in cells for cells in alerts), output
     assert re.search(rf"alerts +2 \({SAMPLE_PLATE} on demo: (fuzzy|exact) x", output), output
+    _assert_the_alerts_reached_the_webhook(output, alerts=2)
     _assert_camera_settings_at_work(output, pictures, plate_rows=len(_van_rows(output)))
     _assert_the_connector_was_accounted_for(output, "video-1", "gate-van-H133OE123.mov", clip_frames=40)
     _assert_saw_every_kind_of_child(run)
     assert _leftovers(run) == []
+
+
+def _assert_the_alerts_reached_the_webhook(output: str, alerts: int) -> None:
+    """Issue 35: notify delivered each alert to the demo's own webhook, signed with the run's
+    secret; the summary names each one (plate, camera, event id)."""
+    assert "notify runs with --allow-private-targets, a flag of the whole service" in output, output
+    summary = rf"webhook +{alerts} of {alerts} alerts arrived at the demo's webhook \(notify\), "
+    assert re.search(summary + rf"{alerts} of {alerts} signatures checked", output), output
+    arrived = re.findall(
+        rf"^    alert {SAMPLE_PLATE} at (cam-\d), event ([0-9a-f-]{{36}}), signature checked$",
+        output,
+        re.MULTILINE,
+    )
+    assert sorted(camera for camera, _ in arrived) == ["cam-1", "cam-2"], output
 
 
 def _assert_the_connector_was_accounted_for(output: str, camera: str, clip: str, clip_frames: int) -> None:

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Producer
 from mosquitto import Mosquitto, Subscriber
 from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
-from store_records import T0, plate_sighting, sighting_id
+from store_records import FAKE_JPEG, T0, plate_sighting, sighting_id
 from support import reply, serve_http
 
 from stream_worker.contracts import Box, PlateAlert, Source
@@ -53,6 +53,7 @@ class Hook:
     received: list[str] = field(default_factory=list)  # event ids, in order, every attempt
     kinds: list[str] = field(default_factory=list)
     acknowledged: list[str] = field(default_factory=list)
+    bodies: dict[str, dict] = field(default_factory=dict)  # event id -> the JSON body last received
     bad_signatures: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -67,6 +68,7 @@ class Hook:
                 with hook.lock:
                     hook.received.append(event_id)
                     hook.kinds.append(self.headers[KIND_HEADER])
+                    hook.bodies[event_id] = orjson.loads(body)
                     hook.bad_signatures += self.headers[SIGNATURE_HEADER] != expected
                 if hook.delay_s:
                     time.sleep(hook.delay_s)
@@ -409,11 +411,11 @@ def test_allow_list_and_schedule_one_unknown_vehicle_event(
         set_target(kafka_bootstrap, topics.targets, "alerts", alerts_port)
         opens = {"allow_lists": ["residents"], "vehicles": "allowed", "directions": ["approaching"]}
         set_target(kafka_bootstrap, topics.targets, "opener", opener_port, rules=opens)
-        service = start_notify()
+        service = start_notify("--console-url", "https://plates.example.com/console/")
         service.wait_ready(WAIT_S)
         noon = T0 + timedelta(seconds=3)  # first seen 12:00 UTC, 13:00 in Berlin
         sightings = [
-            plate_sighting("unknown", "X999YX99", noon),
+            plate_sighting("unknown", "X999YX99", noon, picture=FAKE_JPEG),
             plate_sighting("unknown-again", "X999YX99", noon + timedelta(seconds=30)),  # the cooldown
             plate_sighting("resident", "A123BC77", noon),
             plate_sighting("resident-misread", "A123BO77", noon),  # O for C: within the distance
@@ -434,6 +436,11 @@ def test_allow_list_and_schedule_one_unknown_vehicle_event(
         assert service.stop() == 0
     assert sorted(gate.acknowledged) == sorted([sighting_id("unknown"), sighting_id("watched")])
     assert set(gate.kinds) == {"unknown_vehicle"}
+    # The console's address of the picture, in the signed body; a sighting without one has none.
+    picture = f"https://plates.example.com/console/api/sightings/{sighting_id('unknown')}/picture"
+    assert gate.bodies[sighting_id("unknown")]["picture_url"] == picture
+    assert "picture_url" not in gate.bodies[sighting_id("watched")]
+    assert gate.bad_signatures == 0
     assert alerts_hook.received == []  # sightings are not alerts
     # The gate opener: the resident arriving, read right or misread, not leaving.
     assert sorted(opener.acknowledged) == sorted([sighting_id("resident"), sighting_id("resident-misread")])

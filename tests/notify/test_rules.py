@@ -6,10 +6,21 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from store_records import plate_alert, plate_sighting
 
 from stream_worker.contracts.notify import ActiveHours, NotifyRules
 from stream_worker.contracts.sightings import Direction
-from stream_worker.notify.rules import Cooldown, EventKind, Facts, Source, active, event_for, passes
+from stream_worker.notify.rules import (
+    Cooldown,
+    EventKind,
+    Facts,
+    Source,
+    active,
+    alert_facts,
+    event_for,
+    passes,
+    sighting_facts,
+)
 
 # A Wednesday.
 NOON = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
@@ -160,3 +171,18 @@ def test_a_gate_opener_gets_the_allowed_plates_arriving() -> None:
 def test_lists_and_allow_lists_exclude_each_other() -> None:
     with pytest.raises(ValueError, match="exclude each other"):
         NotifyRules(lists=("stolen",), allow_lists=("residents",))
+
+
+def test_an_alerts_zone_and_direction_reach_the_rules() -> None:
+    """Issue 35: alerts carry the read's zone (and a sighting alert its direction), so a target
+    asking for a zone or a direction gets them; a read alert without a zone still passes none."""
+    zoned = plate_alert("zoned", "B840CK197").model_copy(update={"zone": "lane-1"})
+    arriving = zoned.model_copy(update={"direction": Direction.APPROACHING})
+    lane = NotifyRules(zones=("lane-1",))
+    gate = NotifyRules(zones=("lane-1",), directions=(Direction.APPROACHING,))
+    assert event_for(lane, Source.ALERTS, alert_facts(zoned)) is EventKind.ALERT
+    assert event_for(gate, Source.ALERTS, alert_facts(zoned)) is None  # a read alert: no direction yet
+    assert event_for(gate, Source.ALERTS, alert_facts(arriving)) is EventKind.ALERT
+    assert event_for(lane, Source.ALERTS, alert_facts(plate_alert("plain", "B840CK197"))) is None
+    sighting = plate_sighting("s", "X999YX99", zone="lane-1", direction="approaching")
+    assert passes(gate, sighting_facts(sighting))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.watchlists.csvfile import COLUMNS, CsvImportError, RowProblem, parse_csv, write_csv
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -114,15 +114,35 @@ def test_export_then_import_round_trips() -> None:
             expires_at=datetime(2027, 1, 1, 6, 30, tzinfo=UTC),
             added_at=NOW,
         ),
-        WatchEntry(plate="A123BC77", list="residents", max_distance=0, added_at=NOW),
+        WatchEntry(plate="A123BC77", list="residents", max_distance=0, added_at=NOW, kind=WatchKind.ALLOW),
     ]
     out = io.StringIO()
     write_csv(entries, out)
     text = out.getvalue()
     assert text.splitlines()[0] == ",".join(COLUMNS)
     assert text.splitlines()[1:] == [
-        "A123BC77,residents,,0,",
-        'B840CK197,stolen,"grey van, ""dented""",1.5,2027-01-01T06:30:00Z',
-        "X001XX99,stolen,,,",
+        "A123BC77,residents,,0,,allow",
+        'B840CK197,stolen,"grey van, ""dented""",1.5,2027-01-01T06:30:00Z,watch',
+        "X001XX99,stolen,,,,watch",
     ]
     assert sorted(parse_csv(text, NOW), key=lambda e: e.plate) == sorted(entries, key=lambda e: e.plate)
+
+
+def test_the_kind_column_makes_allow_entries_and_is_optional() -> None:
+    text = "plate,list,kind\nA123BC77,residents,allow\nB840CK197,stolen,WATCH\nX001XX99,stolen,\n"
+    entries = parse_csv(text, NOW)
+    assert [(entry.plate, entry.effective_kind) for entry in entries] == [
+        ("A123BC77", WatchKind.ALLOW),
+        ("B840CK197", WatchKind.WATCH),
+        ("X001XX99", WatchKind.WATCH),
+    ]
+    assert [entry.kind for entry in entries] == [WatchKind.ALLOW, None, None]  # watch: the old record
+    (old,) = parse_csv("plate,list,label,max_distance,expires_at\nB840CK197,stolen,,,\n", NOW)
+    assert old.kind is None  # a file from before the column: as it imported then
+
+
+def test_an_unknown_kind_refuses_the_file_naming_the_row() -> None:
+    problems = _problems("plate,list,kind\nA123BC77,residents,allow\nB840CK197,stolen,block\n")
+    assert [(problem.row, problem.reason) for problem in problems] == [
+        (3, "kind 'block' is not watch or allow")
+    ]
