@@ -235,6 +235,7 @@ class Demo:
              "--sightings-topic", topics.sightings, "--sightings-group-id", f"{group}-notify-sightings",
              "--watchlist-topic", topics.watchlist, "--targets-topic", topics.notify_targets,
              "--dlq-topic", topics.notify_dead_letters, "--console-url", store.console_url,
+             "--deliveries-topic", topics.notify_deliveries, "--tests-topic", topics.notify_tests,
              "--allow-private-targets"],
             self.workdir,
             env={SECRET_ENV: self.webhook.secret},

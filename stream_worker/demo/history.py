@@ -21,7 +21,9 @@ class HistoryStore(ServiceChild):
             [*common, "--group-id", f"{group}-store", "--sightings-topic", topics.sightings,
              "--alerts-topic", topics.alerts, "--dlq-topic", topics.store_dead_letters,
              "--watchlist-topic", topics.watchlist,
-             "--cameras-topic", topics.cameras, "--data-dir", str(workdir / "store"),
+             "--cameras-topic", topics.cameras, "--camera-status-topic", topics.camera_status,
+             "--notify-targets-topic", topics.notify_targets, "--notify-tests-topic", topics.notify_tests,
+             "--notify-deliveries-topic", topics.notify_deliveries, "--data-dir", str(workdir / "store"),
              "--console-host", "127.0.0.1", "--console-port", str(self.console_port)],
             workdir,
         )  # fmt: skip

@@ -38,6 +38,8 @@ class DemoTopics:
     camera_status: str = "camera-status"  # compacted: the connector's, with video cameras only
     notify_targets: str = "notify-targets"  # compacted: the notify service's targets (the webhook)
     notify_dead_letters: str = "notify.dlq"  # what notify could not deliver
+    notify_deliveries: str = "notify.deliveries"  # notify's delivery log (the console shows it)
+    notify_tests: str = "notify-tests"  # compacted: the console's "send a test" requests
 
     @classmethod
     def for_run(cls, run_id: str | None) -> DemoTopics:
@@ -59,7 +61,7 @@ class DemoTopics:
     @property
     def compacted(self) -> tuple[str, ...]:
         """The tables (latest value per key) rather than streams."""
-        return (self.watchlist, self.cameras, self.camera_status, self.notify_targets)
+        return (self.watchlist, self.cameras, self.camera_status, self.notify_targets, self.notify_tests)
 
     @property
     def viewed(self) -> tuple[str, ...]:
