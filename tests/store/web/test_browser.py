@@ -2,7 +2,8 @@
 served by the store's own console thread over a real SQLite store and the real broker: sign in; a
 sighting stored appears in the live feed within 5 s; a fuzzy search for B840CK197 finds a stored
 B840OK197 with its picture; a watch-list entry added in the page is on the broker's watch-list
-topic; a viewer has no button to change the watch list and the API answers 403.
+topic; a viewer has no button to change the watch list and the API answers 403; an admin sets a
+notification target in the page's textarea, sends it a test and removes it (confirmed).
 
 The plate pictures are synthetic (drawn here), so the screenshots taken when CONSOLE_SCREENSHOTS
 names a folder hold no photo of ../shared."""
@@ -150,3 +151,41 @@ def test_masks_and_zones_drawn_on_the_camera_page_are_saved(served, browser, kaf
     wait(browser, lambda d: "Saved the settings of gate" in d.page_source, timeout=15)
     [mask] = read_cameras(kafka_bootstrap, console.settings.cameras_topic).values["gate"].masks
     assert len(mask) == 3 and abs(mask[0][0] - 0.1) < 0.03 and abs(mask[2][1] - 0.3) < 0.03
+
+
+def test_an_admin_sets_tests_and_removes_a_notification_target_in_the_page(
+    served, browser, kafka_bootstrap: str
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from stream_worker.contracts.notify import decode_record
+    from stream_worker.service.compacted import read_compacted
+
+    console, address = served
+
+    def targets() -> dict:
+        return dict(
+            read_compacted(kafka_bootstrap, console.settings.notify_targets_topic, decode_record).values
+        )
+
+    sign_in(browser, address, "ada")
+    browser.get(address + "/notifications")
+    browser.find_element(By.ID, "target-name").send_keys("gate")
+    browser.find_element(By.ID, "target-text").send_keys(
+        "type: webhook\nurl: https://hooks.example.com/gate\nsecret: ${GATE_SECRET}\n"
+    )
+    browser.find_element(By.ID, "save-target").click()
+    wait(browser, lambda d: "Saved the target gate." in d.page_source, timeout=15)
+    assert targets()["gate"].secret == "${GATE_SECRET}"
+    row = '#targets tr[data-target="gate"]'
+    browser.find_element(By.CSS_SELECTOR, f"{row} button.test").click()
+    wait(browser, lambda d: "is on its way to gate" in d.page_source, timeout=15)
+    browser.find_element(By.CSS_SELECTOR, f"{row} button.remove").click()
+    browser.switch_to.alert.accept()  # the form's data-confirm (console.js)
+    wait(browser, lambda d: "Removed the target gate." in d.page_source, timeout=15)
+    assert targets() == {}
+    browser.get(address + "/audit")
+    audit = browser.find_element(By.ID, "audit").text
+    assert all(
+        action in audit for action in ("notify.target.set", "notify.target.test", "notify.target.remove")
+    )
