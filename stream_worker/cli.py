@@ -17,11 +17,14 @@ commands stay importable (and `--help` works) without the servers, torch or the 
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from stream_worker.alerts import cli as alerts
 from stream_worker.cameras import cli as cameras
 from stream_worker.connector import commands as connector
+from stream_worker.contracts.plate_formats import BOOK_VARIABLE, FormatsError, default_book
 from stream_worker.demo import commands as demo
 from stream_worker.evaluation import commands as evaluation
 from stream_worker.launchers import commands as launchers
@@ -49,6 +52,19 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _check_plate_formats() -> None:
+    # An operator's formats book ($STREAM_WORKER_PLATE_FORMATS) is checked before any command runs: a
+    # bad row stops the command with the row and the reason, not a service midway through its input.
+    # (No docstring: it would replace the app's help.)
+    if os.environ.get(BOOK_VARIABLE):
+        try:
+            default_book()
+        except FormatsError as error:
+            typer.echo(f"error: {BOOK_VARIABLE}: {error}", err=True)
+            raise typer.Exit(2) from None
 
 
 def _add(package_commands: typer.Typer, *names: str) -> None:

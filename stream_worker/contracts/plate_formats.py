@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 import string
 import tomllib
@@ -399,9 +400,15 @@ def load_book(path: Path | str | None = None) -> Book:
         raise FormatsError(f"{file}: {error}") from None
 
 
+# An operator's own book for every command and service of this installation (same layout as the
+# shipped file): one variable, so that the worker, sightings, alerts and the console all read the same.
+BOOK_VARIABLE = "STREAM_WORKER_PLATE_FORMATS"
+
+
 @cache
 def default_book() -> Book:
-    return load_book()
+    """The book every region comes from: `$STREAM_WORKER_PLATE_FORMATS` when set, else the shipped one."""
+    return load_book(os.environ.get(BOOK_VARIABLE) or None)
 
 
 def known_regions() -> frozenset[str]:
