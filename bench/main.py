@@ -13,8 +13,8 @@ motion gating saves on a long live camera read by the connector, gated and ungat
 `motion` (bench/motion.py): what the motion gate leaves out of ../shared/videos, and the CPU of
 its grey copy of a JPEG. `store-search` (bench/store_search.py): plate searches and the writer's
 rate in the history store at a million sightings, SQLite and PostgreSQL side by side. `notify`
-(bench/notify.py): alerts delivered to a local webhook by the notify service, per second and CPU
-ms per delivery.
+(bench/notify.py): the same alerts delivered by the notify service to a webhook, an MQTT subscriber
+and an SMTP server, all local: latency per target, deliveries per second, CPU ms per delivery.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from mosquitto import Mosquitto, Subscriber
 
 from stream_worker.contracts.notify import parse_target
+from stream_worker.launchers.mosquitto import Mosquitto, Subscriber
 from stream_worker.notify.mqtt import MqttSender, camera_level, discovery
 
 SECRET = "s3cret with space/and slash"

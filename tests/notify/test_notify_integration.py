@@ -19,7 +19,6 @@ from pathlib import Path
 import orjson
 import pytest
 from confluent_kafka import Producer
-from mosquitto import Mosquitto, Subscriber
 from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
 from store_records import FAKE_JPEG, T0, plate_sighting, sighting_id
 from support import reply, serve_http
@@ -29,6 +28,7 @@ from stream_worker.contracts.alerts import MatchKind
 from stream_worker.contracts.notify import NotifyDelivery, NotifyTest, parse_target
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.launchers.broker import create_topics
+from stream_worker.launchers.mosquitto import Mosquitto, Subscriber
 from stream_worker.notify.targets import write_target
 from stream_worker.notify.webhook import EVENT_HEADER, KIND_HEADER, SIGNATURE_HEADER
 from stream_worker.service.compacted import write_compacted

@@ -1,6 +1,7 @@
-"""A real MQTT broker for the notify service's tests: Debian's mosquitto (scripts/setup.sh installs
-it) on a free port of 127.0.0.1, with a password file when users are given; it can be stopped and
-started again on the same port (a broker outage). And a subscriber that keeps what it receives."""
+"""A local MQTT broker for the notify service's tests and `bench notify`: Debian's mosquitto
+(scripts/setup.sh installs it) on a free port of 127.0.0.1, with a password file when users are
+given; it can be stopped and started again on the same port (a broker outage). And a subscriber
+that keeps what it receives, with its arrival time (the benchmark's latency)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,26 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import paho.mqtt.client as paho
-import pytest
 
 from stream_worker.launchers.broker import free_port
 
 START_TIMEOUT_S = 30
 
 
+class MosquittoError(RuntimeError):
+    """mosquitto is missing, exited or did not listen in time."""
+
+
 class Mosquitto:
     def __init__(self, folder: Path, users: dict[str, str] | None = None) -> None:
         binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
         if not Path(binary).is_file():
-            pytest.fail("mosquitto is missing: run scripts/setup.sh (apt-get install mosquitto)")
+            raise MosquittoError("mosquitto is missing: run scripts/setup.sh (apt-get install mosquitto)")
         self.port = free_port()
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
@@ -53,8 +58,10 @@ class Mosquitto:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 return self
             except OSError:
-                assert self.process.poll() is None, (self.folder / "mosquitto.log").read_text()
-                assert time.monotonic() < deadline, "mosquitto did not listen in time"
+                if self.process.poll() is not None:
+                    raise MosquittoError(f"mosquitto exited: {self.log()}") from None
+                if time.monotonic() > deadline:
+                    raise MosquittoError("mosquitto did not listen in time") from None
                 time.sleep(0.1)
 
     def stop(self) -> None:
@@ -72,15 +79,23 @@ class Message:
     payload: bytes
     retain: bool
     qos: int
+    arrived_at: float  # time.time() when the subscriber received it
 
 
 class Subscriber:
-    """Subscribed to `topics` (QoS 1) on the broker; `messages` in the order they came."""
+    """Subscribed to `topics` (QoS 1) on the broker; `messages` in the order they came, each also
+    handed to `on_message` when given (on paho's network thread)."""
 
     def __init__(
-        self, port: int, topics: list[str], username: str | None = None, password: str | None = None
+        self,
+        port: int,
+        topics: list[str],
+        username: str | None = None,
+        password: str | None = None,
+        on_message: Callable[[Message], None] | None = None,
     ):
         self.messages: list[Message] = []
+        self._on_each = on_message
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self._client = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv311)
@@ -91,11 +106,16 @@ class Subscriber:
         self._client.on_message = self._on_message
         self._client.connect("127.0.0.1", port)
         self._client.loop_start()
-        assert self._ready.wait(START_TIMEOUT_S), "the subscriber did not subscribe"
+        if not self._ready.wait(START_TIMEOUT_S):
+            self.close()
+            raise MosquittoError("the subscriber did not subscribe")
 
     def _on_message(self, _client: object, _data: object, message: paho.MQTTMessage) -> None:
+        received = Message(message.topic, message.payload, bool(message.retain), message.qos, time.time())
         with self._lock:
-            self.messages.append(Message(message.topic, message.payload, bool(message.retain), message.qos))
+            self.messages.append(received)
+        if self._on_each is not None:
+            self._on_each(received)
 
     def on(self, topic: str) -> list[Message]:
         with self._lock:
