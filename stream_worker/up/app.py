@@ -79,8 +79,8 @@ class Up:
                 self.supervisor.start(service)
             for service in self.services:
                 service.wait_ready(self.stopping)
+        self._announce()  # before "running": whoever waits for that status finds the address said
         self._write_status("running")
-        self._announce()
         while not self.stopping.wait(CHECK_INTERVAL_S):
             self.supervisor.check()
             self._write_status("running")
