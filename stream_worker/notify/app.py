@@ -56,7 +56,6 @@ from stream_worker.contracts.notify import (
 )
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.contracts.watchlist import decode_record as decode_watch_entry
-from stream_worker.notify.consumer import InputConsumer
 from stream_worker.notify.lanes import Backoff, Delivery, Lane, Outcome, Sender
 from stream_worker.notify.mail import MailSender
 from stream_worker.notify.metrics import NotifyMetrics
@@ -83,6 +82,7 @@ from stream_worker.service.compacted import CompactedFollower, CompactedTopicErr
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.plate_consumer import PartitionNumbersConsumer
 from stream_worker.service.plate_records import PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
 
@@ -105,7 +105,7 @@ class Input:
 
     source: Source
     topic: str
-    consumer: InputConsumer
+    consumer: PartitionNumbersConsumer
     progress: Progress
     committer: Committer[int]
 
@@ -159,7 +159,7 @@ class NotifyService(LoopService):
 
     def _input(self, kind: Source, topic: str, group_id: str) -> Input:
         progress = Progress()
-        consumer = InputConsumer(
+        consumer = PartitionNumbersConsumer(
             self.settings,
             topic,
             group_id,

@@ -1,6 +1,5 @@
-"""The notify service's consumers: PlateAlerts of `--input-topic` in the group `--group-id`, and
-PlateSightings of `--sightings-topic` in `--sightings-group-id` (their rebalances and lag their
-own), each record (partition, offset, value), the callbacks speaking partition numbers."""
+"""A group consumer of plate records whose callbacks speak partition numbers: the services that read
+one topic per group (alerts, notify) key their progress by partition alone."""
 
 from __future__ import annotations
 
@@ -8,25 +7,27 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, Message
 
-from stream_worker.notify.settings import NotifySettings
 from stream_worker.service import kafka
 from stream_worker.service.consumer import ClientFactory, GroupConsumer
 from stream_worker.service.metrics import ServiceMetrics
 from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES, PlateRecord
+from stream_worker.service.settings import ServiceSettings
 
-PartitionsCallback = Callable[[list[int]], None]
+PartitionNumbersCallback = Callable[[list[int]], None]
 
 
-class InputConsumer(GroupConsumer[PlateRecord]):
+class PartitionNumbersConsumer(GroupConsumer[PlateRecord]):
+    """`topic` in the group `group_id`, each record (partition, offset, value)."""
+
     def __init__(
         self,
-        settings: NotifySettings,
+        settings: ServiceSettings,
         topic: str,
         group_id: str,
         metrics: ServiceMetrics,
-        on_assign: PartitionsCallback,
-        on_revoke: PartitionsCallback,
-        on_lost: PartitionsCallback,
+        on_assign: PartitionNumbersCallback,
+        on_revoke: PartitionNumbersCallback,
+        on_lost: PartitionNumbersCallback,
         client: ClientFactory = Consumer,
     ) -> None:
         config = kafka.consumer_config(
