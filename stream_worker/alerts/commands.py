@@ -13,7 +13,14 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry, validate_plate
-from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
+from stream_worker.service.commands import (
+    BAD_INPUT,
+    BROKER_FAILED,
+    OK,
+    Connection,
+    Echo,
+    read_settings_topic,
+)
 from stream_worker.watchlists.csvfile import CsvImportError, parse_csv, write_csv
 from stream_worker.watchlists.topic import (
     WatchlistSnapshot,
@@ -121,18 +128,7 @@ def export_csv(connection: Connection, out: Echo, err: Echo) -> int:
 
 
 def _read(connection: Connection, err: Echo) -> WatchlistSnapshot | None:
-    try:
-        snapshot = read_watchlist(
-            connection.bootstrap_servers, connection.topic, connection.config, connection.timeout_s
-        )
-    except (WatchlistStoreError, KafkaException) as error:
-        err(f"error: {error}")
-        return None
-    if not snapshot.topic_exists:
-        err(f"note: topic {connection.topic!r} does not exist yet; the watch list is empty")
-    for skipped in snapshot.skipped:
-        err(f"warning: skipped the record at {connection.topic} {skipped}")
-    return snapshot
+    return read_settings_topic(connection, read_watchlist, "the watch list is empty", err)
 
 
 def _write(connection: Connection, entries: list[WatchEntry], removals: list[str], err: Echo) -> int:

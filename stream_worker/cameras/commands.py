@@ -26,7 +26,14 @@ from stream_worker.cameras.store import (
 from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError
 from stream_worker.contracts.plate_formats import known_regions
 from stream_worker.media import MediaSupportMissing, opencv
-from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
+from stream_worker.service.commands import (
+    BAD_INPUT,
+    BROKER_FAILED,
+    OK,
+    Connection,
+    Echo,
+    read_settings_topic,
+)
 
 DRAW_SUFFIXES = (".jpg", ".jpeg", ".png")  # `cameras draw`'s output formats, by extension
 
@@ -262,18 +269,7 @@ def _load_file(path: Path, err: Echo) -> CameraSettings | None:
 
 
 def _read(connection: Connection, err: Echo) -> CamerasSnapshot | None:
-    try:
-        snapshot = read_cameras(
-            connection.bootstrap_servers, connection.topic, connection.config, connection.timeout_s
-        )
-    except (CamerasStoreError, KafkaException) as error:
-        err(f"error: {error}")
-        return None
-    if not snapshot.topic_exists:
-        err(f"note: topic {connection.topic!r} does not exist yet; no camera has settings")
-    for skipped in snapshot.skipped:
-        err(f"warning: skipped the record at {connection.topic} {skipped}")
-    return snapshot
+    return read_settings_topic(connection, read_cameras, "no camera has settings", err)
 
 
 def _row(camera: str, masks: str, zones: str, width: str, pictures: str, name: str) -> str:

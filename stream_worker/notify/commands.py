@@ -20,7 +20,14 @@ from stream_worker.notify.targets import (
     validate_name,
     write_target,
 )
-from stream_worker.service.commands import BAD_INPUT, BROKER_FAILED, OK, Connection, Echo
+from stream_worker.service.commands import (
+    BAD_INPUT,
+    BROKER_FAILED,
+    OK,
+    Connection,
+    Echo,
+    read_settings_topic,
+)
 
 
 def load_target_file(path: Path) -> NotifyTarget:
@@ -129,18 +136,7 @@ def summary(target: NotifyTarget) -> str:
 
 
 def _read(connection: Connection, err: Echo) -> TargetsSnapshot | None:
-    try:
-        snapshot = read_targets(
-            connection.bootstrap_servers, connection.topic, connection.config, connection.timeout_s
-        )
-    except (TargetsStoreError, KafkaException) as error:
-        err(f"error: {error}")
-        return None
-    if not snapshot.topic_exists:
-        err(f"note: topic {connection.topic!r} does not exist yet; there are no targets")
-    for skipped in snapshot.skipped:
-        err(f"warning: skipped the record at {connection.topic} {skipped}")
-    return snapshot
+    return read_settings_topic(connection, read_targets, "there are no targets", err)
 
 
 def _row(name: str, kind: str, enabled: str, address: str) -> str:
