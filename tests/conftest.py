@@ -24,8 +24,9 @@ import pytest
 from containers import docker_available, server_source, triton_container, triton_image_build
 
 # Real RTSP/MJPEG servers and a black hole for the camera tests (tests/stream_servers.py); a real
-# PostgreSQL for the history store (tests/postgres.py).
-pytest_plugins = ["stream_servers", "postgres"]
+# PostgreSQL for the history store (tests/postgres.py); the pipeline's services as processes for
+# the end-to-end tests (tests/pipeline_services.py).
+pytest_plugins = ["stream_servers", "postgres", "pipeline_services"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODEL_REPOSITORY = REPO_ROOT / "model_repository"

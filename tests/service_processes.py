@@ -8,7 +8,7 @@ import signal
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +115,25 @@ class ServiceProcess(ServiceChild):
         code = super().stop(signum, timeout_s)
         assert code is not None, f"{self.command} was not started"
         return code
+
+
+def wait_until(
+    condition: Callable[[], object],
+    what: str,
+    services: ServiceProcess | Iterable[ServiceProcess],
+    timeout_s: float = WAIT_S,
+) -> None:
+    """Waits until `condition()` holds; fails saying `what` (with the logs' tails) once `timeout_s`
+    has passed or as soon as one of `services` has exited."""
+    watched = [services] if isinstance(services, ServiceProcess) else list(services)
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        for service in watched:
+            assert service.is_running(), f"{service.command} exited:\n{service.log_tail()}"
+        assert time.monotonic() < deadline, f"{what}:\n" + "\n".join(
+            f"--- {service.command}\n{service.log_tail()}" for service in watched
+        )
+        time.sleep(0.1)
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:

@@ -5,27 +5,19 @@ fuzzy alert per pass, within 2 s of the pass's first PlateEvent; the cat on gate
 
 from __future__ import annotations
 
-import signal
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
-from service_processes import WAIT_S, ServiceProcess, TopicReader
+from pipeline_services import MISREAD, PARTITIONS, Frame, alerts, entry, produce_frames, start_pipeline
+from service_processes import WAIT_S, TopicReader
 from support import EXPECTED_PLATE
 
 from stream_worker.contracts import PlateEvent, PlateSighting
 from stream_worker.contracts.alerts import MatchKind
-from stream_worker.launchers.broker import create_topics
 from stream_worker.watchlists.topic import write_changes
-from tests.alerts.test_alerts_integration import alerts, entry
 
 pytestmark = pytest.mark.integration
 
-PARTITIONS = 3
-CAMERA_PARTITION = {"gate-1": 0, "gate-2": 1}
-MISREAD = "B840OK197"  # how the worker reads the van in samples/car.jpg: O for C, distance 0.5
 PASS_GAP_S = 4.0  # the alerts service's --pass-gap-s
 PASS_STARTS_S = (0.0, 30.0)  # capture time of each van pass's first frame, far more than the gap apart
 FRAMES_PER_PASS = 3
@@ -34,107 +26,14 @@ ALERT_BOUND_S = 2.0
 SILENCE_S = 5.0  # the sightings service closes the last van pass after this (wall clock)
 
 
-@dataclass
-class Topics:
-    frames: str
-    plates: str
-    dlq: str
-    sightings: str
-    alerts: str
-    watchlist: str
-
-
-@dataclass
-class Frame:
-    camera: str
-    frame_id: str
-    captured_ms: int
-    value: bytes
-
-
-@pytest.fixture
-def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
-    names = Topics(
-        *(f"{unique_name}-{kind}" for kind in ("frames", "plates", "dlq", "sightings", "alerts", "watchlist"))
-    )
-    create_topics(
-        kafka_bootstrap, [names.frames, names.plates, names.dlq, names.sightings, names.alerts], PARTITIONS
-    )
-    return names
-
-
-@pytest.fixture
-def start_service(tmp_path: Path, kafka_bootstrap: str, unique_name: str):
-    started: list[ServiceProcess] = []
-
-    def start(command: str, started_line: str, *args: str) -> ServiceProcess:
-        common = [
-            "--bootstrap-servers", kafka_bootstrap,
-            "--group-id", f"{unique_name}-{command}",
-            "--session-timeout-ms", "6000",
-            "--metrics-port", "0",
-        ]  # fmt: skip
-        service = ServiceProcess(
-            [*common, *args], tmp_path / f"{command}.log", command=command, started=started_line
-        ).start()
-        started.append(service)
-        return service
-
-    yield start
-    for service in started:
-        if service.is_running():
-            service.stop(signal.SIGKILL)
-
-
-def produce_frames(bootstrap: str, topic: str, frames: list[Frame]) -> None:
-    """Frames as a camera gateway publishes them: key and headers per the frame headers contract."""
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    for frame in frames:
-        headers = [
-            ("camera_id", frame.camera.encode()),
-            ("frame_id", frame.frame_id.encode()),
-            ("captured_at", str(frame.captured_ms).encode()),
-        ]
-        producer.produce(
-            topic,
-            value=frame.value,
-            key=frame.camera.encode(),
-            partition=CAMERA_PARTITION[frame.camera],
-            headers=headers,
-        )
-        producer.poll(0)
-    assert producer.flush(60) == 0
-
-
 def test_watched_van_alerts_once_per_pass_within_two_seconds_and_the_cat_never(
-    kafka_bootstrap, triton_url, topics, start_service, car_jpeg, cat_jpeg
+    kafka_bootstrap, triton_url, pipeline_topics, start_service, car_jpeg, cat_jpeg
 ):
+    topics = pipeline_topics
     assert EXPECTED_PLATE == "B840CK197"
     write_changes(kafka_bootstrap, topics.watchlist, [entry(EXPECTED_PLATE, "stolen")])
-    worker = start_service(
-        "run", "worker started",
-        "--triton-url", triton_url,
-        "--input-topic", topics.frames,
-        "--output-topic", topics.plates,
-        "--dlq-topic", topics.dlq,
-        "--triton-timeout-s", "300",  # the CPU Triton serves one request at a time
-        "--retry-max-backoff-s", "1",
-    )  # fmt: skip
-    sightings_service = start_service(
-        "sightings", "sightings started",
-        "--input-topic", topics.plates,
-        "--output-topic", topics.sightings,
-        "--silence-s", str(SILENCE_S),
-    )  # fmt: skip
-    alerts_service = start_service(
-        "alerts", "alerts started",
-        "--input-topic", topics.plates,
-        "--output-topic", topics.alerts,
-        "--watchlist-topic", topics.watchlist,
-        "--sightings-topic", topics.sightings,
-        "--pass-gap-s", str(PASS_GAP_S),
-    )  # fmt: skip
-    services = [worker, sightings_service, alerts_service]
+    services = start_pipeline(start_service, triton_url, topics, SILENCE_S, PASS_GAP_S)
+    worker, sightings_service, alerts_service = services
     for service in services:
         service.wait_ready(WAIT_S)
     assert alerts_service.metric("stream_worker_alerts_watchlist_size") == 1

@@ -14,23 +14,18 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from pipeline_services import alerts, entry
 from plate_events import T0, Pass, plate, plate_event, timeline
 from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
 
-from stream_worker.contracts import AlertOrigin, PlateAlert, PlateEvent
+from stream_worker.contracts import AlertOrigin, PlateEvent
 from stream_worker.contracts.alerts import MatchKind
-from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.launchers.broker import create_topics
 from stream_worker.watchlists.topic import write_changes
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 3
-ADDED = datetime(2025, 1, 1, tzinfo=UTC)
-
-
-def entry(plate_text: str, list_name: str = "stolen") -> WatchEntry:
-    return WatchEntry(plate=plate_text, list=list_name, added_at=ADDED)
 
 
 @dataclass
@@ -97,10 +92,6 @@ def produce(bootstrap: str, topic: str, events: list[tuple[int, PlateEvent]]) ->
         producer.produce(topic, value=event.to_json(), key=event.camera_id.encode(), partition=partition)
         producer.poll(0)
     assert producer.flush(60) == 0
-
-
-def alerts(reader: TopicReader) -> list[PlateAlert]:
-    return [PlateAlert.model_validate_json(record.value) for record in reader.records]
 
 
 def one_pass(

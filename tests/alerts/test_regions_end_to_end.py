@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 import orjson
 import pytest
+from pipeline_services import MISREAD, PARTITIONS, Frame, alerts, entry, produce_frames, start_pipeline
 from service_processes import WAIT_S, TopicReader
 
 from stream_worker.cameras.store import write_settings
@@ -22,15 +23,6 @@ from stream_worker.contracts import PlateEvent, PlateSighting
 from stream_worker.contracts.alerts import MatchKind
 from stream_worker.contracts.cameras import parse_settings
 from stream_worker.watchlists.topic import write_changes
-from tests.alerts.test_alerts_end_to_end import (
-    MISREAD,
-    PARTITIONS,
-    Frame,
-    produce_frames,
-    start_service,  # noqa: F401 (a fixture)
-    topics,  # noqa: F401 (a fixture)
-)
-from tests.alerts.test_alerts_integration import alerts, entry
 from tests.conftest import weights_dir
 
 pytestmark = pytest.mark.integration
@@ -71,40 +63,17 @@ def pasted_plate(file: str) -> bytes:
 def test_a_us_camera_reads_us_plates_beside_an_unchanged_russian_one(
     kafka_bootstrap,
     triton_url,
-    topics,  # noqa: F811 (the fixture imported above)
-    start_service,  # noqa: F811 (the fixture imported above)
+    pipeline_topics,
+    start_service,
     car_jpeg,
     unique_name,
 ):
+    topics = pipeline_topics
     cameras_topic = f"{unique_name}-cameras"
     write_settings(kafka_bootstrap, "gate-1", parse_settings({"region": "us"}), cameras_topic)
     write_changes(kafka_bootstrap, topics.watchlist, [entry(WATCHED, "stolen")])
-    worker = start_service(
-        "run", "worker started",
-        "--triton-url", triton_url,
-        "--input-topic", topics.frames,
-        "--output-topic", topics.plates,
-        "--dlq-topic", topics.dlq,
-        "--cameras-topic", cameras_topic,
-        "--triton-timeout-s", "300",  # the CPU Triton serves one request at a time
-        "--retry-max-backoff-s", "1",
-    )  # fmt: skip
-    sightings_service = start_service(
-        "sightings", "sightings started",
-        "--input-topic", topics.plates,
-        "--output-topic", topics.sightings,
-        "--cameras-topic", cameras_topic,
-        "--silence-s", "5",
-    )  # fmt: skip
-    alerts_service = start_service(
-        "alerts", "alerts started",
-        "--input-topic", topics.plates,
-        "--output-topic", topics.alerts,
-        "--watchlist-topic", topics.watchlist,
-        "--sightings-topic", topics.sightings,
-        "--pass-gap-s", "4",
-    )  # fmt: skip
-    services = [worker, sightings_service, alerts_service]
+    services = start_pipeline(start_service, triton_url, topics, 5.0, 4.0, cameras_topic)
+    worker, sightings_service, alerts_service = services
     for service in services:
         service.wait_ready(WAIT_S)
 

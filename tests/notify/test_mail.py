@@ -4,64 +4,16 @@ an error), what is retried, TLS verified against the host name, the SSRF guard."
 
 from __future__ import annotations
 
-import email
-import ssl
-from email.message import Message
-from pathlib import Path
-
 import pytest
-from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, LoginPassword
-from certificates import make_authority
 from store_records import FAKE_JPEG, plate_sighting
 
 from stream_worker.contracts.notify import parse_target
 from stream_worker.launchers.broker import free_port
 from stream_worker.notify.mail import MailSender
 from stream_worker.notify.rules import EventKind
+from tests.notify.receivers import SECRET
 
-SECRET = "s3cret with space/and slash"
 ENV = {"SMTP_PASSWORD": SECRET}
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.messages: list[tuple[str, list[str], Message]] = []
-
-    async def handle_DATA(self, _server, _session, envelope) -> str:
-        self.messages.append(
-            (envelope.mail_from, envelope.rcpt_tos, email.message_from_bytes(envelope.content))
-        )
-        return "250 OK"
-
-
-def authenticate(_server, _session, _envelope, _mechanism, auth_data) -> AuthResult:
-    ok = isinstance(auth_data, LoginPassword) and (auth_data.login, auth_data.password) == (
-        b"notify",
-        SECRET.encode(),
-    )
-    return AuthResult(success=ok, handled=False)  # handled=False: aiosmtpd answers 535 itself
-
-
-@pytest.fixture
-def smtp(tmp_path: Path):
-    authority = make_authority(tmp_path / "tls")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(authority.server.cert, authority.server.key)
-    inbox = Inbox()
-    controller = Controller(
-        inbox,
-        hostname="127.0.0.1",
-        port=free_port(),
-        server_hostname="localhost",
-        tls_context=context,
-        require_starttls=True,
-        authenticator=authenticate,
-        auth_require_tls=True,
-    )
-    controller.start()
-    yield controller.port, inbox, authority.ca
-    controller.stop()
 
 
 def target(port: int, **extra: object):

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import orjson
-import pytest
 
 from stream_worker.contracts.notify import parse_target
 from stream_worker.launchers.mosquitto import Mosquitto, Subscriber
 from stream_worker.notify.mqtt import MqttSender, camera_level, discovery
+from tests.notify.receivers import SECRET
 
-SECRET = "s3cret with space/and slash"
 ENV = {"MQTT_PASSWORD": SECRET}
 
 
@@ -36,13 +34,6 @@ def target(port: int, **extra: object):
             **extra,
         }
     )
-
-
-@pytest.fixture
-def broker(tmp_path: Path):
-    server = Mosquitto(tmp_path / "mosquitto", users={"notify": SECRET, "reader": "reader"}).start()
-    yield server
-    server.stop()
 
 
 def wait_for(condition, what: str, timeout_s: float = 20) -> None:

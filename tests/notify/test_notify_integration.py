@@ -4,24 +4,20 @@ targets written to their compacted topic as `notify targets set` writes them."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import http.server
 import signal
-import threading
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
 import pytest
 from confluent_kafka import Producer
-from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets
+from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets, wait_until
 from store_records import FAKE_JPEG, T0, plate_sighting, sighting_id
-from support import reply, serve_http
+from support import serve_http
 
 from stream_worker.contracts import Box, PlateAlert, Source
 from stream_worker.contracts.alerts import MatchKind
@@ -30,62 +26,15 @@ from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.launchers.broker import create_topics
 from stream_worker.launchers.mosquitto import Mosquitto, Subscriber
 from stream_worker.notify.targets import write_target
-from stream_worker.notify.webhook import EVENT_HEADER, KIND_HEADER, SIGNATURE_HEADER
 from stream_worker.service.compacted import write_compacted
 from stream_worker.store.web.delivery_log import recent_deliveries
 from stream_worker.watchlists.topic import write_changes
+from tests.notify.receivers import SECRET, Hook
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 3
-SECRET = "s3cret with space/and slash"
 SECRET_ENV = "NOTIFY_TEST_SECRET"
-
-
-@dataclass
-class Hook:
-    """A webhook receiver: what it got (event ids, whether each signature checked), and how it
-    answers: `fail` says 500, `hang` keeps the request past the target's timeout, until `healed`."""
-
-    mode: str = "ok"  # ok | fail | hang
-    delay_s: float = 0.0
-    healed: threading.Event = field(default_factory=threading.Event)
-    received: list[str] = field(default_factory=list)  # event ids, in order, every attempt
-    kinds: list[str] = field(default_factory=list)
-    acknowledged: list[str] = field(default_factory=list)
-    bodies: dict[str, dict] = field(default_factory=dict)  # event id -> the JSON body last received
-    bad_signatures: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def handler(self):
-        hook = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-                event_id = self.headers[EVENT_HEADER]
-                with hook.lock:
-                    hook.received.append(event_id)
-                    hook.kinds.append(self.headers[KIND_HEADER])
-                    hook.bodies[event_id] = orjson.loads(body)
-                    hook.bad_signatures += self.headers[SIGNATURE_HEADER] != expected
-                if hook.delay_s:
-                    time.sleep(hook.delay_s)
-                if not hook.healed.is_set() and hook.mode == "fail":
-                    reply(self, 500, "text/plain", b"down")
-                    return
-                if not hook.healed.is_set() and hook.mode == "hang":
-                    hook.healed.wait(3)
-                    return
-                reply(self, 200, "text/plain", b"ok")
-                with hook.lock:
-                    hook.acknowledged.append(event_id)
-
-            def log_message(self, *_args: object) -> None:
-                pass
-
-        return Handler
 
 
 def alerts(count: int, camera: str = "gate-1") -> list[PlateAlert]:
@@ -181,14 +130,6 @@ def start_notify(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_na
     for service in started:
         if service.is_running():
             service.stop(signal.SIGKILL)
-
-
-def wait_until(condition, what: str, service: ServiceProcess, timeout_s: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert service.is_running(), f"notify exited:\n{service.log_tail()}"
-        assert time.monotonic() < deadline, f"{what}:\n{service.log_tail()}"
-        time.sleep(0.1)
 
 
 def all_committed(bootstrap: str, group: str, topic: str, count: int) -> bool:

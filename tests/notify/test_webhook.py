@@ -19,8 +19,8 @@ from support import reply, serve_http
 from stream_worker.contracts.notify import parse_target
 from stream_worker.notify.addresses import TargetRefused, address_problem, resolve
 from stream_worker.notify.webhook import EVENT_HEADER, SIGNATURE_HEADER, WebhookSender, signature
+from tests.notify.receivers import SECRET
 
-SECRET = "s3cret with space/and slash"
 BODY = b'{"alert_id": "a-1", "plate": "B840CK197"}'
 
 
