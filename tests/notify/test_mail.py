@@ -61,7 +61,7 @@ class Inbox:
         self.quits.append(session.peer)
         return "221 Bye"
 
-    def connections(self) -> list[object]:
+    def connections(self) -> list[int]:
         """Each message's connection, numbered in order of first use: [0, 0, 1] is two messages
         on the first connection, then one on a second."""
         order: dict[object, int] = {}
