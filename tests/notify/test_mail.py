@@ -4,10 +4,13 @@ an error), what is retried, TLS verified against the host name, the SSRF guard."
 
 from __future__ import annotations
 
+import asyncio
 import email
 import ssl
+from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
@@ -25,14 +28,62 @@ ENV = {"SMTP_PASSWORD": SECRET}
 
 
 class Inbox:
+    """What the server received, and on which connection: `peer` (the client's address and port)
+    names a TCP connection; STARTTLS and AUTH are recorded per message."""
+
     def __init__(self) -> None:
         self.messages: list[tuple[str, list[str], Message]] = []
+        self.sessions: list[Delivered] = []
+        self.quits: list[object] = []
+        self.servers: list[Any] = []  # aiosmtpd's SMTP protocol per message, to drop its connection
+        self.refuse_mail = 0  # answer the next MAIL commands with 421 (the server going away)
+        self.drop_after_data = False  # close the connection once a message is received, unanswered
 
-    async def handle_DATA(self, _server, _session, envelope) -> str:
+    async def handle_MAIL(self, _server, _session, envelope, address, options) -> str:
+        if self.refuse_mail:
+            self.refuse_mail -= 1
+            return "421 4.3.2 service shutting down"
+        envelope.mail_from = address
+        envelope.mail_options.extend(options)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope) -> str:
         self.messages.append(
             (envelope.mail_from, envelope.rcpt_tos, email.message_from_bytes(envelope.content))
         )
+        self.sessions.append(Delivered(session.peer, session.ssl is not None, bool(session.authenticated)))
+        self.servers.append(server)
+        if self.drop_after_data:
+            server.transport.close()
         return "250 OK"
+
+    async def handle_QUIT(self, _server, session, _envelope) -> str:
+        self.quits.append(session.peer)
+        return "221 Bye"
+
+    def connections(self) -> list[int]:
+        """Each message's connection, numbered in order of first use: [0, 0, 1] is two messages
+        on the first connection, then one on a second."""
+        order: dict[object, int] = {}
+        return [order.setdefault(session.peer, len(order)) for session in self.sessions]
+
+
+@dataclass(frozen=True)
+class Delivered:
+    peer: object
+    tls: bool
+    authenticated: bool
+
+
+def drop_connections(controller: Controller, inbox: Inbox) -> None:
+    """The server closes every connection it served, as an SMTP server does with idle clients."""
+
+    async def close() -> None:
+        for server in inbox.servers:
+            if server.transport is not None:
+                server.transport.close()
+
+    asyncio.run_coroutine_threadsafe(close(), controller.loop).result(timeout=5)
 
 
 def authenticate(_server, _session, _envelope, _mechanism, auth_data) -> AuthResult:
@@ -58,9 +109,10 @@ def smtp(tmp_path: Path):
         require_starttls=True,
         authenticator=authenticate,
         auth_require_tls=True,
+        auth_required=True,
     )
     controller.start()
-    yield controller.port, inbox, authority.ca
+    yield controller.port, inbox, authority.ca, controller
     controller.stop()
 
 
@@ -81,7 +133,7 @@ def target(port: int, **extra: object):
 
 
 def test_an_unknown_vehicle_by_mail_with_its_picture(smtp) -> None:
-    port, inbox, ca = smtp
+    port, inbox, ca, _controller = smtp
     sighting = plate_sighting("visitor", "X999YX99", picture=FAKE_JPEG)
     sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
     attempt = sender.send(target(port), sighting.sighting_id, sighting.to_json(), EventKind.UNKNOWN_VEHICLE)
@@ -98,7 +150,7 @@ def test_an_unknown_vehicle_by_mail_with_its_picture(smtp) -> None:
 
 
 def test_a_wrong_password_is_final_and_never_echoed(smtp) -> None:
-    port, inbox, ca = smtp
+    port, inbox, ca, _controller = smtp
     sender = MailSender(allow_private=True, ca_file=ca, environ={"SMTP_PASSWORD": "wrong " + SECRET})
     attempt = sender.send(
         target(port), "e-1", plate_sighting("v", "X999YX99").to_json(), EventKind.UNKNOWN_VEHICLE
@@ -109,7 +161,7 @@ def test_a_wrong_password_is_final_and_never_echoed(smtp) -> None:
 
 
 def test_untrusted_certificate_and_a_closed_port_are_retried(smtp) -> None:
-    port, inbox, _ca = smtp
+    port, inbox, _ca, _controller = smtp
     body = plate_sighting("v", "X999YX99").to_json()
     untrusted = MailSender(allow_private=True, environ=ENV).send(
         target(port), "e-1", body, EventKind.UNKNOWN_VEHICLE
@@ -124,7 +176,7 @@ def test_untrusted_certificate_and_a_closed_port_are_retried(smtp) -> None:
 
 
 def test_a_private_server_is_refused_without_the_flag(smtp) -> None:
-    port, _inbox, ca = smtp
+    port, _inbox, ca, _controller = smtp
     body = plate_sighting("v", "X999YX99").to_json()
     attempt = MailSender(allow_private=False, ca_file=ca, environ=ENV).send(
         target(port), "e-1", body, EventKind.ALERT
@@ -136,3 +188,89 @@ def test_a_private_server_is_refused_without_the_flag(smtp) -> None:
 def test_a_password_is_never_sent_in_clear() -> None:
     with pytest.raises(ValueError, match="STARTTLS"):
         target(25, tls=False)
+
+
+def alert_body(n: int) -> bytes:
+    return plate_sighting(f"v{n}", "X999YX99").to_json()
+
+
+def test_messages_share_one_connection_until_the_sender_closes(smtp) -> None:
+    port, inbox, ca, _controller = smtp
+    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
+    for n in range(3):
+        attempt = sender.send(target(port), f"e-{n}", alert_body(n), EventKind.ALERT)
+        assert attempt.ok, attempt.error
+    assert inbox.connections() == [0, 0, 0]
+    assert all(session.tls and session.authenticated for session in inbox.sessions)
+    assert inbox.quits == []
+    sender.close()
+    assert inbox.quits == [inbox.sessions[0].peer]  # answered 221 before close() returned
+
+
+def test_a_connection_the_server_dropped_is_replaced_within_the_attempt(smtp) -> None:
+    port, inbox, ca, controller = smtp
+    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
+    assert sender.send(target(port), "e-0", alert_body(0), EventKind.ALERT).ok
+    drop_connections(controller, inbox)
+    for n in (1, 2):
+        attempt = sender.send(target(port), f"e-{n}", alert_body(n), EventKind.ALERT)
+        assert attempt.ok, attempt.error  # no failed attempt: the lane counts no retry
+    assert inbox.connections() == [0, 1, 1]  # the new connection is kept in turn
+    assert [message["X-Stream-Worker-Event"] for _f, _r, message in inbox.messages] == ["e-0", "e-1", "e-2"]
+    assert all(session.tls and session.authenticated for session in inbox.sessions)
+    sender.close()
+
+
+def test_a_421_mid_session_reconnects_and_the_message_goes_once(smtp) -> None:
+    port, inbox, ca, _controller = smtp
+    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
+    assert sender.send(target(port), "e-0", alert_body(0), EventKind.ALERT).ok
+    inbox.refuse_mail = 1
+    attempt = sender.send(target(port), "e-1", alert_body(1), EventKind.ALERT)
+    assert attempt.ok, attempt.error
+    assert inbox.connections() == [0, 1]
+    assert [message["X-Stream-Worker-Event"] for _f, _r, message in inbox.messages] == ["e-0", "e-1"]
+    assert all(session.tls and session.authenticated for session in inbox.sessions)
+    sender.close()
+
+
+def test_a_connection_lost_after_data_is_not_resent_in_the_attempt(smtp) -> None:
+    """The server may have accepted the message: the lane's retry decides, not a silent resend."""
+    port, inbox, ca, _controller = smtp
+    sender = MailSender(allow_private=True, ca_file=ca, environ={"SMTP_PASSWORD": SECRET})
+    assert sender.send(target(port), "e-0", alert_body(0), EventKind.ALERT).ok
+    inbox.drop_after_data = True
+    attempt = sender.send(target(port), "e-1", alert_body(1), EventKind.ALERT)
+    assert (attempt.ok, attempt.retry) == (False, True)
+    assert "s3cret" not in (attempt.error or "")
+    assert [message["X-Stream-Worker-Event"] for _f, _r, message in inbox.messages] == ["e-0", "e-1"]
+    inbox.drop_after_data = False
+    assert sender.send(target(port), "e-1", alert_body(1), EventKind.ALERT).ok  # the lane's retry
+    assert inbox.connections() == [0, 0, 1]
+    sender.close()
+
+
+def test_a_changed_target_gets_a_new_connection_and_the_old_one_quits(smtp) -> None:
+    port, inbox, ca, _controller = smtp
+    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
+    assert sender.send(target(port), "e-0", alert_body(0), EventKind.ALERT).ok
+    changed = target(port, sender="gate@example.com")
+    for n in (1, 2):
+        assert sender.send(changed, f"e-{n}", alert_body(n), EventKind.ALERT).ok
+    assert inbox.connections() == [0, 1, 1]
+    assert [mail_from for mail_from, _r, _m in inbox.messages] == [
+        "plates@example.com",
+        "gate@example.com",
+        "gate@example.com",
+    ]
+    assert inbox.quits == [inbox.sessions[0].peer]
+    sender.close()
+
+
+def test_a_connection_idle_past_the_limit_is_replaced_before_use(smtp) -> None:
+    port, inbox, ca, _controller = smtp
+    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV, idle_limit_s=0.0)
+    for n in (0, 1):
+        assert sender.send(target(port), f"e-{n}", alert_body(n), EventKind.ALERT).ok
+    assert inbox.connections() == [0, 1]
+    sender.close()
