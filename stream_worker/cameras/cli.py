@@ -45,10 +45,12 @@ CAMERAS_TOPIC_OPTION = typer.Option(
         "Example: stream-worker cameras set gate-1 --file gate-1.yaml\n\n"
         "The file (JSON or YAML) replaces the camera's settings whole: display_name, masks (polygons "
         "of [x, y] points in 0..1), zones ({name, polygon}), min_plate_width (pixels), plate_images "
-        "(true/false), region (what plates it sees: ru, us, auto...); see README.md, Camera settings. "
+        "(true/false), region (what plates it sees: ru, us, auto...), detector_scales (a list of "
+        "fractions of 640 pixels); see README.md, Camera settings. "
         "A bad file is refused whole, each problem named.\n\n"
         "Example: stream-worker cameras set gate-1 --region us  (the region alone, the rest kept)\n\n"
-        + SETTINGS_EXIT_CODES
+        "Example: stream-worker cameras set dash-1 --detector-scales 1.0,0.5,3.0  (a dash camera's "
+        "small, distant plates; --detector-scales default clears them)\n\n" + SETTINGS_EXIT_CODES
     ),
 )
 def cameras_set(
@@ -62,16 +64,24 @@ def cameras_set(
         help="The camera's region (ru, eu, us, br, ar..., auto): over the file's, or alone over the "
         "stored settings. Without one: ru, the Russian recognizer as before regions.",
     ),
+    detector_scales: str | None = typer.Option(
+        None,
+        "--detector-scales",
+        help="The scales the detector sees the camera's frames at, comma-separated fractions of 640 "
+        "pixels (1.0,0.5,3.0 for dash cameras), or `default` (Triton's 1.0,0.5): over the file's, or "
+        "alone over the stored settings.",
+        show_default=False,
+    ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = CAMERAS_TOPIC_OPTION,
     client_config: list[str] = SETTINGS_CONFIG_OPTION,
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
-    """Give a camera the settings of a file (replaces any it had), and/or its region."""
+    """Give a camera the settings of a file (replaces any it had), and/or its region or detector scales."""
     from stream_worker.cameras.commands import set_settings
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(set_settings(connection, camera, file, typer.echo, echo_err, region))
+    raise typer.Exit(set_settings(connection, camera, file, typer.echo, echo_err, region, detector_scales))
 
 
 @cameras_app.command(

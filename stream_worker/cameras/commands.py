@@ -23,7 +23,12 @@ from stream_worker.cameras.store import (
     remove_settings,
     write_settings,
 )
-from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError
+from stream_worker.contracts.cameras import (
+    CameraSettings,
+    CameraSettingsError,
+    detector_scales_text,
+    parse_detector_scales,
+)
 from stream_worker.contracts.plate_formats import known_regions
 from stream_worker.media import MediaSupportMissing, opencv
 from stream_worker.service.commands import (
@@ -45,19 +50,30 @@ def set_settings(
     out: Echo,
     err: Echo,
     region: str | None = None,
+    detector_scales: str | None = None,
 ) -> int:
-    """Check the file whole, then store it as the camera's settings (replacing any it had). `region`:
-    the camera's region over the file's, or, without a file, over its stored settings (the rest
-    kept as they are)."""
+    """Check the file whole, then store it as the camera's settings (replacing any it had). `region`
+    and `detector_scales` (as typed: `1.0,0.5,3.0`, or `default` to clear them): over the file's,
+    or, without a file, over its stored settings (the rest kept as they are)."""
     camera_id = _valid_camera_id(camera_id, err)
     if camera_id is None:
         return BAD_INPUT
-    if path is None and region is None:
-        err("error: give the settings with --file FILE, or the region alone with --region REGION")
+    if path is None and region is None and detector_scales is None:
+        err(
+            "error: give the settings with --file FILE, or alone the region with --region REGION "
+            "and/or the detector scales with --detector-scales SCALES"
+        )
         return BAD_INPUT
     if region is not None and region not in known_regions():
         err(f"error: unknown region {region!r}: one of {', '.join(sorted(known_regions()))}; nothing written")
         return BAD_INPUT
+    changes: dict[str, object] = {} if region is None else {"region": region}
+    if detector_scales is not None:
+        try:
+            changes["detector_scales"] = parse_detector_scales(detector_scales)
+        except ValueError as error:
+            err(f"error: --detector-scales {error}; nothing written")
+            return BAD_INPUT
     if path is not None:
         settings = _load_file(path, err)
         if settings is None:
@@ -67,8 +83,7 @@ def set_settings(
         if snapshot is None:
             return BROKER_FAILED
         settings = snapshot.values.get(camera_id) or CameraSettings()
-    if region is not None:
-        settings = settings.model_copy(update={"region": region})
+    settings = settings.model_copy(update=changes)  # each change checked above by the contract's own field
     try:
         write_settings(
             connection.bootstrap_servers,
@@ -108,7 +123,7 @@ def list_settings(connection: Connection, as_json: bool, out: Echo, err: Echo) -
         for camera_id, settings in cameras:
             out(orjson.dumps({"camera_id": camera_id, "settings": settings.model_dump(mode="json")}).decode())
     elif cameras:
-        out(_row("CAMERA", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "DISPLAY_NAME"))
+        out(_row("CAMERA", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "SCALES", "DISPLAY_NAME"))
         for camera_id, settings in cameras:
             out(
                 _row(
@@ -117,6 +132,7 @@ def list_settings(connection: Connection, as_json: bool, out: Echo, err: Echo) -
                     ",".join(zone.name for zone in settings.zones) or "-",
                     "-" if settings.min_plate_width is None else str(settings.min_plate_width),
                     "yes" if settings.plate_images else "no",
+                    detector_scales_text(settings.detector_scales) if settings.detector_scales else "-",
                     settings.display_name or "",
                 )
             )
@@ -241,6 +257,8 @@ def summary(settings: CameraSettings) -> str:
     ]
     if settings.region is not None:  # without one: the words of before regions
         parts.append(f"region {settings.region}")
+    if settings.detector_scales is not None:
+        parts.append(f"detector scales {detector_scales_text(settings.detector_scales)}")
     return ", ".join(parts)
 
 
@@ -272,5 +290,5 @@ def _read(connection: Connection, err: Echo) -> CamerasSnapshot | None:
     return read_settings_topic(connection, read_cameras, "no camera has settings", err)
 
 
-def _row(camera: str, masks: str, zones: str, width: str, pictures: str, name: str) -> str:
-    return f"{camera:<20} {masks:<5} {zones:<24} {width:<9} {pictures:<8} {name}".rstrip()
+def _row(camera: str, masks: str, zones: str, width: str, pictures: str, scales: str, name: str) -> str:
+    return f"{camera:<20} {masks:<5} {zones:<24} {width:<9} {pictures:<8} {scales:<15} {name}".rstrip()

@@ -332,6 +332,37 @@ def parse_settings(data: Any, source: str = "settings", keep_unknown_region: boo
         raise CameraSettingsError(settings_problems(error, data), source) from error
 
 
+DEFAULT_SCALES_WORD = "default"  # typed for a camera's detector scales: back to Triton's default
+
+
+def parse_detector_scales(text: str) -> tuple[float, ...] | None:
+    """A camera's detector scales as people type them (`1.0,0.5,3.0`: the CLI's flag, the console's
+    field), checked by this contract's own field; `default` or nothing: None, Triton's default.
+    ValueError saying what is wrong and what is wanted."""
+    text = text.strip()
+    if text.lower() in ("", DEFAULT_SCALES_WORD):
+        return None
+    wanted = (
+        f"1 to {MAX_DETECTOR_SCALES} comma-separated numbers in (0, {MAX_DETECTOR_SCALE:g}], "
+        f"or {DEFAULT_SCALES_WORD}"
+    )
+    scales = []
+    for part in text.split(","):
+        try:
+            scales.append(float(part))
+        except ValueError:
+            raise ValueError(f"{text!r}: {part.strip()!r} is not a number; {wanted}") from None
+    try:
+        return parse_settings({"detector_scales": scales}).detector_scales
+    except CameraSettingsError as error:
+        raise ValueError(f"{text!r}: {'; '.join(error.problems)}; {wanted}") from None
+
+
+def detector_scales_text(scales: tuple[float, ...]) -> str:
+    """The scales as `parse_detector_scales` takes them back: `1.0,0.5,3.0`."""
+    return ",".join(str(scale) for scale in scales)
+
+
 def settings_problems(error: ValidationError, data: Any = None) -> list[str]:
     """One line per problem, its place spelled for people: `masks[1] point 3 x: ...`."""
     problems = []
@@ -372,6 +403,9 @@ def _where(loc: tuple[int | str, ...], data: Any) -> str:
             if rest and rest[0] in (0, 1):
                 parts.append("xy"[int(rest[0])])
                 rest = rest[1:]
+    elif rest[:1] == ["detector_scales"] and len(rest) > 1 and isinstance(rest[1], int):
+        parts.append(f"detector_scales[{rest[1]}]")  # as the file writes it, as masks[1] is
+        rest = rest[2:]
     parts += [str(part) for part in rest]
     return " ".join(parts)
 

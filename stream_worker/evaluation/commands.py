@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from stream_worker.contracts.cameras import MAX_DETECTOR_SCALE, MAX_DETECTOR_SCALES, CameraSettings
+from stream_worker.contracts.cameras import parse_detector_scales
 from stream_worker.service.options import (
     DEFAULT_REPOSITORY,
     TLS_CA_OPTION,
@@ -124,12 +124,7 @@ def evaluate(
 
 def _scales(text: str | None) -> tuple[float, ...]:
     """`--detector-scales 1.0,0.5,3.0` checked as a camera's setting is; None: Triton's default."""
-    if text is None:
-        return ()
     try:
-        return CameraSettings(detector_scales=tuple(float(p) for p in text.split(","))).detector_scales or ()
+        return parse_detector_scales(text or "") or ()
     except ValueError as error:
-        raise typer.BadParameter(
-            f"{text!r}: 1 to {MAX_DETECTOR_SCALES} comma-separated numbers in (0, {MAX_DETECTOR_SCALE:g}]",
-            param_hint="'--detector-scales'",
-        ) from error
+        raise typer.BadParameter(str(error), param_hint="'--detector-scales'") from None

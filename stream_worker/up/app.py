@@ -134,10 +134,12 @@ class Up:
         # Each plate's picture in its event (a JPEG of at most 16 KB): the console shows it with the
         # sighting, which is what an operator checking a sighting or an alert looks at first.
         worker_args = [*common, "--triton-url", self.triton_url, "--plate-images"]
+        # Each notification's JSON then carries `picture_url`, its sighting's picture in this console.
+        notify_args = [*common, "--console-url", options.console_url]
         return [
             ServiceProcess("store", "store", store_args, logs, timeout),
             ServiceProcess("alerts", "alerts", common, logs, timeout),
-            ServiceProcess("notify", "notify", common, logs, timeout),
+            ServiceProcess("notify", "notify", notify_args, logs, timeout),
             ServiceProcess("sightings", "sightings", common, logs, timeout),
             ServiceProcess("worker", "run", worker_args, logs, timeout),
             ServiceProcess("connector", "connect", common, logs, timeout),

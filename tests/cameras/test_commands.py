@@ -68,9 +68,9 @@ def test_set_get_list_remove(kafka_bootstrap: str, unique_name: str, tmp_path: P
     table = _cameras(kafka_bootstrap, unique_name, "list")
     assert table.exit_code == 0
     rows = [line.split() for line in table.stdout.splitlines()]
-    assert rows[0] == ["CAMERA", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "DISPLAY_NAME"]
-    assert rows[1] == ["gate-1", "1", "lane-1", "40", "yes", "Gate", "1"]
-    assert rows[3] == ["yard", "0", "-", "25", "no"]
+    assert rows[0] == ["CAMERA", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "SCALES", "DISPLAY_NAME"]
+    assert rows[1] == ["gate-1", "1", "lane-1", "40", "yes", "-", "Gate", "1"]
+    assert rows[3] == ["yard", "0", "-", "25", "no", "-"]
 
     removed = _cameras(kafka_bootstrap, unique_name, "remove", "gate-1")
     assert removed.exit_code == 0, removed.output
@@ -168,6 +168,9 @@ def test_an_unreachable_broker_exits_1(tmp_path: Path) -> None:
 
 def test_summary_words() -> None:
     assert summary(CameraSettings()) == ("0 mask(s), 0 zone(s), no minimum plate width, plate pictures off")
+    assert summary(CameraSettings(detector_scales=(1.0, 0.5, 3.0))).endswith(
+        "plate pictures off, detector scales 1.0,0.5,3.0"
+    )
     settings = parse_settings(
         {
             "zones": [
@@ -197,6 +200,55 @@ def test_set_region_alone_keeps_the_other_settings(
         == 0
     )
     assert read_cameras(kafka_bootstrap, unique_name).values["yard"].region == "auto"
+
+
+@pytest.mark.integration
+def test_detector_scales_set_alone_over_a_file_shown_and_cleared(
+    kafka_bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    """Issue 34's dash cameras: `--detector-scales` as `--region` is, `default` clears them."""
+    gate = _file(tmp_path, "gate.yaml", GATE_YAML)
+    assert _cameras(kafka_bootstrap, unique_name, "set", "dash-1", "--file", gate).exit_code == 0
+    result = _cameras(kafka_bootstrap, unique_name, "set", "dash-1", "--detector-scales", "1.0, 0.5,3")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith("plate pictures on, detector scales 1.0,0.5,3.0")
+    stored = read_cameras(kafka_bootstrap, unique_name).values["dash-1"]
+    assert stored == parse_settings({**yaml.safe_load(GATE_YAML), "detector_scales": [1.0, 0.5, 3.0]})
+    got = _cameras(kafka_bootstrap, unique_name, "get", "dash-1")
+    assert orjson.loads(got.stdout)["detector_scales"] == [1.0, 0.5, 3.0]
+    rows = [line.split() for line in _cameras(kafka_bootstrap, unique_name, "list").stdout.splitlines()]
+    assert rows[1][:6] == ["dash-1", "1", "lane-1", "40", "yes", "1.0,0.5,3.0"]
+    # Over a file, with the region: both replace the file's.
+    yard = _file(tmp_path, "yard.json", '{"min_plate_width": 25, "detector_scales": [2.0]}')
+    flags = ("--file", yard, "--region", "eu", "--detector-scales", "1.0,0.5,3.0")
+    assert _cameras(kafka_bootstrap, unique_name, "set", "yard", *flags).exit_code == 0
+    stored = read_cameras(kafka_bootstrap, unique_name).values["yard"]
+    assert (stored.min_plate_width, stored.region, stored.detector_scales) == (25, "eu", (1.0, 0.5, 3.0))
+    # `default` clears them: the settings as they were before they were set.
+    cleared = _cameras(kafka_bootstrap, unique_name, "set", "dash-1", "--detector-scales", "default")
+    assert cleared.exit_code == 0 and "detector scales" not in cleared.stdout
+    stored = read_cameras(kafka_bootstrap, unique_name).values["dash-1"]
+    assert stored == parse_settings(yaml.safe_load(GATE_YAML))
+
+
+@pytest.mark.parametrize(
+    ("scales", "words"),
+    [
+        ("1.0,0.5,9", "detector_scales[2]: Input should be less than or equal to 4 (got 9.0)"),
+        ("0", "detector_scales[0]: Input should be greater than 0"),
+        ("1,1,1,1,1", "detector_scales: Tuple should have at most 4 items"),
+        ("1.0,big", "'big' is not a number"),
+        ("nan", "Input should be a finite number"),
+    ],
+)
+def test_bad_detector_scales_are_refused_before_the_broker(tmp_path: Path, scales: str, words: str) -> None:
+    """The contract's own limits, said with what is wanted; nothing written (the broker is never asked)."""
+    good = _file(tmp_path, "gate.yaml", GATE_YAML)
+    for args in (("--detector-scales", scales), ("--file", good, "--detector-scales", scales)):
+        result = _cameras(CLOSED, "cameras", "set", "gate", *args)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"error: --detector-scales {scales!r}: "), result.stderr
+        assert words in result.stderr and "comma-separated numbers in (0, 4], or default" in result.stderr
 
 
 def test_an_unknown_region_is_refused_before_the_broker() -> None:

@@ -17,7 +17,7 @@ from tests.notify.receivers import SECRET, Inbox, authenticate
 
 @pytest.fixture
 def smtp(tmp_path: Path):
-    """(port, inbox, CA file): the server on 127.0.0.1 with a certificate for localhost."""
+    """(port, inbox, CA file, controller): the server on 127.0.0.1 with a certificate for localhost."""
     authority = make_authority(tmp_path / "tls")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(authority.server.cert, authority.server.key)
@@ -31,9 +31,10 @@ def smtp(tmp_path: Path):
         require_starttls=True,
         authenticator=authenticate,
         auth_require_tls=True,
+        auth_required=True,
     )
     controller.start()
-    yield controller.port, inbox, authority.ca
+    yield controller.port, inbox, authority.ca, controller
     controller.stop()
 
 

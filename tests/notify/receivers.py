@@ -1,9 +1,11 @@
 """The notify tests' receivers (importable as tests.notify.receivers): a webhook receiver that checks
 each signature and answers as told, and an SMTP inbox with its authenticator for aiosmtpd (the
-`smtp` fixture of tests/notify/conftest.py serves it with STARTTLS and AUTH)."""
+`smtp` fixture of tests/notify/conftest.py serves it with STARTTLS and AUTH required), which
+records each message's connection and can refuse or drop it."""
 
 from __future__ import annotations
 
+import asyncio
 import email
 import hashlib
 import hmac
@@ -12,8 +14,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from email.message import Message
+from typing import Any
 
 import orjson
+from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 from support import reply
 
@@ -72,16 +76,62 @@ class Hook:
 
 
 class Inbox:
-    """aiosmtpd's handler: every message accepted, as (MAIL FROM, RCPT TOs, the parsed message)."""
+    """What the server received, and on which connection: `peer` (the client's address and port)
+    names a TCP connection; STARTTLS and AUTH are recorded per message."""
 
     def __init__(self) -> None:
         self.messages: list[tuple[str, list[str], Message]] = []
+        self.sessions: list[Delivered] = []
+        self.quits: list[object] = []
+        self.servers: list[Any] = []  # aiosmtpd's SMTP protocol per message, to drop its connection
+        self.refuse_mail = 0  # answer the next MAIL commands with 421 (the server going away)
+        self.drop_after_data = False  # close the connection once a message is received, unanswered
 
-    async def handle_DATA(self, _server, _session, envelope) -> str:
+    async def handle_MAIL(self, _server, _session, envelope, address, options) -> str:
+        if self.refuse_mail:
+            self.refuse_mail -= 1
+            return "421 4.3.2 service shutting down"
+        envelope.mail_from = address
+        envelope.mail_options.extend(options)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope) -> str:
         self.messages.append(
             (envelope.mail_from, envelope.rcpt_tos, email.message_from_bytes(envelope.content))
         )
+        self.sessions.append(Delivered(session.peer, session.ssl is not None, bool(session.authenticated)))
+        self.servers.append(server)
+        if self.drop_after_data:
+            server.transport.close()
         return "250 OK"
+
+    async def handle_QUIT(self, _server, session, _envelope) -> str:
+        self.quits.append(session.peer)
+        return "221 Bye"
+
+    def connections(self) -> list[int]:
+        """Each message's connection, numbered in order of first use: [0, 0, 1] is two messages
+        on the first connection, then one on a second."""
+        order: dict[object, int] = {}
+        return [order.setdefault(session.peer, len(order)) for session in self.sessions]
+
+
+@dataclass(frozen=True)
+class Delivered:
+    peer: object
+    tls: bool
+    authenticated: bool
+
+
+def drop_connections(controller: Controller, inbox: Inbox) -> None:
+    """The server closes every connection it served, as an SMTP server does with idle clients."""
+
+    async def close() -> None:
+        for server in inbox.servers:
+            if server.transport is not None:
+                server.transport.close()
+
+    asyncio.run_coroutine_threadsafe(close(), controller.loop).result(timeout=5)
 
 
 def authenticate(_server, _session, _envelope, _mechanism, auth_data) -> AuthResult:

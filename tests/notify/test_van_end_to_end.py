@@ -76,7 +76,7 @@ def test_a_watched_van_pass_reaches_a_webhook_mqtt_and_email_under_the_alerts_ev
 ):
     topics = pipeline_topics
     monkeypatch.setenv(SECRET_ENV, SECRET)  # the services inherit it
-    smtp_port, inbox, smtp_ca = smtp
+    smtp_port, inbox, smtp_ca, _controller = smtp
     targets_topic = f"{unique_name}-targets"
     write_changes(kafka_bootstrap, topics.watchlist, [entry(EXPECTED_PLATE, "stolen")])
     hook = Hook(fail_first=1)

@@ -242,6 +242,10 @@ def test_a_pass_reaches_the_store(up: Up, ports: tuple[int, int], car_jpeg: byte
     assert status["console_url"] == f"http://127.0.0.1:{ports[1]}/"
     assert f"console: http://127.0.0.1:{ports[1]}/" in up.output()
     assert up.admin_password, f"no admin password passed on from the store's first start:\n{up.output()}"
+    # notify links each event to its sighting's picture in this console.
+    (notify_pid,) = up.child("notify")["pids"]
+    notify_args = Path(f"/proc/{notify_pid}/cmdline").read_bytes().split(b"\0")
+    assert notify_args[notify_args.index(b"--console-url") + 1] == status["console_url"].encode()
     drive_pass(status["bootstrap_servers"], "cam-first", car_jpeg)
     assert len(wait_stored(up, "cam-first")) == 1
     # The worker sends each plate's picture, so the console shows the sighting with it.

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
+from stream_worker.contracts.cameras import detector_scales_text, parse_detector_scales
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
 from stream_worker.contracts.watchlist import validate_plate
@@ -282,6 +283,7 @@ def camera_page(request: Request, camera_id: str, user: Reader, store: Store) ->
     text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
     region = (settings.region if settings is not None else None) or DEFAULT_REGION
     regions = sorted(known_regions() | {region})  # a newer version's region stays shown as it is
+    scales = settings.detector_scales if settings is not None else None
     return render(
         request,
         "camera.html",
@@ -290,6 +292,7 @@ def camera_page(request: Request, camera_id: str, user: Reader, store: Store) ->
         settings_json=text,
         region=region,
         regions=regions,
+        detector_scales=detector_scales_text(scales) if scales else "",
     )
 
 
@@ -301,18 +304,29 @@ def camera_set(
     store: Store,
     settings: Annotated[str, Form(max_length=256 * 1024)],
     region: Annotated[str, Form(max_length=32)] = "",
+    detector_scales: Annotated[str, Form(max_length=200)] = "",
 ) -> RedirectResponse:
     """`region` (the page's region field) replaces the JSON's; the default one (`ru`) is written as no
-    region at all, which means the same and keeps the settings as they were before regions."""
+    region at all, which means the same and keeps the settings as they were before regions.
+    `detector_scales` (the page's field, `1.0,0.5,3.0`) replaces the JSON's too; empty or `default`:
+    none, Triton's default."""
     camera_id = camera_id_or_422(camera_id)
     try:
         data = orjson.loads(settings or "{}")
     except orjson.JSONDecodeError:
         raise HTTPException(422, "the settings are not JSON") from None
+    try:
+        scales = parse_detector_scales(detector_scales)
+    except ValueError as error:
+        raise HTTPException(422, f"detector scales {error}") from None
     if region and isinstance(data, dict):
         data = {key: value for key, value in data.items() if key != "region"}
         if region != DEFAULT_REGION:
             data["region"] = region
+    if isinstance(data, dict):
+        data = {key: value for key, value in data.items() if key != "detector_scales"}
+        if scales is not None:
+            data["detector_scales"] = scales
     store.set_camera(user, camera_id, settings_or_422(data))
     return back(request, camera_url(camera_id), f"Saved the settings of {camera_id}.")
 

@@ -124,3 +124,43 @@ def test_the_camera_page_sets_the_region_and_the_api_refuses_an_unknown_one(
     api = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['ada']}"})
     refused = api.put("/api/cameras/gate", json={"region": "xx"})
     assert refused.status_code == 422 and "unknown region" in refused.text
+
+
+def test_the_camera_page_sets_and_clears_the_detector_scales(console: Console, kafka_bootstrap: str) -> None:
+    """Issue 34's dash cameras: the page's scales field replaces the JSON's, is shown back, bad
+    scales are a 422 that says why and writes nothing; empty clears them; each save audited."""
+    topic = console.settings.cameras_topic
+    client, token = signed_in(console.app, "ada")
+    assert 'name="detector_scales" id="detector-scales" value=""' in client.get("/cameras/dash").text
+    form = {
+        "csrf_token": token,
+        "settings": '{"display_name": "Dash", "detector_scales": [2.0]}',
+        "region": "eu",
+        "detector_scales": "1.0, 0.5,3",
+    }
+    assert client.post("/cameras/dash", data=form, follow_redirects=False).status_code == 303
+    stored = read_cameras(kafka_bootstrap, topic).values["dash"]
+    assert (stored.display_name, stored.region, stored.detector_scales) == ("Dash", "eu", (1.0, 0.5, 3.0))
+    assert 'id="detector-scales" value="1.0,0.5,3.0"' in client.get("/cameras/dash").text
+
+    for bad, words in (
+        ("1.0,9", "detector_scales[1]: Input should be less than or equal to 4"),
+        ("x", "'x'"),
+    ):
+        refused = client.post("/cameras/dash", data={**form, "detector_scales": bad}, follow_redirects=False)
+        assert refused.status_code == 422 and words in refused.text, refused.text
+    no_csrf = {key: value for key, value in form.items() if key != "csrf_token"}
+    assert client.post("/cameras/dash", data={**no_csrf, "detector_scales": "2.0"}).status_code == 403
+    viewer, viewer_token = signed_in(console.app, "vic")
+    assert 'name="detector_scales"' not in viewer.get("/cameras/dash").text  # admins only
+    as_viewer = {**form, "csrf_token": viewer_token, "detector_scales": "2.0"}
+    assert viewer.post("/cameras/dash", data=as_viewer, follow_redirects=False).status_code == 403
+    assert read_cameras(kafka_bootstrap, topic).values["dash"] == stored  # nothing written
+
+    cleared = {**form, "settings": stored.to_json().decode(), "detector_scales": ""}
+    assert client.post("/cameras/dash", data=cleared, follow_redirects=False).status_code == 303
+    assert read_cameras(kafka_bootstrap, topic).values["dash"].detector_scales is None
+    assert 'id="detector-scales" value=""' in client.get("/cameras/dash").text
+    api = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['ada']}"})
+    audit = [(row["user"], row["action"]) for row in api.get("/api/audit").json()]
+    assert audit == [("ada", "camera.set"), ("ada", "camera.set")]
