@@ -2,8 +2,9 @@
 conftest.py lists it in `pytest_plugins`; importable: pytest's pythonpath has tests/).
 
 - `pipeline_topics`: fresh frames, plates, dlq, sightings and alerts topics (and a watch-list name).
-- `start_service`: starts `stream-worker COMMAND` with the broker, a group of its own and a free
-  metrics port; every one still running is SIGKILLed at the test's end.
+- `start_service`: starts `stream-worker COMMAND` with the broker, the group `<test>-COMMAND` (the
+  same on a restart), a free metrics port and a log of its own; every one still running is
+  SIGKILLed at the test's end.
 - `start_pipeline`: `run` on the real Triton, `sightings` and `alerts` over those topics.
 - `Frame` and `produce_frames`: frames as a camera gateway publishes them.
 """
@@ -78,9 +79,8 @@ def start_service(tmp_path: Path, kafka_bootstrap: str, unique_name: str):
             "--session-timeout-ms", "6000",
             "--metrics-port", "0",
         ]  # fmt: skip
-        service = ServiceProcess(
-            [*common, *args], tmp_path / f"{command}.log", command=command, started=started_line
-        ).start()
+        log = tmp_path / f"{command}-{sum(s.command == command for s in started)}.log"  # one per start
+        service = ServiceProcess([*common, *args], log, command=command, started=started_line).start()
         started.append(service)
         return service
 

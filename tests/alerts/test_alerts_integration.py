@@ -10,7 +10,6 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -51,32 +50,19 @@ def alerts_reader(kafka_bootstrap: str, topics: Topics):
 
 
 @pytest.fixture
-def start_alerts(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_name: str):
-    started: list[ServiceProcess] = []
-
+def start_alerts(start_service, topics: Topics, unique_name: str):
     def start(*extra: str) -> ServiceProcess:
-        args = [
-            "--bootstrap-servers", kafka_bootstrap,
-            "--group-id", f"{unique_name}-group",
+        return start_service(
+            "alerts", "alerts started",
             "--input-topic", topics.plates,
             "--output-topic", topics.alerts,
             "--watchlist-topic", topics.watchlist,
             "--sightings-topic", topics.sightings,
             "--sightings-group-id", f"{unique_name}-sightings-group",
-            "--session-timeout-ms", "6000",
-            "--metrics-port", "0",
             *extra,
-        ]  # fmt: skip
-        service = ServiceProcess(
-            args, tmp_path / f"alerts-{len(started)}.log", command="alerts", started="alerts started"
-        ).start()
-        started.append(service)
-        return service
+        )  # fmt: skip
 
-    yield start
-    for service in started:
-        if service.is_running():
-            service.stop(signal.SIGKILL)
+    return start
 
 
 def wait_metric(service: ServiceProcess, sample: str, value: float) -> None:
@@ -283,7 +269,7 @@ def test_after_a_restart_a_sighting_of_reads_already_committed_is_decided_at_onc
 
     write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
     read_a_pass_then_stop(
-        kafka_bootstrap, topics, start_alerts, f"{unique_name}-group", 1, "gate-2", "B840HH197"
+        kafka_bootstrap, topics, start_alerts, f"{unique_name}-alerts", 1, "gate-2", "B840HH197"
     )
 
     fresh = sighting(
@@ -315,7 +301,7 @@ def test_read_alerts_of_an_earlier_run_and_of_another_replica_confirm_their_sigh
 
     write_changes(kafka_bootstrap, topics.watchlist, [entry("B840CK197")])
     read_a_pass_then_stop(
-        kafka_bootstrap, topics, start_alerts, f"{unique_name}-group", 0, "gate-1", "B840OK197"
+        kafka_bootstrap, topics, start_alerts, f"{unique_name}-alerts", 0, "gate-1", "B840OK197"
     )
     alerts_reader.poll(1.0)
     assert len(alerts_reader.records) == 1

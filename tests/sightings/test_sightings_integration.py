@@ -11,7 +11,6 @@ import signal
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -89,30 +88,17 @@ def sightings_reader(kafka_bootstrap: str, topics: Topics):
 
 
 @pytest.fixture
-def start_sightings(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_name: str):
-    started: list[ServiceProcess] = []
-
+def start_sightings(start_service, topics: Topics):
     def start(*extra: str) -> ServiceProcess:
-        args = [
-            "--bootstrap-servers", kafka_bootstrap,
-            "--group-id", f"{unique_name}-group",
+        return start_service(
+            "sightings", "sightings started",
             "--input-topic", topics.plates,
             "--output-topic", topics.sightings,
-            "--session-timeout-ms", "6000",
-            "--metrics-port", "0",
             "--silence-s", str(SILENCE_S),
             *extra,
-        ]  # fmt: skip
-        service = ServiceProcess(
-            args, tmp_path / f"sightings-{len(started)}.log", command="sightings", started="sightings started"
-        ).start()
-        started.append(service)
-        return service
+        )  # fmt: skip
 
-    yield start
-    for service in started:
-        if service.is_running():
-            service.stop(signal.SIGKILL)
+    return start
 
 
 def sightings(reader: TopicReader) -> list[PlateSighting]:
@@ -162,7 +148,7 @@ def test_three_cameras_give_exactly_the_expected_sightings(
     # Everything read is committed, and the service says so on its own endpoints.
     per_partition = {2: -1001, **Counter(partition for partition, _ in stream)}  # nothing on 2
     deadline = time.monotonic() + 30
-    group = f"{unique_name}-group"
+    group = f"{unique_name}-sightings"
     while (commits := committed_offsets(kafka_bootstrap, group, topics.plates, PARTITIONS)) != per_partition:
         assert time.monotonic() < deadline, commits
         time.sleep(0.5)
