@@ -1,6 +1,6 @@
 """The SSRF guard (notify/addresses.py): IPv6 addresses that carry an IPv4 one are judged by it,
 a refusal names no address, and a delivery goes to the address that was checked, never to a
-second answer of the name (DNS rebinding), against real local HTTP receivers."""
+second answer of the name (DNS rebinding), against real local HTTP and SMTP receivers."""
 
 from __future__ import annotations
 
@@ -8,12 +8,18 @@ import ipaddress
 import socket
 
 import pytest
+from aiosmtpd.controller import Controller
+from store_records import plate_sighting
 from support import serve_http
 
+from stream_worker.contracts.notify import parse_target
+from stream_worker.launchers.broker import free_port
 from stream_worker.notify import addresses
 from stream_worker.notify.addresses import address_problem
+from stream_worker.notify.mail import MailSender
+from stream_worker.notify.rules import EventKind
 from stream_worker.notify.webhook import EVENT_HEADER, WebhookSender
-from tests.notify.receivers import SECRET
+from tests.notify.receivers import SECRET, Inbox
 from tests.notify.test_webhook import BODY, Received, recording, target
 
 
@@ -141,3 +147,47 @@ def test_the_guard_refuses_a_name_with_any_internal_answer(monkeypatch) -> None:
     with pytest.raises(addresses.TargetRefused, match=r"^refused: address not allowed") as refused:
         addresses.resolve("hooks.rebind.test", 80, allow_private=False)
     assert "127.0.0.1" not in str(refused.value) and "93.184" not in str(refused.value)
+
+
+def test_a_rebinding_mail_server_name_gets_the_checked_address(monkeypatch) -> None:
+    """The same for an e-mail target (notify/mail.py): the SMTP connection goes to the address the
+    guard checked, served here by the outside server, never to the second answer 127.0.0.1."""
+    public = "93.184.215.14"
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+    internal, outside = Inbox(), Inbox()
+    servers = [Controller(inbox, hostname="127.0.0.1", port=free_port()) for inbox in (internal, outside)]
+    for server in servers:
+        server.start()
+    try:
+
+        def getaddrinfo(host, port, *args, **kwargs):
+            if host == "mail.rebind.test":
+                lookups.append(host)
+                answer = public if len(lookups) == 1 else "127.0.0.1"
+                return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answer, port))]
+            if host == public:
+                return real("127.0.0.1", servers[1].port, *args, **kwargs)
+            return real(host, port, *args, **kwargs)
+
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+        mail = parse_target(
+            {
+                "type": "email",
+                "host": "mail.rebind.test",
+                "port": servers[0].port,
+                "tls": False,
+                "sender": "plates@example.com",
+                "recipients": ["guard@example.com"],
+            }
+        )
+        sighting = plate_sighting("visitor", "X999YX99")
+        sender = MailSender(allow_private=False, environ={})
+        attempt = sender.send(mail, sighting.sighting_id, sighting.to_json(), EventKind.UNKNOWN_VEHICLE)
+        sender.close()
+    finally:
+        for server in servers:
+            server.stop()
+    assert attempt.ok, attempt.error
+    assert lookups == ["mail.rebind.test"]
+    assert len(outside.messages) == 1 and internal.messages == []
