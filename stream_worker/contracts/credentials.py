@@ -55,17 +55,17 @@ def url_problem(url: str) -> str | None:
     userinfo, at, _ = parts.netloc.rpartition("@")
     if at and ":" in userinfo:
         password = userinfo.split(":", 1)[1]
-        if password and not _ONLY_REFERENCES.match(password):
+        if password and not _ONLY_REFERENCES.fullmatch(password):
             return "has a password in clear: write it as ${NAME} and set NAME in the connector's environment"
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if _SECRET_QUERY_KEYS.search(key) and value and not _ONLY_REFERENCES.match(value):
+        if _SECRET_QUERY_KEYS.search(key) and value and not _ONLY_REFERENCES.fullmatch(value):
             return f"query parameter {key!r} looks secret and is in clear: write it as ${{NAME}}"
     return None
 
 
 def is_reference_only(value: str) -> bool:
     """Whether `value` is nothing but ${NAME} references (a secret named, never written)."""
-    return bool(_ONLY_REFERENCES.match(value))
+    return bool(_ONLY_REFERENCES.fullmatch(value))
 
 
 def references(url: str) -> list[str]:

@@ -248,7 +248,7 @@ class NotifyTarget(BaseModel):
     @field_validator("sender")
     @classmethod
     def _sender(cls, value: str | None) -> str | None:
-        if value is not None and not MAIL_ADDRESS.match(value):
+        if value is not None and not MAIL_ADDRESS.fullmatch(value):
             raise ValueError("must be one plain e-mail address (name@example.com)")
         return value
 
@@ -256,14 +256,14 @@ class NotifyTarget(BaseModel):
     @classmethod
     def _recipients(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for address in value:
-            if not MAIL_ADDRESS.match(address):
+            if not MAIL_ADDRESS.fullmatch(address):
                 raise ValueError(f"{address!r} is not one plain e-mail address (name@example.com)")
         return value
 
     @field_validator("topic_prefix", "discovery_prefix")
     @classmethod
     def _topic(cls, value: str | None) -> str | None:
-        if value is not None and not MQTT_TOPIC_LEVELS.match(value):
+        if value is not None and not MQTT_TOPIC_LEVELS.fullmatch(value):
             raise ValueError("must be MQTT topic levels separated by / (no +, #, spaces or empty level)")
         return value
 
@@ -334,7 +334,7 @@ def target_name_problem(name: str) -> str | None:
         return "is empty"
     if len(name) > MAX_TARGET_NAME_LENGTH:
         return f"has {len(name)} characters, more than {MAX_TARGET_NAME_LENGTH}"
-    if not TARGET_NAME.match(name):
+    if not TARGET_NAME.fullmatch(name):
         return f"{name!r} must be lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
     return None
 

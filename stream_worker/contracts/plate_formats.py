@@ -297,7 +297,7 @@ def _text(row: Mapping[str, object], key: str, where: str) -> str:
 
 def _country(code: str, row: object) -> Country:
     where = f"country {code!r}"
-    if not _CODE.match(code):
+    if not _CODE.fullmatch(code):
         raise FormatsError(f"{where}: a code is two lowercase letters, optionally -suffix (us-ca)")
     if not isinstance(row, dict):
         raise FormatsError(f"{where}: must be a table")
@@ -372,7 +372,7 @@ def parse_book(data: Mapping[str, object]) -> Book:
         where = f"region {code!r}"
         if code in countries or code == AUTO_REGION:
             raise FormatsError(f"{where}: the code is already a country's or `auto`")
-        if not _CODE.match(code):
+        if not _CODE.fullmatch(code):
             raise FormatsError(f"{where}: a code is two lowercase letters, optionally -suffix")
         members = row.get("countries") if isinstance(row, dict) else None
         if not isinstance(members, list) or not members:

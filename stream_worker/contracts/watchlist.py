@@ -51,7 +51,7 @@ def normalise_plate(text: str) -> str:
 
 def plate_problem(plate: str) -> str | None:
     """Why a normalised plate is not a valid key, or None when it is."""
-    if _PLATE_RE.match(plate):
+    if _PLATE_RE.fullmatch(plate):
         return None
     foreign = sorted({char for char in plate if char not in LATIN_PLATE_ALPHABET})
     if foreign:
@@ -224,7 +224,7 @@ def new_entry(
     except ValueError as error:
         problems.append(f"plate {error}")
     list_name = list_name.strip()
-    if not re.match(LIST_PATTERN, list_name) or len(list_name) > MAX_LIST_LENGTH:
+    if not re.fullmatch(LIST_PATTERN, list_name) or len(list_name) > MAX_LIST_LENGTH:
         problems.append(
             f"list {list_name!r} is not a lowercase slug of at most {MAX_LIST_LENGTH} characters "
             "(letters, digits, '-' or '_' between them)"

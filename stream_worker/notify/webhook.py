@@ -1,21 +1,28 @@
 """One webhook delivery attempt: POST the alert's JSON, signed, to the address the guard checked.
 
-Headers: `X-Stream-Worker-Event` (the alert id, or the sighting id of an unknown vehicle, the
-same on every retry: the receiver's idempotency key), `X-Stream-Worker-Kind` (alert or
-unknown_vehicle) and `X-Stream-Worker-Signature: sha256=<hex HMAC-SHA256 of the raw body with the
-target's secret>`. The URL's and the secret's `${NAME}` references are resolved from the service's
-environment here and nowhere else; every error message goes through `redact`. TLS is verified
-against the URL's host name (sent as SNI) while the connection goes to the checked address;
-redirects are not followed (a redirect could point inside the network). A target with `format:
-slack` or `teams` gets a one-line message instead of the JSON (messages.py), signed the same way.
+Signed as Standard Webhooks (standardwebhooks.com) define it, so that a receiver can refuse a
+replay: `webhook-id` (the alert id, or the sighting id of an unknown vehicle, the same on every
+retry: the receiver's idempotency key), `webhook-timestamp` (this attempt's unix seconds) and
+`webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`. Also `X-Stream-Worker-Event`
+(the id again), `X-Stream-Worker-Kind` (alert or unknown_vehicle) and the legacy
+`X-Stream-Worker-Signature: sha256=<hex HMAC-SHA256 of the raw body alone with the target's
+secret>`, which proves who sent a body but not when. The URL's and the secret's `${NAME}`
+references are resolved from the service's environment here and nowhere else; every error
+message goes through `redact`. TLS is verified against the URL's host name (sent as SNI) while
+the connection goes to the checked address; redirects are not followed (a redirect could point
+inside the network). A target with `format: slack` or `teams` gets a one-line message instead of
+the JSON (messages.py), signed the same way.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import os
 import ssl
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +39,10 @@ from stream_worker.notify.rules import EventKind
 EVENT_HEADER = "X-Stream-Worker-Event"
 KIND_HEADER = "X-Stream-Worker-Kind"
 SIGNATURE_HEADER = "X-Stream-Worker-Signature"
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+STANDARD_SIGNATURE_HEADER = "webhook-signature"
+BASE64_SECRET_PREFIX = "whsec_"
 RETRIED_STATUSES = frozenset({408, 425, 429})  # and every 5xx: the target may take it later
 MAX_ERROR_CHARS = 300
 
@@ -45,7 +56,33 @@ class Attempt:
 
 
 def signature(body: bytes, secret: str) -> str:
+    """The legacy X-Stream-Worker-Signature: the body alone, keyed by the secret's UTF-8 text."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+class UnusableSecret(ValueError):
+    """The target's secret cannot key a signature; the message never holds it."""
+
+
+def signing_key(secret: str) -> bytes:
+    """The Standard Webhooks key: a `whsec_` secret is the base64 of the key (decoded as the
+    standardwebhooks package decodes it), any other secret its own UTF-8 bytes."""
+    if not secret.startswith(BASE64_SECRET_PREFIX):
+        key = secret.encode()
+    else:
+        try:
+            key = base64.b64decode(secret[len(BASE64_SECRET_PREFIX) :] + "==")
+        except binascii.Error:
+            raise UnusableSecret("the secret starts with whsec_ but the rest is not base64") from None
+    if not key:
+        raise UnusableSecret("the secret is empty")
+    return key
+
+
+def standard_signature(event_id: str, timestamp: int, body: bytes, secret: str) -> str:
+    """`webhook-signature`: v1 and the base64 HMAC-SHA256 of `id.timestamp.body`."""
+    digest = hmac.new(signing_key(secret), f"{event_id}.{timestamp}.".encode() + body, hashlib.sha256)
+    return "v1," + base64.b64encode(digest.digest()).decode("ascii")
 
 
 class WebhookSender:
@@ -65,17 +102,25 @@ class WebhookSender:
         secrets: list[str] = []
         try:
             url, secrets = resolve(target.url or "", self._environ)
-            headers = {"Content-Type": "application/json", EVENT_HEADER: event_id, KIND_HEADER: kind.value}
+            timestamp = int(time.time())
+            headers = {
+                "Content-Type": "application/json",
+                ID_HEADER: event_id,
+                TIMESTAMP_HEADER: str(timestamp),
+                EVENT_HEADER: event_id,
+                KIND_HEADER: kind.value,
+            }
             if target.format not in (None, WebhookFormat.JSON):
                 body = chat_body(target.format, kind, body)
             if target.secret is not None:
                 secret, more = resolve(target.secret, self._environ)
                 secrets += more
+                headers[STANDARD_SIGNATURE_HEADER] = standard_signature(event_id, timestamp, body, secret)
                 headers[SIGNATURE_HEADER] = signature(body, secret)
             request = self._request(url, headers, body, target.timeout_s)
             answer = self._client.send(request, stream=True)  # the status is all we need:
             answer.close()  # a body, however large, is never read
-        except MissingCredential as error:
+        except (MissingCredential, UnusableSecret) as error:
             return Attempt(False, retry=False, error=str(error))
         except TargetRefused as error:
             return Attempt(False, retry=False, error=redact(str(error), secrets)[:MAX_ERROR_CHARS])

@@ -91,7 +91,7 @@ def _text(raw: bytes | None, what: str) -> str | None:
 def parse_captured_at(text: str) -> datetime:
     """ISO-8601 (a naive time is taken as UTC) or integer epoch milliseconds, as an aware UTC datetime."""
     try:
-        if _EPOCH_MS.match(text):
+        if _EPOCH_MS.fullmatch(text):
             return datetime.fromtimestamp(int(text) / 1000, tz=UTC)
         parsed = datetime.fromisoformat(text)
     except (ValueError, OverflowError, OSError):
@@ -141,7 +141,7 @@ def validate(record: InputRecord, max_frame_bytes: int, epoch: int = 0) -> Frame
 def _static_size(text: str | None) -> tuple[int, int] | None:
     if text is None:
         return None
-    match = _SIZE.match(text)
+    match = _SIZE.fullmatch(text)
     if match is None:
         raise _Invalid(ErrorReason.INVALID_HEADER, f"header static {text[:32]!r} is not WIDTHxHEIGHT")
     return int(match.group(1)), int(match.group(2))

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
+from standardwebhooks import Webhook, WebhookVerificationError
 from support import reply
 
 from stream_worker.notify.webhook import EVENT_HEADER, KIND_HEADER, SIGNATURE_HEADER
@@ -28,7 +29,8 @@ SECRET = "s3cret with space/and slash"  # every target's secret and password in 
 
 @dataclass
 class Hook:
-    """A webhook receiver: what it got (event ids, whether each signature checked), and how it
+    """A webhook receiver: what it got (event ids, whether both signatures checked: Standard
+    Webhooks' with the `standardwebhooks` package, and the legacy one), and how it
     answers: `fail` says 500, `hang` keeps the request past the target's timeout, until `healed`;
     the first `fail_first` requests get a 500 whatever the mode."""
 
@@ -50,12 +52,13 @@ class Hook:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+                signed = self.headers[SIGNATURE_HEADER] == expected and standard(body, self.headers)
                 event_id = self.headers[EVENT_HEADER]
                 with hook.lock:
                     hook.received.append(event_id)
                     hook.kinds.append(self.headers[KIND_HEADER])
                     hook.bodies[event_id] = orjson.loads(body)
-                    hook.bad_signatures += self.headers[SIGNATURE_HEADER] != expected
+                    hook.bad_signatures += not signed
                     refused = len(hook.received) <= hook.fail_first
                 if hook.delay_s:
                     time.sleep(hook.delay_s)
@@ -73,6 +76,15 @@ class Hook:
                 pass
 
         return Handler
+
+
+def standard(body: bytes, headers: Message) -> bool:
+    """Whether the Standard Webhooks signature checks (id, timestamp within 5 minutes, body)."""
+    try:
+        Webhook(SECRET.encode()).verify(body, dict(headers), json_parse=False)
+    except WebhookVerificationError:
+        return False
+    return True
 
 
 class Inbox:

@@ -266,7 +266,10 @@ def test_private_targets_are_refused_without_the_flag(kafka_bootstrap, topics, s
         finally:
             dlq.close()
         assert hook.received == []
-        assert all(b"--allow-private-targets" in r.headers["error.detail"] for r in dlq.records)
+        details = [r.headers["error.detail"] for r in dlq.records]
+        assert all(b"refused: address not allowed" in detail for detail in details), details
+        assert not any(b"127.0.0.1" in detail for detail in details)  # where a name resolves is not told
+        assert all(b"--allow-private-targets" in detail for detail in details)
         assert service.stop() == 0
 
 

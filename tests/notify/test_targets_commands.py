@@ -82,8 +82,9 @@ def test_a_bad_file_is_refused_before_the_broker(tmp_path: Path, text: str, prob
     assert "hunter" not in result.output
 
 
-def test_a_bad_name_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["Gate One", "w-good\n", "w-good\r\n"])
+def test_a_bad_name_is_refused(tmp_path: Path, name: str) -> None:
     file = tmp_path / "gate.yaml"
     file.write_text(GATE_YAML)
-    result = _targets(CLOSED, "notify-targets", "set", "Gate One", "--file", str(file))
+    result = _targets(CLOSED, "notify-targets", "set", name, "--file", str(file))
     assert result.exit_code == 2 and "lowercase" in result.output

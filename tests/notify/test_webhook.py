@@ -134,7 +134,7 @@ def test_address_guard(address: str, refused: bool) -> None:
 
 
 def test_resolve_checks_every_address_unless_allowed() -> None:
-    with pytest.raises(TargetRefused, match=r"127\.0\.0\.1"):
+    with pytest.raises(TargetRefused, match="address not allowed"):
         resolve("localhost", 80, allow_private=False)
     assert resolve("127.0.0.1", 80, allow_private=True) == ipaddress.ip_address("127.0.0.1")
     with pytest.raises(TargetRefused, match="does not resolve"):
