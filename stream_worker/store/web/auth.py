@@ -3,7 +3,9 @@ database: sessions.py) or a bearer token (the API), checked by one ASGI middlewa
 every route except the few public ones, so that a route added later is closed by default. Writes
 need the admin role and, from a cookie session, the session's CSRF token (a form field
 `csrf_token` or the `X-CSRF-Token` header, an HMAC of the session's id); a bearer-token request
-carries no cookie, so a forged cross-site request cannot use it.
+carries no cookie, so a forged cross-site request cannot use it. A viewer's write (any method but
+GET, HEAD, OPTIONS, on any path but VIEWER_WRITES) reaches its route with its body withheld, unread
+(FastAPI reads a route's body before its dependencies run), and `writer` refuses it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import orjson
 from fastapi import HTTPException, Request
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from stream_worker.store.web.sessions import SessionBook
 from stream_worker.store.web.users import User, Users
@@ -27,6 +29,7 @@ PUBLIC_PREFIXES = ("/static/",)
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+VIEWER_WRITES = ("/logout",)
 
 
 def is_public(path: str) -> bool:
@@ -75,6 +78,8 @@ class AuthMiddleware:
         if user is None and not is_public(scope["path"]):
             await self._refuse(scope, send)
             return
+        if user is not None and not user.is_admin and _is_write(scope):
+            receive, send = _body_withheld(receive, send)  # `writer` answers 403, rendered as usual
         await self.app(scope, receive, send)
 
     async def _user(self, scope: Scope) -> tuple[User | None, bool]:
@@ -103,6 +108,33 @@ class AuthMiddleware:
             return
         detail = "sign in first (a session cookie or Authorization: Bearer TOKEN)"
         await _json(send, 401, detail, ((b"www-authenticate", b"Bearer"),))
+
+
+def _is_write(scope: Scope) -> bool:
+    path = scope["path"]
+    return scope["method"] not in SAFE_METHODS and path not in VIEWER_WRITES and not is_public(path)
+
+
+def _body_withheld(receive: Receive, send: Send) -> tuple[Receive, Send]:
+    """The request as if its body were empty (none of it read), and its answer closing the
+    connection (the unread rest cannot be skipped to reach a next request)."""
+    given = False
+
+    async def empty() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        while (message := await receive())["type"] != "http.disconnect":
+            pass
+        return message
+
+    async def closing(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+        await send(message)
+
+    return empty, closing
 
 
 async def _json(send: Send, status: int, detail: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
@@ -136,9 +168,10 @@ async def check_csrf(request: Request) -> None:
 
 
 async def writer(request: Request) -> User:
-    """The user, if an admin whose request passes the CSRF check; 403 otherwise."""
-    await check_csrf(request)
+    """The user, if an admin (checked first: it needs no body) whose request passes the CSRF
+    check; 403 otherwise."""
     user = current_user(request)
     if not user.is_admin:
         raise HTTPException(403, f"{user.name} is a viewer: only an admin may change this")
+    await check_csrf(request)
     return user

@@ -6,12 +6,16 @@ ways: straight into the store's database (past the contracts: defence in depth),
 and the forms, and as records on the topics a real `stream-worker store` process reads. Whatever
 got in is rendered escaped, every id in a link or a form stays one path segment, no script runs
 in Chromium (nor is any blocked by the Content-Security-Policy: nothing inline was made), nothing
-answers 5xx, no write lands anywhere but where it was aimed, and the store keeps storing."""
+answers 5xx, no write lands anywhere but where it was aimed, and the store keeps storing. Bodies
+larger than their route takes are refused (413) on every route before they are read."""
 
 from __future__ import annotations
 
 import re
+import select
+import socket
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from html import unescape
 from pathlib import Path
@@ -24,8 +28,10 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 from console_browser import chromium_available, wait
+from fastapi.routing import APIRoute
 from markupsafe import escape
 from service_processes import ServiceProcess
+from starlette.routing import Mount
 from store_records import plate_alert, plate_sighting, sighting_id
 
 from stream_worker.cameras.status import CameraStatus
@@ -35,9 +41,11 @@ from stream_worker.contracts.notify import DeliveryOutcome, NotifyDelivery, deco
 from stream_worker.launchers.broker import create_topics
 from stream_worker.service.compacted import read_compacted, write_compacted
 from stream_worker.store import queries
+from stream_worker.store.console_thread import start_console
+from stream_worker.store.web.bodies import BODY_LIMIT, IMPORT_BODY_LIMIT, NO_BODY_METHODS, route_limits
 from stream_worker.store.web.paths import segment
 
-from .conftest import PASSWORDS, TOKENS, Console, signed_in, stored_raw
+from .conftest import PASSWORDS, TOKENS, Console, make_console, signed_in, stored_raw
 
 pytestmark = pytest.mark.integration
 needs_chromium = pytest.mark.skipif(not chromium_available(), reason="no chromium")
@@ -389,3 +397,157 @@ def test_hostile_records_on_the_topics_never_stall_the_store_and_render_escaped(
         assert store.is_running(), store.log_tail()
     finally:
         store.stop()
+
+
+# --- oversized bodies, on every route ------------------------------------------------------------
+# Refused before they are read, against the console served by uvicorn on a real socket: every
+# route (walked from the app itself) answers 413 at once to a Content-Length above its cap, without
+# waiting for a byte of the body; a body sent without one (chunked) is refused as soon as it passes
+# the cap, long before the client has sent it all; a viewer's write is refused (403) with its body
+# unread. A raw socket sends the requests, so that the server reads only what it asks for.
+HUGE = 300 * 1024 * 1024
+ANSWER_S = 5.0  # a refusal comes at once; a server that waits for the body never answers in time
+
+
+@pytest.fixture
+def listening(tmp_path: Path, users_file: Path) -> Iterator[tuple[Console, str]]:
+    """The console served by the store's console thread (no broker: nothing here writes to one)."""
+    console = make_console(tmp_path, users_file)
+    thread = start_console(console.settings, console.database)
+    assert thread is not None
+    yield console, thread.address.rstrip("/")
+    thread.stop()
+    console.database.dispose()
+
+
+def every_route(console: Console) -> list[tuple[str, str]]:
+    """(method, path) for each route and method of the app, path parameters filled with `x`."""
+    found = []
+    for route in _flat(console.app.routes):
+        if isinstance(route, APIRoute):
+            path = re.sub(r"\{[^}]+\}", "x", route.path_format)
+            found += [(method, path) for method in sorted(route.methods)]
+        elif isinstance(route, Mount):
+            found.append(("GET", route.path + "/app.css"))
+        else:
+            found += [(method, route.path) for method in sorted(getattr(route, "methods", None) or ["GET"])]
+    return [*found, ("POST", "/nowhere"), ("PUT", "/api/nowhere")]
+
+
+def _flat(routes: list) -> Iterator:
+    """The routes, those of included routers too (newer FastAPI keeps them nested)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        yield from _flat(inner.routes) if inner is not None else (route,)
+
+
+def _connect(address: str) -> socket.socket:
+    parts = urlsplit(address)
+    return socket.create_connection((parts.hostname, parts.port), timeout=ANSWER_S)
+
+
+def _head(method: str, path: str, headers: dict[str, str]) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: console", *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _status(sock: socket.socket) -> int:
+    """The status of the answer, read within ANSWER_S (0 when none came)."""
+    data = b""
+    try:
+        while b"\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except (TimeoutError, ConnectionResetError):
+        pass
+    found = re.match(rb"HTTP/1\.1 (\d{3}) ", data)
+    return int(found.group(1)) if found else 0
+
+
+def declared(address: str, method: str, path: str, length: int, headers: dict[str, str]) -> tuple[int, float]:
+    """The status answered to headers declaring `length` bytes of body, none of it sent, and the
+    seconds it took."""
+    with _connect(address) as sock:
+        started = time.monotonic()
+        sock.sendall(_head(method, path, {**headers, "content-length": str(length)}))
+        return _status(sock), time.monotonic() - started
+
+
+def streamed(address: str, method: str, path: str, total: int, headers: dict[str, str]) -> tuple[int, int]:
+    """The status answered to a chunked body of up to `total` bytes, and how many the client had
+    sent when the answer came (it stops sending then)."""
+    chunk = b"a=" + b"x" * (64 * 1024 - 2)
+    frame = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+    sent = 0
+    with _connect(address) as sock:
+        sock.sendall(_head(method, path, {**headers, "transfer-encoding": "chunked"}))
+        while sent < total:
+            if select.select([sock], [], [], 0)[0]:
+                break
+            try:
+                sock.sendall(frame)
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
+                break
+            sent += len(chunk)
+        else:
+            sock.sendall(b"0\r\n\r\n")
+        return _status(sock), sent
+
+
+ADMIN = {"authorization": f"Bearer {TOKENS['ada']}", "content-type": "application/json"}
+
+
+def test_every_route_refuses_a_declared_oversized_body_before_reading_it(listening) -> None:
+    console, address = listening
+    routes = every_route(console)
+    assert len(routes) > 40, routes
+    limit_of = route_limits()
+    for method, path in routes:
+        for headers in (ADMIN, {"content-type": "application/x-www-form-urlencoded"}):
+            status, seconds = declared(address, method, path, HUGE, headers)
+            assert status == 413, (method, path, headers, status)
+            assert seconds < ANSWER_S, (method, path, seconds)
+        # One byte over the route's own cap is refused too; what a GET takes is nothing at all.
+        scope = {"type": "http", "method": method, "path": path, "root_path": "", "headers": []}
+        cap = limit_of(scope)
+        assert cap == 0 if method in NO_BODY_METHODS else cap >= BODY_LIMIT, (method, path, cap)
+        assert declared(address, method, path, cap + 1, ADMIN)[0] == 413, (method, path, cap)
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "cap"),
+    [
+        ("/login", {"content-type": "application/x-www-form-urlencoded"}, BODY_LIMIT),
+        ("/api/watchlist/import", {**ADMIN, "content-type": "text/csv"}, IMPORT_BODY_LIMIT),
+        ("/api/watchlist", ADMIN, BODY_LIMIT),
+    ],
+)
+def test_a_chunked_body_is_refused_once_it_passes_the_cap(listening, path, headers, cap) -> None:
+    _, address = listening
+    total = 64 * 1024 * 1024
+    status, sent = streamed(address, "POST", path, total, headers)
+    assert status == 413, (path, status, sent)
+    assert sent < total // 2, (path, sent)  # answered long before the client was done
+    assert sent >= cap, (path, sent)  # not before the cap was passed
+
+
+def test_a_viewer_write_is_refused_with_its_body_unread(listening) -> None:
+    _, address = listening
+    by_token = {"authorization": f"Bearer {TOKENS['vic']}", "content-type": "text/csv"}
+    status, seconds = declared(address, "POST", "/api/watchlist/import", 2 * 1024 * 1024, by_token)
+    assert (status, seconds < ANSWER_S) == (403, True), (status, seconds)
+    by_token["content-type"] = "application/json"
+    assert declared(address, "POST", "/api/watchlist", BODY_LIMIT, by_token)[0] == 403
+    # A viewer's session (its cookie, no CSRF token) posting a CSV to the page's import.
+    client, _ = signed_in(address, "vic")
+    cookie = "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+    form = {"cookie": cookie, "content-type": "multipart/form-data; boundary=b", "accept": "text/html"}
+    status, seconds = declared(address, "POST", "/watchlist/import", 2 * 1024 * 1024, form)
+    assert (status, seconds < ANSWER_S) == (403, True), (status, seconds)
+    # An admin's session is still asked for the body (and its CSRF token in it): no refusal early.
+    admin, _ = signed_in(address, "ada")
+    cookie = "; ".join(f"{name}={value}" for name, value in admin.cookies.items())
+    status, _ = declared(address, "POST", "/watchlist/import", 1024, {**form, "cookie": cookie})
+    assert status == 0  # waiting for the body it may read
