@@ -6,11 +6,16 @@ ways: straight into the store's database (past the contracts: defence in depth),
 and the forms, and as records on the topics a real `stream-worker store` process reads. Whatever
 got in is rendered escaped, every id in a link or a form stays one path segment, no script runs
 in Chromium (nor is any blocked by the Content-Security-Policy: nothing inline was made), nothing
-answers 5xx, no write lands anywhere but where it was aimed, and the store keeps storing. Bodies
-larger than their route takes are refused (413) on every route before they are read."""
+answers 5xx, no write lands anywhere but where it was aimed, and the store keeps storing. The
+checks over HTTP are tests of their own, apart from those in Chromium, so that they run wherever a
+browser is missing (under CI a missing browser fails). The watch list's CSV export writes no cell a
+spreadsheet would run. Bodies larger than their route takes are refused (413) on every route
+before they are read."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import select
 import socket
@@ -27,13 +32,15 @@ import httpx
 import orjson
 import pytest
 from confluent_kafka import Producer
-from console_browser import chromium_available, wait
+from console_browser import wait
 from fastapi.routing import APIRoute
 from markupsafe import escape
 from service_processes import ServiceProcess
 from starlette.routing import Mount
 from store_records import plate_alert, plate_sighting, sighting_id
+from typer.testing import CliRunner
 
+from stream_worker import cli
 from stream_worker.cameras.status import CameraStatus
 from stream_worker.cameras.store import read_cameras, write_settings
 from stream_worker.contracts.cameras import parse_settings
@@ -48,7 +55,6 @@ from stream_worker.store.web.paths import segment
 from .conftest import PASSWORDS, TOKENS, Console, make_console, signed_in, stored_raw
 
 pytestmark = pytest.mark.integration
-needs_chromium = pytest.mark.skipif(not chromium_available(), reason="no chromium")
 
 HOSTILE = {
     "html": '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">',
@@ -128,11 +134,11 @@ def _sign_in(driver: Any, address: str) -> None:
 
 
 # --- straight into the database -----------------------------------------------------------------
-@needs_chromium
-def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
-    served, browser, kafka_bootstrap: str
-) -> None:
-    console, address = served
+LISTS = ["/", "/search?since=" + SINCE, "/alerts?show=all", "/cameras", "/audit", "/notifications"]
+
+
+def _hostile_rows(console: Console, kafka_bootstrap: str) -> None:
+    """Hostile sightings, alerts and audit rows in the database, and on the console's topics."""
     write_settings(kafka_bootstrap, "gate-1", GATE, console.settings.cameras_topic)
     stored_raw(
         console,
@@ -167,8 +173,14 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
         for key, value in HOSTILE.items():
             queries.add_audit(connection, value, f"hostile.{key}", {"value": value})
     _hostile_console_topics(console, kafka_bootstrap)
+
+
+def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
+    served, kafka_bootstrap: str
+) -> None:
+    console, address = served
+    _hostile_rows(console, kafka_bootstrap)
     client, token = signed_in(address, "ada")
-    lists = ["/", "/search?since=" + SINCE, "/alerts?show=all", "/cameras", "/audit", "/notifications"]
     per_id = [
         f"{prefix}{segment(value)}{suffix}"
         for value in HOSTILE.values()
@@ -180,7 +192,7 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
             ("/api/cameras/", "/frame"),
         )
     ]
-    _get_all(client, lists + per_id + ["/notifications?edit=t-html", "/api/camera-status"])
+    _get_all(client, LISTS + per_id + ["/notifications?edit=t-html", "/api/camera-status"])
     shown = client.get("/cameras").text + client.get("/notifications").text
     assert shown.count("{{7*7}}") >= 4 and "W" * 1000 in shown  # shown (escaped), not evaluated
     alerts = client.get("/alerts?show=all").text
@@ -202,11 +214,17 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
     assert set(new) <= {"alert.acknowledge"}, new
     assert read_cameras(kafka_bootstrap, console.settings.cameras_topic).values == {"gate-1": GATE}
 
+
+def test_hostile_rows_in_the_database_run_no_script_in_chromium(
+    served, browser, kafka_bootstrap: str
+) -> None:
+    console, address = served
+    _hostile_rows(console, kafka_bootstrap)
     _sign_in(browser, address)
     from selenium.webdriver.common.by import By
 
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#live-sightings li")) == len(HOSTILE))
-    _browse(browser, address, [*lists[1:], "/notifications?edit=t-html"])
+    _browse(browser, address, [*LISTS[1:], "/notifications?edit=t-html"])
     _browse(browser, address, [f"/sightings/{segment(HOSTILE[k])}" for k in ("html", "attribute", "rtl")])
 
 
@@ -260,11 +278,12 @@ def _target_writes(client: httpx.Client, token: str, key: str, value: str) -> li
 
 
 # --- through the API and the forms --------------------------------------------------------------
-@needs_chromium
-def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_escaped(
-    served, browser, kafka_bootstrap: str
-) -> None:
-    console, address = served
+FORMULA = "=cmd|' /C calc'!A0"  # a label a spreadsheet would run (OWASP CSV injection)
+
+
+def _hostile_writes(console: Console, address: str, kafka_bootstrap: str) -> list[str]:
+    """Every write of the API and the forms with each hostile value (each answer checked), and
+    the pages that show what was accepted."""
     client, token = signed_in(address, "ada")
     csrf = {"x-csrf-token": token}
     accepted_cameras = set()
@@ -310,7 +329,7 @@ def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_esc
         assert login_token
         form = {"csrf_token": login_token.group(1), "username": value, "password": value, "next": value}
         answer = fresh.post("/login", data=form)
-        assert answer.status_code in (401, 422), (key, answer.status_code)
+        assert answer.status_code in (401, 413, 422), (key, answer.status_code)
         _assert_safe_page(address + "/login", answer)
     # Only what was aimed at: each camera written is one whose own PUT was accepted.
     cameras = read_cameras(kafka_bootstrap, console.settings.cameras_topic).values
@@ -328,9 +347,46 @@ def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_esc
     assert entries, "no hostile watch-list entry was accepted: nothing to render"
     for entry in entries:  # whatever was accepted is shown, escaped
         assert str(escape(entry["list"])) in watchlist and str(escape(entry["label"] or "")) in watchlist
+    return pages
 
+
+def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_escaped(
+    served, kafka_bootstrap: str
+) -> None:
+    console, address = served
+    _hostile_writes(console, address, kafka_bootstrap)
+
+
+def test_hostile_input_through_the_api_and_forms_runs_no_script_in_chromium(
+    served, browser, kafka_bootstrap: str
+) -> None:
+    console, address = served
+    pages = _hostile_writes(console, address, kafka_bootstrap)
     _sign_in(browser, address)
     _browse(browser, address, pages)
+
+
+def test_the_watch_list_export_writes_no_cell_a_spreadsheet_runs(served, kafka_bootstrap: str) -> None:
+    """Hostile labels (and one that is a formula) through the API, then `watchlist export`."""
+    console, address = served
+    client, token = signed_in(address, "ada")
+    labels = {f"F{number:03d}AA77": value[:200] for number, value in enumerate([*HOSTILE.values(), FORMULA])}
+    for plate, label in labels.items():
+        answer = client.post(
+            "/api/watchlist",
+            json={"plate": plate, "list": "stolen", "label": label},
+            headers={"x-csrf-token": token},
+        )
+        assert answer.status_code in (201, 422), (plate, answer.text)
+    topic = console.settings.watchlist_topic
+    exported = CliRunner().invoke(
+        cli.app, ["watchlist", "export", "--bootstrap-servers", kafka_bootstrap, "--topic", topic]
+    )
+    assert exported.exit_code == 0, exported.output
+    rows = list(csv.reader(io.StringIO(exported.stdout)))[1:]
+    assert len(rows) >= 2 and any(row[2] == "'" + FORMULA for row in rows), rows
+    for row in rows:
+        assert not [cell for cell in row if cell.startswith(("=", "+", "-", "@", "\t", "\r"))], row
 
 
 # --- on the topics a real store reads -----------------------------------------------------------
