@@ -49,7 +49,13 @@ from stream_worker.launchers.broker import create_topics
 from stream_worker.service.compacted import read_compacted, write_compacted
 from stream_worker.store import queries
 from stream_worker.store.console_thread import start_console
-from stream_worker.store.web.bodies import BODY_LIMIT, IMPORT_BODY_LIMIT, NO_BODY_METHODS, route_limits
+from stream_worker.store.web.bodies import (
+    BODY_LIMIT,
+    IMPORT_BODY_LIMIT,
+    LARGER_BODIES,
+    NO_BODY_METHODS,
+    route_limits,
+)
 from stream_worker.store.web.paths import segment
 
 from .conftest import PASSWORDS, TOKENS, Console, make_console, signed_in, stored_raw
@@ -559,6 +565,10 @@ def test_every_route_refuses_a_declared_oversized_body_before_reading_it(listeni
     console, address = listening
     routes = every_route(console)
     assert len(routes) > 40, routes
+    templates = {
+        (method, route.path) for route in _flat(console.app.routes) for method in route.methods or ()
+    }
+    assert set(LARGER_BODIES) <= templates, set(LARGER_BODIES) - templates  # each names a real route
     limit_of = route_limits()
     for method, path in routes:
         for headers in (ADMIN, {"content-type": "application/x-www-form-urlencoded"}):
