@@ -3,9 +3,11 @@ database: sessions.py) or a bearer token (the API), checked by one ASGI middlewa
 every route except the few public ones, so that a route added later is closed by default. Writes
 need the admin role and, from a cookie session, the session's CSRF token (a form field
 `csrf_token` or the `X-CSRF-Token` header, an HMAC of the session's id); a bearer-token request
-carries no cookie, so a forged cross-site request cannot use it. A viewer's write (any method but
-GET, HEAD, OPTIONS, on any path but VIEWER_WRITES) reaches its route with its body withheld, unread
-(FastAPI reads a route's body before its dependencies run), and `writer` refuses it.
+carries no cookie, so a forged cross-site request cannot use it. A write (any method but GET,
+HEAD, OPTIONS, on any path but VIEWER_WRITES) that is refused whatever its body holds, a viewer's,
+or a cookie session's whose CSRF header is wrong (or missing, the body not a form that could carry
+the token), reaches its route with its body withheld, unread (FastAPI reads a route's body before
+its dependencies run), and `writer` refuses it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ PUBLIC_PREFIXES = ("/static/",)
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 VIEWER_WRITES = ("/logout",)
 
 
@@ -78,9 +81,25 @@ class AuthMiddleware:
         if user is None and not is_public(scope["path"]):
             await self._refuse(scope, send)
             return
-        if user is not None and not user.is_admin and _is_write(scope):
+        if (
+            user is not None
+            and _is_write(scope)
+            and (not user.is_admin or self._csrf_fails(scope, via_token))
+        ):
             receive, send = _body_withheld(receive, send)  # `writer` answers 403, rendered as usual
         await self.app(scope, receive, send)
+
+    def _csrf_fails(self, scope: Scope, via_token: bool) -> bool:
+        """A cookie session's write whose CSRF check fails without its body: a wrong X-CSRF-Token,
+        or none and a body that is no form (where a `csrf_token` field could be)."""
+        if via_token:
+            return False
+        headers = dict(scope.get("headers") or [])
+        given = headers.get(CSRF_HEADER.encode())
+        if given is None:
+            return not headers.get(b"content-type", b"").decode("latin-1").startswith(FORM_TYPES)
+        expected = self.sessions.expected_csrf(scope.get("session") or {})
+        return not isinstance(expected, str) or not hmac.compare_digest(expected.encode(), given)
 
     async def _user(self, scope: Scope) -> tuple[User | None, bool]:
         headers = dict(scope.get("headers") or [])
@@ -157,9 +176,7 @@ async def check_csrf(request: Request) -> None:
         return
     expected = sessions_of(request).expected_csrf(request.session)
     given = request.headers.get(CSRF_HEADER)
-    if given is None and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
+    if given is None and request.headers.get("content-type", "").startswith(FORM_TYPES):
         form = await request.form()
         value = form.get(CSRF_FIELD)
         given = value if isinstance(value, str) else None

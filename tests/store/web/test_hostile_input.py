@@ -598,7 +598,7 @@ def test_a_chunked_body_is_refused_once_it_passes_the_cap(listening, path, heade
     assert sent >= cap, (path, sent)  # not before the cap was passed
 
 
-def test_a_viewer_write_is_refused_with_its_body_unread(listening) -> None:
+def test_a_write_refused_whatever_its_body_is_refused_with_its_body_unread(listening) -> None:
     _, address = listening
     by_token = {"authorization": f"Bearer {TOKENS['vic']}", "content-type": "text/csv"}
     status, seconds = declared(address, "POST", "/api/watchlist/import", 2 * 1024 * 1024, by_token)
@@ -616,3 +616,10 @@ def test_a_viewer_write_is_refused_with_its_body_unread(listening) -> None:
     cookie = "; ".join(f"{name}={value}" for name, value in admin.cookies.items())
     status, _ = declared(address, "POST", "/watchlist/import", 1024, {**form, "cookie": cookie})
     assert status == 0  # waiting for the body it may read
+    # ... but not when its CSRF check fails whatever the body holds: a wrong header, or none on a
+    # body that is no form.
+    wrong = {**form, "cookie": cookie, "x-csrf-token": "not-the-token"}
+    assert declared(address, "POST", "/watchlist/import", 1024, wrong)[0] == 403
+    csv = {"cookie": cookie, "content-type": "text/csv"}
+    status, seconds = declared(address, "POST", "/api/watchlist/import", 2 * 1024 * 1024, csv)
+    assert (status, seconds < ANSWER_S) == (403, True), (status, seconds)
