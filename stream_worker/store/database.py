@@ -60,10 +60,13 @@ def _parse(url: str) -> URL:
 def _private(path: Path) -> None:
     """The database file (created empty if missing: SQLite takes an empty file as a new database)
     and any -wal or -shm beside it readable by this user only."""
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-    for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        if each.exists() and each.stat().st_mode & 0o077:
-            each.chmod(0o600)
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            if each.exists() and each.stat().st_mode & 0o077:
+                each.chmod(0o600)
+    except OSError as error:  # not this user's file, or read-only: SQLite says what it can do
+        log.warning("the database file's mode is not changed", extra={"path": str(path), "error": str(error)})
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
