@@ -16,6 +16,11 @@ command -v "$PYTHON" >/dev/null || PYTHON=python3
 gst_packages=(python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav postgresql-15 chromium chromium-driver
   mosquitto)
+# kubectl, whose kustomize renders the manifests tests/deploy check, where an apt source has it
+# (Kubernetes's pkgs.k8s.io); where none has, those tests skip, or fail under CI (CI=true), saying so.
+if ! command -v kubectl >/dev/null && apt-cache show kubectl >/dev/null 2>&1; then
+  gst_packages+=(kubectl)
+fi
 if command -v dpkg-query >/dev/null; then
   missing=()
   for package in "${gst_packages[@]}"; do

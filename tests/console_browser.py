@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from support import require
+
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 WAIT_S = 5.0
 
@@ -21,7 +23,9 @@ def chromium_available() -> bool:
 
 @contextmanager
 def chromium(width: int = 1100, height: int = 900) -> Iterator[Any]:
-    """A headless Chromium WebDriver, quit on exit."""
+    """A headless Chromium WebDriver, quit on exit; the test skipped where Chromium is not
+    installed (failed under CI)."""
+    require(chromium_available(), "Chromium and its chromedriver are not installed (scripts/setup.sh)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -24,22 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import require
 
 from stream_worker.launchers.mjpeg import LocalMjpegServer, MjpegMount
 from stream_worker.launchers.rtsp import LocalRtspServer, Mount, rtsp_server_unavailable
 
 VIDEO_SUFFIXES = {".mp4", ".mov", ".mkv", ".avi"}
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-
-
-def missing(reason: str) -> None:
-    """Skip the test, or fail it under CI, where everything the tests need must be installed."""
-    if in_ci():
-        pytest.fail(f"{reason} (CI=true: required here)", pytrace=False)
-    pytest.skip(reason)
 
 
 def videos_dir() -> Path:
@@ -57,16 +47,16 @@ def clip_plate(clip: Path) -> str:
 @pytest.fixture(scope="session")
 def video_clips() -> list[Path]:
     clips = sorted(path for path in videos_dir().glob("*") if path.suffix.lower() in VIDEO_SUFFIXES)
-    if not clips:
-        missing(f"no video clips in {videos_dir()}")
+    require(clips, f"no video clips in {videos_dir()}")
     return clips
 
 
 @pytest.fixture(scope="session")
 def rtsp_available() -> None:
     reason = rtsp_server_unavailable()
-    if reason is not None:
-        missing(f"GStreamer's RTSP server is not installed (run scripts/setup.sh as root): {reason}")
+    require(
+        reason is None, f"GStreamer's RTSP server is not installed (run scripts/setup.sh as root): {reason}"
+    )
 
 
 def clip_mounts(clips: Sequence[Path], **options: Any) -> list[Mount]:

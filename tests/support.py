@@ -4,17 +4,56 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import importlib
+import os
 import ssl
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 # The acceptance allows the plate text to be one edit off; the product's own distance measures it.
 from stream_worker.plates.distance import edit_distance
 
-__all__ = ["EXPECTED_PLATE", "edit_distance", "process_tree", "reply", "resident_bytes", "serve_http"]
+__all__ = [
+    "EXPECTED_PLATE",
+    "edit_distance",
+    "in_ci",
+    "process_tree",
+    "reply",
+    "require",
+    "require_module",
+    "resident_bytes",
+    "serve_http",
+]
 
 EXPECTED_PLATE = "B840CK197"  # the van in samples/car.jpg
+
+
+def in_ci() -> bool:
+    """CI (`.ci/run` sets CI=true) must have every tool and data set the tests need."""
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require(available: object, what: str) -> None:
+    """Go on if `available` (a tool, a data set, a browser) is; else skip the test, or, under CI,
+    fail it: a test that cannot run there would pass unnoticed."""
+    if available:
+        return
+    if in_ci():
+        pytest.fail(f"{what} (CI=true: required here; scripts/setup.sh installs the tools)", pytrace=False)
+    pytest.skip(what)
+
+
+def require_module(name: str) -> ModuleType:
+    """The module `name`, or `require`'s skip (a failure under CI) when it is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        require(False, f"the Python module {name} is not installed")
+        raise
 
 
 def _read(path: Path) -> str:

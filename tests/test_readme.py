@@ -31,7 +31,8 @@ def _quick_start_commands() -> list[str]:
 
 
 def _ci_command() -> str:
-    """What `.ci/run` runs, as one command line: its exported defaults, then the exec'd command."""
+    """What `.ci/run` runs, as one command line: its exported defaults, then the exec'd command
+    (CI=true left out: it is what makes a run CI's, where a missing tool fails, not skips)."""
     assignments, command = [], None
     for line in CI_RUN.read_text().splitlines():
         words = shlex.split(line, comments=True)
@@ -42,7 +43,8 @@ def _ci_command() -> str:
             default = re.fullmatch(r"\$\{(\w+):-(.*)\}", value)
             if default and default.group(1) == name:
                 value = default.group(2)
-            assignments.append(f"{name}={value}")
+            if name != "CI":
+                assignments.append(f"{name}={value}")
         elif words[0] == "exec":
             command = " ".join(words[1:])
     assert command is not None, f"{CI_RUN} has no exec line"
@@ -70,6 +72,12 @@ def test_quick_start_has_exactly_the_demo_and_the_test_command() -> None:
 def test_readme_test_command_is_what_ci_runs() -> None:
     assert _ci_command() == "LPR_WEIGHTS_DIR=../shared/weights bash scripts/test.sh"
     assert _quick_start_commands()[1] == _ci_command()
+
+
+def test_ci_says_it_is_ci() -> None:
+    """Under CI=true a test that needs a missing tool or data set fails (tests/support.py)."""
+    exports = [shlex.split(line, comments=True) for line in CI_RUN.read_text().splitlines()]
+    assert ["export", "CI=true"] in exports
 
 
 def test_readme_demo_command_is_scripts_demo_sh() -> None:

@@ -2,13 +2,16 @@
 PostgreSQL (production), behind one SQLAlchemy engine, its schema brought up to date by Alembic.
 
 SQLite runs in WAL mode with a busy timeout, so that the console reads while the writer writes,
-and with foreign keys on (pictures go with their sighting). The URL's password never reaches a log
+and with foreign keys on (pictures go with their sighting). Its file holds plates, pictures and
+sessions: it is made 0600 (an older one tightened to it), as the users file is; SQLite gives its
+-wal and -shm files the database file's mode. The URL's password never reaches a log
 line or an error: `safe_url` is what is said.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,6 +57,18 @@ def _parse(url: str) -> URL:
     return parsed
 
 
+def _private(path: Path) -> None:
+    """The database file (created empty if missing: SQLite takes an empty file as a new database)
+    and any -wal or -shm beside it readable by this user only."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            if each.exists() and each.stat().st_mode & 0o077:
+                each.chmod(0o600)
+    except OSError as error:  # not this user's file, or read-only: SQLite says what it can do
+        log.warning("the database file's mode is not changed", extra={"path": str(path), "error": str(error)})
+
+
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -74,6 +89,7 @@ class Database:
             database = self.url.database
             if database and database != ":memory:":
                 Path(database).parent.mkdir(parents=True, exist_ok=True)
+                _private(Path(database))
         else:
             options.update(pool_pre_ping=True, pool_size=5, max_overflow=5)
         self.engine: Engine = create_engine(self.url, **options)

@@ -19,6 +19,8 @@ from typing import TextIO
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry
 
 COLUMNS = ("plate", "list", "label", "max_distance", "expires_at", "kind")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+QUOTE = "'"
 REQUIRED_COLUMNS = ("plate", "list")
 
 
@@ -59,7 +61,7 @@ def parse_csv(text: str, now: datetime | None = None) -> list[WatchEntry]:
         if len(cells) != len(names):
             problems.append(RowProblem(row_number, f"{len(cells)} cells, the header has {len(names)}"))
             continue
-        values = dict(zip(names, cells, strict=True))
+        values = dict(zip(names, map(unquoted, cells), strict=True))
         try:
             entry = new_entry(
                 values["plate"],
@@ -117,18 +119,29 @@ def _header_problems(names: list[str]) -> list[str]:
     return problems
 
 
+def quoted(cell: str) -> str:
+    """The cell as a spreadsheet shows it as text, never runs it as a formula."""
+    return QUOTE + cell if cell.startswith((*FORMULA_STARTS, QUOTE)) else cell
+
+
+def unquoted(cell: str) -> str:
+    """`quoted` undone: one `'` off a cell that `quoted` would have quoted."""
+    rest = cell.removeprefix(QUOTE)
+    return rest if cell.startswith(QUOTE) and rest.startswith((*FORMULA_STARTS, QUOTE)) else cell
+
+
 def write_csv(entries: Iterable[WatchEntry], out: TextIO) -> None:
-    """Entries as `parse_csv` reads them back (header first), sorted by list, then plate."""
+    """Entries as `parse_csv` reads them back (header first), sorted by list, then plate; every
+    cell `quoted`."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     for entry in sorted(entries, key=lambda entry: (entry.list, entry.plate)):
-        writer.writerow(
-            [
-                entry.plate,
-                entry.list,
-                entry.label or "",
-                "" if entry.max_distance is None else f"{entry.max_distance:g}",
-                "" if entry.expires_at is None else entry.expires_at.isoformat().replace("+00:00", "Z"),
-                entry.effective_kind.value,
-            ]
-        )
+        cells = [
+            entry.plate,
+            entry.list,
+            entry.label or "",
+            "" if entry.max_distance is None else f"{entry.max_distance:g}",
+            "" if entry.expires_at is None else entry.expires_at.isoformat().replace("+00:00", "Z"),
+            entry.effective_kind.value,
+        ]
+        writer.writerow([quoted(cell) for cell in cells])

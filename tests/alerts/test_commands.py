@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import orjson
@@ -109,6 +110,34 @@ def test_a_bad_csv_writes_nothing_and_names_every_bad_row(
     assert "refused, nothing imported (2 bad row(s))" in result.stderr
     assert "row 4: plate 'A123BC7777'" in result.stderr and "row 5: list 'Stolen'" in result.stderr
     assert read_watchlist(kafka_bootstrap, unique_name).topic_exists is False
+
+
+FORMULAS = {  # labels a spreadsheet would run as formulas (OWASP CSV injection)
+    "A001AA77": "=cmd|' /C calc'!A0",
+    "A002AA77": "+1+1",
+    "A003AA77": "-2+3",
+    "A004AA77": "@SUM(1,1)",
+}
+
+
+@pytest.mark.integration
+def test_export_never_writes_a_cell_a_spreadsheet_runs(
+    kafka_bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "plates.csv"
+    rows = "".join(f'{plate},stolen,"{label}"\n' for plate, label in FORMULAS.items())
+    source.write_text("plate,list,label\n" + rows, encoding="utf-8")
+    assert _watchlist(kafka_bootstrap, unique_name, "import", str(source)).exit_code == 0
+    exported = _watchlist(kafka_bootstrap, unique_name, "export")
+    assert exported.exit_code == 0, exported.output
+    labels = {row[0]: row[2] for row in csv.reader(exported.stdout.splitlines()[1:])}
+    assert labels == {plate: "'" + label for plate, label in FORMULAS.items()}
+    # The export imports back to the labels as they were.
+    copy = tmp_path / "copy.csv"
+    copy.write_text(exported.stdout, encoding="utf-8")
+    assert _watchlist(kafka_bootstrap, f"{unique_name}-copy", "import", str(copy)).exit_code == 0
+    entries = read_watchlist(kafka_bootstrap, f"{unique_name}-copy").values
+    assert {plate: entry.label for plate, entry in entries.items()} == FORMULAS
 
 
 @pytest.mark.integration

@@ -4,7 +4,7 @@ clip decoded with PyAV (from ../shared/videos)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
+from support import require
 
 from bench.motion import VIDEOS, Clip, clip_rows, load_clips, sweep_rows
 from stream_worker.contracts.cameras import MotionSettings
@@ -41,8 +41,8 @@ def test_static_shares_and_plate_frames_kept():
     assert first["passes_read"] == 1
 
 
-@pytest.mark.skipif(not VIDEOS.is_dir(), reason="../shared/videos is not here")
 def test_a_real_clip_decodes_and_gates():
+    require(VIDEOS.is_dir(), "../shared/videos is not here")
     clips = load_clips(VIDEOS, lead_in_s=2.0)
     assert {c.plate for c in clips} >= {"H133OE123", "Y663YO750", "T404YA47"}
     rows = clip_rows(clips, None, MotionSettings(), 5.0)

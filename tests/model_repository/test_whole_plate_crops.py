@@ -11,12 +11,13 @@ import csv
 import numpy as np
 import pytest
 from conftest import weights_dir
+from support import require, require_module
 
 from stream_worker.contracts.plate_formats import region
 from stream_worker.plates.reading import read_plate
 
-cv2 = pytest.importorskip("cv2")
-ort = pytest.importorskip("onnxruntime")
+cv2 = require_module("cv2")
+ort = require_module("onnxruntime")
 
 CCT = weights_dir() / "cct_xs_v1_global.onnx"
 WORLD = weights_dir().parent / "plates-world"
@@ -24,8 +25,7 @@ WORLD = weights_dir().parent / "plates-world"
 
 @pytest.fixture(scope="module")
 def session() -> object:
-    if not CCT.exists() or not WORLD.exists():
-        pytest.skip(f"needs {CCT} and {WORLD}")
+    require(CCT.exists() and WORLD.exists(), f"needs {CCT} and {WORLD}")
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     return ort.InferenceSession(str(CCT), options, providers=["CPUExecutionProvider"])

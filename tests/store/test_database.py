@@ -1,14 +1,16 @@
 """The store's database: migrations bring an empty SQLite database to the schema the code uses,
-and a second run changes nothing; URLs never show their password."""
+and a second run changes nothing; URLs never show their password; the SQLite files are 0600."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from stream_worker.store.database import Database, DatabaseError, default_url, safe_url
 from stream_worker.store.schema import metadata
@@ -30,6 +32,29 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path: Path) -> None:
     with database.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+
+
+def test_the_sqlite_files_are_readable_by_their_user_only(tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("history.db", "history.db-wal"):  # as an older version left them: 0644
+        (old / name).touch(0o644)
+        (old / name).chmod(0o644)
+    previous = os.umask(0o022)
+    try:
+        for folder in (tmp_path / "new", old):
+            database = Database(default_url(folder))
+            database.migrate()
+            with database.begin() as connection:
+                connection.execute(text("CREATE TABLE IF NOT EXISTS probe (x INTEGER)"))
+            with database.connect() as connection:  # a reader keeps the -wal and -shm in place
+                connection.execute(text("SELECT 1")).all()
+                modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.glob("history.db*")}
+            database.dispose()
+            assert set(modes) == {"history.db", "history.db-wal", "history.db-shm"}, modes
+            assert set(modes.values()) == {0o600}, (folder.name, modes)
+    finally:
+        os.umask(previous)
 
 
 def test_a_password_never_shows_in_the_url_said() -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from support import require
 
 from stream_worker.launchers.broker import free_port
 from stream_worker.tools.produce import produce_frames
@@ -261,9 +262,9 @@ def test_a_watch_list_entry_added_in_the_console_alerts_the_next_pass_in_the_pag
 ) -> None:
     """The issue's end to end: in a real Chromium, the admin adds the van's plate to the watch list
     in the console; the next pass of the van raises an alert that appears in the live page."""
-    console_browser = pytest.importorskip("console_browser")
-    if not console_browser.chromium_available():
-        pytest.skip("no chromium")
+    import console_browser
+
+    require(console_browser.chromium_available(), "Chromium and its chromedriver are not installed")
     from selenium.webdriver.common.by import By
 
     console_url = up.status()["console_url"].rstrip("/")

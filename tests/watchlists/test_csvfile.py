@@ -8,7 +8,15 @@ from datetime import UTC, datetime
 import pytest
 
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
-from stream_worker.watchlists.csvfile import COLUMNS, CsvImportError, RowProblem, parse_csv, write_csv
+from stream_worker.watchlists.csvfile import (
+    COLUMNS,
+    CsvImportError,
+    RowProblem,
+    parse_csv,
+    quoted,
+    unquoted,
+    write_csv,
+)
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 HEADER = "plate,list,label,max_distance,expires_at\n"
@@ -146,3 +154,13 @@ def test_an_unknown_kind_refuses_the_file_naming_the_row() -> None:
     assert [(problem.row, problem.reason) for problem in problems] == [
         (3, "kind 'block' is not watch or allow")
     ]
+
+
+@pytest.mark.parametrize(
+    "cell", ["=1+1", "+1", "-1", "@A1", "\tx", "\rx", "'", "'=x", "''", "plain", "", "a=b", "1-2"]
+)
+def test_a_cell_a_spreadsheet_would_run_is_written_quoted_and_read_back_as_it_was(cell: str) -> None:
+    written = quoted(cell)
+    assert not written.startswith(("=", "+", "-", "@", "\t", "\r"))
+    assert written == ("'" + cell if cell.startswith(("=", "+", "-", "@", "\t", "\r", "'")) else cell)
+    assert unquoted(written) == cell

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from support import edit_distance
+from support import edit_distance, require
 
 from stream_worker.cameras.store import remove_settings, write_settings
 from stream_worker.config import load_settings
@@ -126,8 +126,7 @@ def _dash_frame() -> tuple[bytes, tuple[float, ...]]:
     from tests.conftest import weights_dir
 
     folder = weights_dir().parent / "plates-world" / "ro-scenes"
-    if not folder.exists():
-        pytest.skip(f"needs {folder}")
+    require(folder.exists(), f"needs {folder}")
     name = "dayride_type1_001.mp4_t172.jpg"
     (box,) = load_voc_labels(folder)[name].boxes
     image = cv2.imread(str(folder / name), cv2.IMREAD_COLOR)

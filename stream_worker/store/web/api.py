@@ -25,7 +25,7 @@ from stream_worker.contracts.notify import (
     target_name_problem,
 )
 from stream_worker.contracts.sightings import Direction
-from stream_worker.contracts.watchlist import WatchEntry, new_entry, validate_plate
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry, validate_plate
 from stream_worker.store import queries
 from stream_worker.store.rows import MAX_SEQ, AlertRow, AuditRow, SightingDetail
 from stream_worker.store.search import MAX_LIMIT, SearchPage, SearchQuery, search
@@ -52,6 +52,7 @@ class NewEntry(BaseModel):
     label: str | None = Field(None, max_length=256)
     max_distance: float | None = None
     expires_at: datetime | None = None
+    kind: WatchKind = WatchKind.WATCH
 
 
 class Changed(BaseModel):
@@ -245,31 +246,45 @@ def get_watchlist(user: Reader, store: Store) -> list[WatchEntry]:
 
 @router.post("/watchlist", response_model=WatchEntry, status_code=201)
 def add_entry(entry: NewEntry, user: Admin, store: Store) -> WatchEntry:
-    made = entry_or_422(entry.plate, entry.list, entry.label, entry.max_distance, entry.expires_at)
+    made = entry_or_422(
+        entry.plate, entry.list, entry.label, entry.max_distance, entry.expires_at, entry.kind
+    )
     store.change_watchlist(user, "watchlist.add", entries=[made])
     return made
 
 
 def entry_or_422(
-    plate: str, list_name: str, label: str | None, max_distance: Any, expires_at: datetime | str | None
+    plate: str,
+    list_name: str,
+    label: str | None,
+    max_distance: Any,
+    expires_at: datetime | str | None,
+    kind: WatchKind = WatchKind.WATCH,
 ) -> WatchEntry:
     """A new watch-list entry from what a person typed; 422 with the reasons for bad values."""
     try:
-        return new_entry(plate, list_name, label, max_distance, expires_at)
+        return new_entry(plate, list_name, label, max_distance, expires_at, kind=kind)
     except ValueError as error:
         raise HTTPException(422, str(error)) from None
     except OverflowError:  # near year 1 or 9999, the offset takes the date off the calendar
         raise HTTPException(422, f"expires_at {str(expires_at)!r} is out of range") from None
 
 
-@router.delete("/watchlist/{plate}", response_model=Changed)
-def remove_entry(plate: str, user: Admin, store: Store) -> Changed:
+def listed_plate_or_404(store: Backend, plate: str) -> str:
+    """A valid plate (422 otherwise) that is on the watch list (404 otherwise: nothing to remove,
+    so no tombstone and no audit row)."""
     try:
         plate = validate_plate(plate)
     except ValueError as error:
         raise HTTPException(422, f"plate {error}") from None
     if plate not in {entry.plate for entry in store.watchlist()}:
         raise HTTPException(404, f"{plate} is not on the watch list")
+    return plate
+
+
+@router.delete("/watchlist/{plate}", response_model=Changed)
+def remove_entry(plate: str, user: Admin, store: Store) -> Changed:
+    plate = listed_plate_or_404(store, plate)
     store.change_watchlist(user, "watchlist.remove", removals=[plate])
     return Changed(changed=1, detail=f"removed {plate}")
 

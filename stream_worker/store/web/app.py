@@ -1,6 +1,7 @@
 """The console's FastAPI application: pages, the API (/api, schema at /api/openapi.json; no docs
 page, whose Swagger UI came from a CDN), the live feed, static files; sign-in required everywhere
-but /login, /static and /healthz (auth.py); the security headers on every answer (headers.py);
+but /login, /static and /healthz, a viewer's writes refused with their bodies unread (auth.py);
+every body capped to what its route takes (bodies.py); the security headers on every answer (headers.py);
 bad input answered with a 4xx that says why, never a traceback."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from stream_worker.store.settings import StoreSettings
 from stream_worker.store.web import api, live, pages
 from stream_worker.store.web.auth import AuthMiddleware
 from stream_worker.store.web.backend import Backend
+from stream_worker.store.web.bodies import BodyLimitMiddleware, route_limits
 from stream_worker.store.web.headers import SecurityHeadersMiddleware, headers_for
 from stream_worker.store.web.limiter import SignInLimiter
 from stream_worker.store.web.sessions import SessionBook
@@ -79,6 +81,8 @@ def create_app(
         same_site="lax",
         https_only=settings.secure_cookies,
     )
+    # Before the session and the sign-in: no body is read past what its route takes (bodies.py).
+    app.add_middleware(BodyLimitMiddleware, limit_of=route_limits())
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: redirects and refusals get them too
     return app
 

@@ -3,7 +3,11 @@ database: sessions.py) or a bearer token (the API), checked by one ASGI middlewa
 every route except the few public ones, so that a route added later is closed by default. Writes
 need the admin role and, from a cookie session, the session's CSRF token (a form field
 `csrf_token` or the `X-CSRF-Token` header, an HMAC of the session's id); a bearer-token request
-carries no cookie, so a forged cross-site request cannot use it.
+carries no cookie, so a forged cross-site request cannot use it. A write (any method but GET,
+HEAD, OPTIONS, on any path but VIEWER_WRITES) that is refused whatever its body holds, a viewer's,
+or a cookie session's whose CSRF header is wrong (or missing, the body not a form that could carry
+the token), reaches its route with its body withheld, unread (FastAPI reads a route's body before
+its dependencies run), and `writer` refuses it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import orjson
 from fastapi import HTTPException, Request
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from stream_worker.store.web.sessions import SessionBook
 from stream_worker.store.web.users import User, Users
@@ -27,6 +31,8 @@ PUBLIC_PREFIXES = ("/static/",)
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+VIEWER_WRITES = ("/logout",)
 
 
 def is_public(path: str) -> bool:
@@ -75,7 +81,25 @@ class AuthMiddleware:
         if user is None and not is_public(scope["path"]):
             await self._refuse(scope, send)
             return
+        if (
+            user is not None
+            and _is_write(scope)
+            and (not user.is_admin or self._csrf_fails(scope, via_token))
+        ):
+            receive, send = _body_withheld(receive, send)  # `writer` answers 403, rendered as usual
         await self.app(scope, receive, send)
+
+    def _csrf_fails(self, scope: Scope, via_token: bool) -> bool:
+        """A cookie session's write whose CSRF check fails without its body: a wrong X-CSRF-Token,
+        or none and a body that is no form (where a `csrf_token` field could be)."""
+        if via_token:
+            return False
+        headers = dict(scope.get("headers") or [])
+        given = headers.get(CSRF_HEADER.encode())
+        if given is None:
+            return not headers.get(b"content-type", b"").decode("latin-1").startswith(FORM_TYPES)
+        expected = self.sessions.expected_csrf(scope.get("session") or {})
+        return not isinstance(expected, str) or not hmac.compare_digest(expected.encode(), given)
 
     async def _user(self, scope: Scope) -> tuple[User | None, bool]:
         headers = dict(scope.get("headers") or [])
@@ -105,6 +129,33 @@ class AuthMiddleware:
         await _json(send, 401, detail, ((b"www-authenticate", b"Bearer"),))
 
 
+def _is_write(scope: Scope) -> bool:
+    path = scope["path"]
+    return scope["method"] not in SAFE_METHODS and path not in VIEWER_WRITES and not is_public(path)
+
+
+def _body_withheld(receive: Receive, send: Send) -> tuple[Receive, Send]:
+    """The request as if its body were empty (none of it read), and its answer closing the
+    connection (the unread rest cannot be skipped to reach a next request)."""
+    given = False
+
+    async def empty() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        while (message := await receive())["type"] != "http.disconnect":
+            pass
+        return message
+
+    async def closing(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+        await send(message)
+
+    return empty, closing
+
+
 async def _json(send: Send, status: int, detail: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     body = orjson.dumps({"detail": detail})
     start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]
@@ -125,9 +176,7 @@ async def check_csrf(request: Request) -> None:
         return
     expected = sessions_of(request).expected_csrf(request.session)
     given = request.headers.get(CSRF_HEADER)
-    if given is None and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
+    if given is None and request.headers.get("content-type", "").startswith(FORM_TYPES):
         form = await request.form()
         value = form.get(CSRF_FIELD)
         given = value if isinstance(value, str) else None
@@ -136,9 +185,10 @@ async def check_csrf(request: Request) -> None:
 
 
 async def writer(request: Request) -> User:
-    """The user, if an admin whose request passes the CSRF check; 403 otherwise."""
-    await check_csrf(request)
+    """The user, if an admin (checked first: it needs no body) whose request passes the CSRF
+    check; 403 otherwise."""
     user = current_user(request)
     if not user.is_admin:
         raise HTTPException(403, f"{user.name} is a viewer: only an admin may change this")
+    await check_csrf(request)
     return user

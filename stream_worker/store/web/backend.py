@@ -18,7 +18,7 @@ from stream_worker.cameras.status import CameraStatus, decode_status
 from stream_worker.cameras.store import CamerasStoreError, read_cameras, remove_settings, write_settings
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.contracts.notify import NotifyDelivery, NotifyTarget, NotifyTest, decode_record
-from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.service.compacted import CompactedTopicError, read_compacted, write_compacted
 from stream_worker.store import queries
 from stream_worker.store.database import Database
@@ -101,6 +101,8 @@ class Backend:
             {
                 "plates": [entry.plate for entry in entries],
                 "lists": sorted({e.list for e in entries}),
+                # Allow entries raise no alert: which plates became one is what an audit must show.
+                "allowed": [e.plate for e in entries if e.effective_kind is WatchKind.ALLOW],
                 "removed": list(removals),
             },
         )

@@ -1,7 +1,12 @@
-"""The sign-in limiter: slows password guessing without letting a guesser lock others out.
+"""The sign-in limiter: slows password guessing; a guesser locks nobody out but the name it
+guesses, and that one only past PER_ACCOUNT.
 
-Wrong passwords are counted per (client address, user name), PER_NAME in WINDOW_S, and per client
-address whatever the names, PER_CLIENT (looser: it stops one client spraying many names). Behind
+Wrong passwords are counted per (client, user name), PER_NAME in WINDOW_S, and per client whatever
+the names, PER_CLIENT (looser: it stops one client spraying many names). A client is its address,
+an IPv6 one grouped by its /64 (one host holds a whole /64 and picks any address in it). Per user
+name from any client, PER_ACCOUNT (looser again) stops a guesser spread over many addresses; past
+it, that name signs in with no password until the window passes (its API tokens still work):
+a lock-out its owner can only wait out, so the cap is high. Behind
 an ingress every user would share its address: the console believes X-Forwarded-For only from
 the proxies `--forwarded-allow-ips` names, so the address is the real client's. A client over its
 limit is refused (429) before its password is hashed; a sign-in in progress counts as a failure
@@ -13,6 +18,7 @@ worker threads, each thread's malloc arena kept its own 16 MiB buffers.
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections import OrderedDict, deque
@@ -38,6 +44,7 @@ class _Count:
 class SignInLimiter:
     PER_NAME = 10
     PER_CLIENT = 30
+    PER_ACCOUNT = 50
     WINDOW_S = 600.0
     BUSY_WAIT_S = 10.0  # how long a sign-in waits for a free hashing slot before 503
 
@@ -52,8 +59,9 @@ class SignInLimiter:
         return len(self._counts)
 
     @staticmethod
-    def _keys(client: str, name: str) -> tuple[Key, Key]:
-        return ("client", client), ("name", client, name)
+    def _keys(client: str, name: str) -> tuple[Key, Key, Key]:
+        client = client_of(client)
+        return ("client", client), ("account", name), ("name", client, name)
 
     def _count(self, key: Key, now: float) -> _Count:
         count = self._counts.get(key)
@@ -75,18 +83,21 @@ class SignInLimiter:
     def admit(self, client: str, name: str) -> float:
         """0 and a sign-in reserved (settle it), or the seconds this client must wait (refused)."""
         now = time.monotonic()
-        client_key, name_key = self._keys(client, name)
+        client_key, account_key, name_key = self._keys(client, name)
         with self._lock:
             by_client = self._count(client_key, now)
             wait_s = self._wait_s(by_client, self.PER_CLIENT, now)
-            if wait_s:  # refused before the per-name row is even made: a sprayer fills nothing
+            if wait_s:  # refused before the per-name rows are even made: a sprayer fills nothing
                 return wait_s
-            by_name = self._count(name_key, now)
-            wait_s = self._wait_s(by_name, self.PER_NAME, now)
-            if wait_s:
-                return wait_s
-            by_client.pending += 1
-            by_name.pending += 1
+            counts = [by_client]
+            for key, limit in ((account_key, self.PER_ACCOUNT), (name_key, self.PER_NAME)):
+                count = self._count(key, now)
+                wait_s = self._wait_s(count, limit, now)
+                if wait_s:
+                    return wait_s
+                counts.append(count)
+            for count in counts:
+                count.pending += 1
             return 0.0
 
     def settle(self, client: str, name: str, failed: bool) -> None:
@@ -107,3 +118,17 @@ class SignInLimiter:
             return self._hashers.submit(check, *args).result()
         finally:
             self._hashing.release()
+
+
+def client_of(address: str) -> str:
+    """Whom an address counts as: an IPv6 address its /64, an IPv4-mapped one its IPv4 address,
+    anything else itself."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, 64), strict=False))
+    return address

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from stream_worker.contracts.cameras import detector_scales_text, parse_detector_scales
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
-from stream_worker.contracts.watchlist import validate_plate
+from stream_worker.contracts.watchlist import WatchKind
 from stream_worker.store import queries
 from stream_worker.store.search import SearchQuery, search
 from stream_worker.store.web.api import (
@@ -26,6 +26,7 @@ from stream_worker.store.web.api import (
     configured_camera_or_404,
     entry_or_422,
     import_rows,
+    listed_plate_or_404,
     search_query,
     settings_or_422,
     stored_target_or_404,
@@ -229,20 +230,19 @@ def watchlist_add(
     label: Annotated[str, Form(max_length=256)] = "",
     max_distance: Annotated[str, Form(max_length=16)] = "",
     expires_at: Annotated[str, Form(max_length=64)] = "",
+    kind: Annotated[WatchKind, Form()] = WatchKind.WATCH,
 ) -> RedirectResponse:
-    entry = entry_or_422(plate, list_name, label or None, max_distance or None, expires_at or None)
+    entry = entry_or_422(plate, list_name, label or None, max_distance or None, expires_at or None, kind)
     store.change_watchlist(user, "watchlist.add", entries=[entry])
-    return back(request, "/watchlist", f"Added {entry.plate} to {entry.list}.")
+    allow = " (an allow entry: it raises no alert)" if kind is WatchKind.ALLOW else ""
+    return back(request, "/watchlist", f"Added {entry.plate} to {entry.list}{allow}.")
 
 
 @router.post("/watchlist/remove")
 def watchlist_remove(
     request: Request, user: Admin, store: Store, plate: Annotated[str, Form(max_length=64)]
 ) -> RedirectResponse:
-    try:
-        plate = validate_plate(plate)
-    except ValueError as error:
-        raise HTTPException(422, f"plate {error}") from None
+    plate = listed_plate_or_404(store, plate)
     store.change_watchlist(user, "watchlist.remove", removals=[plate])
     return back(request, "/watchlist", f"Removed {plate}.")
 
@@ -259,9 +259,18 @@ async def watchlist_import(
     except UnicodeDecodeError:
         raise HTTPException(422, "the CSV file is not UTF-8 text") from None
     entries = import_rows(text)
+    watched = set()
     if entries:
+        listed = await run_in_threadpool(store.watchlist)
+        watched = {entry.plate for entry in listed if entry.effective_kind is WatchKind.WATCH}
         await run_in_threadpool(store.change_watchlist, user, "watchlist.import", entries)
-    return back(request, "/watchlist", f"Imported {len(entries)} entries.")
+    allowed = [entry.plate for entry in entries if entry.effective_kind is WatchKind.ALLOW]
+    notice = f"Imported {len(entries)} entries ({len(allowed)} allow entries, which raise no alert)."
+    silenced = [plate for plate in allowed if plate in watched]
+    if silenced:  # a watched plate made an allow entry stops alerting: say so, never silently
+        shown = ", ".join(silenced[:20]) + (" ..." if len(silenced) > 20 else "")
+        notice += f" No longer watched (now allowed): {shown}."
+    return back(request, "/watchlist", notice)
 
 
 # --- cameras ------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ removed; each on its topic as the CLI would write it, and audited with who."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +43,7 @@ def test_a_csv_imported_in_the_page_then_an_entry_removed_by_the_api(
         "/watchlist/import", data={"csrf_token": token}, files={"file": ("list.csv", csv, "text/csv")}
     )
     assert answer.status_code == 303
-    assert "Imported 2 entries." in client.get("/watchlist").text
+    assert "Imported 2 entries (0 allow entries" in client.get("/watchlist").text
     entries = read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).values
     assert {plate: entry.list for plate, entry in entries.items()} == {
         "B840CK197": "stolen",
@@ -55,6 +56,57 @@ def test_a_csv_imported_in_the_page_then_an_entry_removed_by_the_api(
     assert set(read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).values) == {"B840CK197"}
     audit = [(row["user"], row["action"]) for row in api.get("/api/audit").json()]
     assert audit == [("ada", "watchlist.remove"), ("ada", "watchlist.import")]
+
+
+def test_removing_a_plate_never_listed_in_the_page_is_404_and_writes_nothing(
+    console: Console, kafka_bootstrap: str
+) -> None:
+    client, token = signed_in(console.app, "ada")
+    api = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['ada']}"})
+    assert api.post("/api/watchlist", json={"plate": "B840CK197", "list": "stolen"}).status_code == 201
+    records = read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).records
+    answer = client.post("/watchlist/remove", data={"csrf_token": token, "plate": "A123BC77"})
+    assert answer.status_code == 404 and "not on the watch list" in answer.text
+    assert "Removed" not in client.get("/watchlist").text
+    assert (
+        read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).records == records
+    )  # no tombstone
+    assert [row["action"] for row in api.get("/api/audit").json()] == ["watchlist.add"]
+    # A listed plate is removed as before.
+    assert (
+        client.post("/watchlist/remove", data={"csrf_token": token, "plate": "B840CK197"}).status_code == 303
+    )
+    assert read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).values == {}
+
+
+def test_allow_entries_are_shown_audited_and_taken_by_the_api(console: Console, kafka_bootstrap: str) -> None:
+    client, token = signed_in(console.app, "ada")
+    api = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['ada']}"})
+    made = api.post("/api/watchlist", json={"plate": "A123BC77", "list": "residents", "kind": "allow"})
+    assert made.status_code == 201 and made.json()["kind"] == "allow", made.text
+    assert api.post("/api/watchlist", json={"plate": "A1", "list": "x", "kind": "maybe"}).status_code == 422
+
+    def upload(csv: bytes) -> None:
+        files = {"file": ("list.csv", csv, "text/csv")}
+        assert client.post("/watchlist/import", data={"csrf_token": token}, files=files).status_code == 303
+
+    upload(b"plate,list\nB840CK197,stolen\n")
+    upload(b"plate,list,kind\nB840CK197,stolen,allow\n")  # a watched plate re-imported as allowed
+    page = client.get("/watchlist").text
+    assert "No longer watched (now allowed): B840CK197." in page  # the notice says so
+    rows = dict(re.findall(r'data-plate="([A-Z0-9]+)" data-kind="(\w+)"', page))
+    assert rows == {"A123BC77": "allow", "B840CK197": "allow"}
+    assert page.count("allow (no alert)") == 2
+    entries = read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).values
+    assert {plate: entry.effective_kind.value for plate, entry in entries.items()} == rows
+    audit = api.get("/api/audit").json()  # newest first
+    assert [row["detail"]["allowed"] for row in audit] == [["B840CK197"], [], ["A123BC77"]]
+    # The page's own form takes a kind too.
+    form = {"csrf_token": token, "plate": "C001AA77", "list": "visitors", "kind": "allow"}
+    assert client.post("/watchlist/add", data=form).status_code == 303
+    assert (
+        read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).values["C001AA77"].kind == "allow"
+    )
 
 
 def test_a_cameras_settings_set_and_removed(console: Console, kafka_bootstrap: str) -> None:

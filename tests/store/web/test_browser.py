@@ -15,14 +15,14 @@ from datetime import UTC, datetime, timedelta
 import console_browser
 import numpy as np
 import pytest
-from console_browser import chromium_available, picture_loaded, screenshot, wait
+from console_browser import picture_loaded, screenshot, wait
 from store_records import plate_alert, plate_sighting
 
 from stream_worker.watchlists.topic import read_watchlist
 
 from .conftest import PASSWORDS
 
-pytestmark = [pytest.mark.integration, pytest.mark.skipif(not chromium_available(), reason="no chromium")]
+pytestmark = pytest.mark.integration
 
 
 def synthetic_plate(text: str) -> bytes:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from console_browser import chromium, chromium_available, live_texts, sign_in, wait
+from console_browser import chromium, live_texts, sign_in, wait
 from service_processes import ServiceProcess
 from store_records import plate_sighting
 
@@ -20,7 +20,7 @@ from stream_worker.launchers.service import http_ok
 from .conftest import PASSWORDS
 from .test_browser import synthetic_plate
 
-pytestmark = [pytest.mark.integration, pytest.mark.skipif(not chromium_available(), reason="no chromium")]
+pytestmark = pytest.mark.integration
 
 FEED_WITHIN_S = 5.0
 READY_WITHIN_S = 60.0

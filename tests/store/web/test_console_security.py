@@ -19,7 +19,7 @@ from urllib.parse import urljoin, urlsplit
 import console_browser
 import httpx
 import pytest
-from console_browser import chromium_available, wait
+from console_browser import wait
 from fastapi.testclient import TestClient
 from store_records import FAKE_JPEG, plate_alert, plate_sighting, sighting_id
 
@@ -29,7 +29,6 @@ from stream_worker.contracts.cameras import parse_settings
 from .conftest import PASSWORDS, TOKENS, Console, make_console, signed_in, stored_raw
 
 pytestmark = pytest.mark.integration
-needs_chromium = pytest.mark.skipif(not chromium_available(), reason="no chromium")
 GATE = parse_settings({"display_name": "Gate 1", "masks": [[[0, 0], [0.5, 0], [0.5, 0.5]]]})
 SECURITY_HEADERS = ("x-frame-options", "x-content-type-options", "referrer-policy", "content-security-policy")
 # Where a page could run script or style that is not one of the console's own files.
@@ -65,7 +64,6 @@ def _no_violations(driver) -> None:
 
 
 # --- 1: ids in URL paths ------------------------------------------------------------------------
-@needs_chromium
 def test_an_alert_id_holding_a_path_cannot_turn_acknowledge_into_a_camera_removal(
     served, browser, kafka_bootstrap: str
 ) -> None:
@@ -271,7 +269,6 @@ def _assert_locked_down(answer, path: str) -> None:
     assert answer.headers.get("cache-control") == "no-store", (path, answer.headers.get("cache-control"))
 
 
-@needs_chromium
 def test_the_pages_work_in_chromium_under_the_csp(served, browser, kafka_bootstrap: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.expected_conditions import alert_is_present

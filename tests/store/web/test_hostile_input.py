@@ -6,12 +6,21 @@ ways: straight into the store's database (past the contracts: defence in depth),
 and the forms, and as records on the topics a real `stream-worker store` process reads. Whatever
 got in is rendered escaped, every id in a link or a form stays one path segment, no script runs
 in Chromium (nor is any blocked by the Content-Security-Policy: nothing inline was made), nothing
-answers 5xx, no write lands anywhere but where it was aimed, and the store keeps storing."""
+answers 5xx, no write lands anywhere but where it was aimed, and the store keeps storing. The
+checks over HTTP are tests of their own, apart from those in Chromium, so that they run wherever a
+browser is missing (under CI a missing browser fails). The watch list's CSV export writes no cell a
+spreadsheet would run. Bodies larger than their route takes are refused (413) on every route
+before they are read."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+import select
+import socket
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from html import unescape
 from pathlib import Path
@@ -23,11 +32,15 @@ import httpx
 import orjson
 import pytest
 from confluent_kafka import Producer
-from console_browser import chromium_available, wait
+from console_browser import wait
+from fastapi.routing import APIRoute
 from markupsafe import escape
 from service_processes import ServiceProcess
+from starlette.routing import Mount
 from store_records import plate_alert, plate_sighting, sighting_id
+from typer.testing import CliRunner
 
+from stream_worker import cli
 from stream_worker.cameras.status import CameraStatus
 from stream_worker.cameras.store import read_cameras, write_settings
 from stream_worker.contracts.cameras import parse_settings
@@ -35,12 +48,19 @@ from stream_worker.contracts.notify import DeliveryOutcome, NotifyDelivery, deco
 from stream_worker.launchers.broker import create_topics
 from stream_worker.service.compacted import read_compacted, write_compacted
 from stream_worker.store import queries
+from stream_worker.store.console_thread import start_console
+from stream_worker.store.web.bodies import (
+    BODY_LIMIT,
+    IMPORT_BODY_LIMIT,
+    LARGER_BODIES,
+    NO_BODY_METHODS,
+    route_limits,
+)
 from stream_worker.store.web.paths import segment
 
-from .conftest import PASSWORDS, TOKENS, Console, signed_in, stored_raw
+from .conftest import PASSWORDS, TOKENS, Console, make_console, signed_in, stored_raw
 
 pytestmark = pytest.mark.integration
-needs_chromium = pytest.mark.skipif(not chromium_available(), reason="no chromium")
 
 HOSTILE = {
     "html": '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">',
@@ -120,11 +140,11 @@ def _sign_in(driver: Any, address: str) -> None:
 
 
 # --- straight into the database -----------------------------------------------------------------
-@needs_chromium
-def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
-    served, browser, kafka_bootstrap: str
-) -> None:
-    console, address = served
+LISTS = ["/", "/search?since=" + SINCE, "/alerts?show=all", "/cameras", "/audit", "/notifications"]
+
+
+def _hostile_rows(console: Console, kafka_bootstrap: str) -> None:
+    """Hostile sightings, alerts and audit rows in the database, and on the console's topics."""
     write_settings(kafka_bootstrap, "gate-1", GATE, console.settings.cameras_topic)
     stored_raw(
         console,
@@ -159,8 +179,14 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
         for key, value in HOSTILE.items():
             queries.add_audit(connection, value, f"hostile.{key}", {"value": value})
     _hostile_console_topics(console, kafka_bootstrap)
+
+
+def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
+    served, kafka_bootstrap: str
+) -> None:
+    console, address = served
+    _hostile_rows(console, kafka_bootstrap)
     client, token = signed_in(address, "ada")
-    lists = ["/", "/search?since=" + SINCE, "/alerts?show=all", "/cameras", "/audit", "/notifications"]
     per_id = [
         f"{prefix}{segment(value)}{suffix}"
         for value in HOSTILE.values()
@@ -172,7 +198,7 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
             ("/api/cameras/", "/frame"),
         )
     ]
-    _get_all(client, lists + per_id + ["/notifications?edit=t-html", "/api/camera-status"])
+    _get_all(client, LISTS + per_id + ["/notifications?edit=t-html", "/api/camera-status"])
     shown = client.get("/cameras").text + client.get("/notifications").text
     assert shown.count("{{7*7}}") >= 4 and "W" * 1000 in shown  # shown (escaped), not evaluated
     alerts = client.get("/alerts?show=all").text
@@ -194,11 +220,17 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
     assert set(new) <= {"alert.acknowledge"}, new
     assert read_cameras(kafka_bootstrap, console.settings.cameras_topic).values == {"gate-1": GATE}
 
+
+def test_hostile_rows_in_the_database_run_no_script_in_chromium(
+    served, browser, kafka_bootstrap: str
+) -> None:
+    console, address = served
+    _hostile_rows(console, kafka_bootstrap)
     _sign_in(browser, address)
     from selenium.webdriver.common.by import By
 
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#live-sightings li")) == len(HOSTILE))
-    _browse(browser, address, [*lists[1:], "/notifications?edit=t-html"])
+    _browse(browser, address, [*LISTS[1:], "/notifications?edit=t-html"])
     _browse(browser, address, [f"/sightings/{segment(HOSTILE[k])}" for k in ("html", "attribute", "rtl")])
 
 
@@ -252,11 +284,12 @@ def _target_writes(client: httpx.Client, token: str, key: str, value: str) -> li
 
 
 # --- through the API and the forms --------------------------------------------------------------
-@needs_chromium
-def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_escaped(
-    served, browser, kafka_bootstrap: str
-) -> None:
-    console, address = served
+FORMULA = "=cmd|' /C calc'!A0"  # a label a spreadsheet would run (OWASP CSV injection)
+
+
+def _hostile_writes(console: Console, address: str, kafka_bootstrap: str) -> list[str]:
+    """Every write of the API and the forms with each hostile value (each answer checked), and
+    the pages that show what was accepted."""
     client, token = signed_in(address, "ada")
     csrf = {"x-csrf-token": token}
     accepted_cameras = set()
@@ -302,7 +335,7 @@ def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_esc
         assert login_token
         form = {"csrf_token": login_token.group(1), "username": value, "password": value, "next": value}
         answer = fresh.post("/login", data=form)
-        assert answer.status_code in (401, 422), (key, answer.status_code)
+        assert answer.status_code in (401, 413, 422), (key, answer.status_code)
         _assert_safe_page(address + "/login", answer)
     # Only what was aimed at: each camera written is one whose own PUT was accepted.
     cameras = read_cameras(kafka_bootstrap, console.settings.cameras_topic).values
@@ -320,9 +353,46 @@ def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_esc
     assert entries, "no hostile watch-list entry was accepted: nothing to render"
     for entry in entries:  # whatever was accepted is shown, escaped
         assert str(escape(entry["list"])) in watchlist and str(escape(entry["label"] or "")) in watchlist
+    return pages
 
+
+def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_escaped(
+    served, kafka_bootstrap: str
+) -> None:
+    console, address = served
+    _hostile_writes(console, address, kafka_bootstrap)
+
+
+def test_hostile_input_through_the_api_and_forms_runs_no_script_in_chromium(
+    served, browser, kafka_bootstrap: str
+) -> None:
+    console, address = served
+    pages = _hostile_writes(console, address, kafka_bootstrap)
     _sign_in(browser, address)
     _browse(browser, address, pages)
+
+
+def test_the_watch_list_export_writes_no_cell_a_spreadsheet_runs(served, kafka_bootstrap: str) -> None:
+    """Hostile labels (and one that is a formula) through the API, then `watchlist export`."""
+    console, address = served
+    client, token = signed_in(address, "ada")
+    labels = {f"F{number:03d}AA77": value[:200] for number, value in enumerate([*HOSTILE.values(), FORMULA])}
+    for plate, label in labels.items():
+        answer = client.post(
+            "/api/watchlist",
+            json={"plate": plate, "list": "stolen", "label": label},
+            headers={"x-csrf-token": token},
+        )
+        assert answer.status_code in (201, 422), (plate, answer.text)
+    topic = console.settings.watchlist_topic
+    exported = CliRunner().invoke(
+        cli.app, ["watchlist", "export", "--bootstrap-servers", kafka_bootstrap, "--topic", topic]
+    )
+    assert exported.exit_code == 0, exported.output
+    rows = list(csv.reader(io.StringIO(exported.stdout)))[1:]
+    assert len(rows) >= 2 and any(row[2] == "'" + FORMULA for row in rows), rows
+    for row in rows:
+        assert not [cell for cell in row if cell.startswith(("=", "+", "-", "@", "\t", "\r"))], row
 
 
 # --- on the topics a real store reads -----------------------------------------------------------
@@ -389,3 +459,167 @@ def test_hostile_records_on_the_topics_never_stall_the_store_and_render_escaped(
         assert store.is_running(), store.log_tail()
     finally:
         store.stop()
+
+
+# --- oversized bodies, on every route ------------------------------------------------------------
+# Refused before they are read, against the console served by uvicorn on a real socket: every
+# route (walked from the app itself) answers 413 at once to a Content-Length above its cap, without
+# waiting for a byte of the body; a body sent without one (chunked) is refused as soon as it passes
+# the cap, long before the client has sent it all; a viewer's write is refused (403) with its body
+# unread. A raw socket sends the requests, so that the server reads only what it asks for.
+HUGE = 300 * 1024 * 1024
+ANSWER_S = 5.0  # a refusal comes at once; a server that waits for the body never answers in time
+
+
+@pytest.fixture
+def listening(tmp_path: Path, users_file: Path) -> Iterator[tuple[Console, str]]:
+    """The console served by the store's console thread (no broker: nothing here writes to one)."""
+    console = make_console(tmp_path, users_file)
+    thread = start_console(console.settings, console.database)
+    assert thread is not None
+    yield console, thread.address.rstrip("/")
+    thread.stop()
+    console.database.dispose()
+
+
+def every_route(console: Console) -> list[tuple[str, str]]:
+    """(method, path) for each route and method of the app, path parameters filled with `x`."""
+    found = []
+    for route in _flat(console.app.routes):
+        if isinstance(route, APIRoute):
+            path = re.sub(r"\{[^}]+\}", "x", route.path_format)
+            found += [(method, path) for method in sorted(route.methods)]
+        elif isinstance(route, Mount):
+            found.append(("GET", route.path + "/app.css"))
+        else:
+            found += [(method, route.path) for method in sorted(getattr(route, "methods", None) or ["GET"])]
+    return [*found, ("POST", "/nowhere"), ("PUT", "/api/nowhere")]
+
+
+def _flat(routes: list) -> Iterator:
+    """The routes, those of included routers too (newer FastAPI keeps them nested)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        yield from _flat(inner.routes) if inner is not None else (route,)
+
+
+def _connect(address: str) -> socket.socket:
+    parts = urlsplit(address)
+    return socket.create_connection((parts.hostname, parts.port), timeout=ANSWER_S)
+
+
+def _head(method: str, path: str, headers: dict[str, str]) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: console", *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _status(sock: socket.socket) -> int:
+    """The status of the answer, read within ANSWER_S (0 when none came)."""
+    data = b""
+    try:
+        while b"\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except (TimeoutError, ConnectionResetError):
+        pass
+    found = re.match(rb"HTTP/1\.1 (\d{3}) ", data)
+    return int(found.group(1)) if found else 0
+
+
+def declared(address: str, method: str, path: str, length: int, headers: dict[str, str]) -> tuple[int, float]:
+    """The status answered to headers declaring `length` bytes of body, none of it sent, and the
+    seconds it took."""
+    with _connect(address) as sock:
+        started = time.monotonic()
+        sock.sendall(_head(method, path, {**headers, "content-length": str(length)}))
+        return _status(sock), time.monotonic() - started
+
+
+def streamed(address: str, method: str, path: str, total: int, headers: dict[str, str]) -> tuple[int, int]:
+    """The status answered to a chunked body of up to `total` bytes, and how many the client had
+    sent when the answer came (it stops sending then)."""
+    chunk = b"a=" + b"x" * (64 * 1024 - 2)
+    frame = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+    sent = 0
+    with _connect(address) as sock:
+        sock.sendall(_head(method, path, {**headers, "transfer-encoding": "chunked"}))
+        while sent < total:
+            if select.select([sock], [], [], 0)[0]:
+                break
+            try:
+                sock.sendall(frame)
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
+                break
+            sent += len(chunk)
+        else:
+            sock.sendall(b"0\r\n\r\n")
+        return _status(sock), sent
+
+
+ADMIN = {"authorization": f"Bearer {TOKENS['ada']}", "content-type": "application/json"}
+
+
+def test_every_route_refuses_a_declared_oversized_body_before_reading_it(listening) -> None:
+    console, address = listening
+    routes = every_route(console)
+    assert len(routes) > 40, routes
+    flat = list(_flat(console.app.routes))
+    templates = {(method, route.path) for route in flat for method in getattr(route, "methods", None) or ()}
+    assert set(LARGER_BODIES) <= templates, set(LARGER_BODIES) - templates  # each names a real route
+    limit_of = route_limits()
+    for method, path in routes:
+        for headers in (ADMIN, {"content-type": "application/x-www-form-urlencoded"}):
+            status, seconds = declared(address, method, path, HUGE, headers)
+            assert status == 413, (method, path, headers, status)
+            assert seconds < ANSWER_S, (method, path, seconds)
+        # One byte over the route's own cap is refused too; what a GET takes is nothing at all.
+        scope = {"type": "http", "method": method, "path": path, "root_path": "", "headers": []}
+        cap = limit_of(scope)
+        assert cap == 0 if method in NO_BODY_METHODS else cap >= BODY_LIMIT, (method, path, cap)
+        assert declared(address, method, path, cap + 1, ADMIN)[0] == 413, (method, path, cap)
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "cap"),
+    [
+        ("/login", {"content-type": "application/x-www-form-urlencoded"}, BODY_LIMIT),
+        ("/api/watchlist/import", {**ADMIN, "content-type": "text/csv"}, IMPORT_BODY_LIMIT),
+        ("/api/watchlist", ADMIN, BODY_LIMIT),
+    ],
+)
+def test_a_chunked_body_is_refused_once_it_passes_the_cap(listening, path, headers, cap) -> None:
+    _, address = listening
+    total = 64 * 1024 * 1024
+    status, sent = streamed(address, "POST", path, total, headers)
+    assert status == 413, (path, status, sent)
+    assert sent < total // 2, (path, sent)  # answered long before the client was done
+    assert sent >= cap, (path, sent)  # not before the cap was passed
+
+
+def test_a_write_refused_whatever_its_body_is_refused_with_its_body_unread(listening) -> None:
+    _, address = listening
+    by_token = {"authorization": f"Bearer {TOKENS['vic']}", "content-type": "text/csv"}
+    status, seconds = declared(address, "POST", "/api/watchlist/import", 2 * 1024 * 1024, by_token)
+    assert (status, seconds < ANSWER_S) == (403, True), (status, seconds)
+    by_token["content-type"] = "application/json"
+    assert declared(address, "POST", "/api/watchlist", BODY_LIMIT, by_token)[0] == 403
+    # A viewer's session (its cookie, no CSRF token) posting a CSV to the page's import.
+    client, _ = signed_in(address, "vic")
+    cookie = "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+    form = {"cookie": cookie, "content-type": "multipart/form-data; boundary=b", "accept": "text/html"}
+    status, seconds = declared(address, "POST", "/watchlist/import", 2 * 1024 * 1024, form)
+    assert (status, seconds < ANSWER_S) == (403, True), (status, seconds)
+    # An admin's session is still asked for the body (and its CSRF token in it): no refusal early.
+    admin, _ = signed_in(address, "ada")
+    cookie = "; ".join(f"{name}={value}" for name, value in admin.cookies.items())
+    status, _ = declared(address, "POST", "/watchlist/import", 1024, {**form, "cookie": cookie})
+    assert status == 0  # waiting for the body it may read
+    # ... but not when its CSRF check fails whatever the body holds: a wrong header, or none on a
+    # body that is no form.
+    wrong = {**form, "cookie": cookie, "x-csrf-token": "not-the-token"}
+    assert declared(address, "POST", "/watchlist/import", 1024, wrong)[0] == 403
+    csv = {"cookie": cookie, "content-type": "text/csv"}
+    status, seconds = declared(address, "POST", "/api/watchlist/import", 2 * 1024 * 1024, csv)
+    assert (status, seconds < ANSWER_S) == (403, True), (status, seconds)

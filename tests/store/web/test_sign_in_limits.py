@@ -15,16 +15,18 @@ import httpx
 import pytest
 from support import process_tree, resident_bytes
 
-from stream_worker.store.web.limiter import SignInBusy, SignInLimiter
+from stream_worker.store.web.limiter import SignInBusy, SignInLimiter, client_of
 
 from .conftest import PASSWORDS, csrf_of, start_store
 
 GUESSES = 14
 
 
-def guess(client: httpx.Client, token: str, password: str, forwarded_for: str | None) -> int:
+def guess(
+    client: httpx.Client, token: str, password: str, forwarded_for: str | None, name: str = "ada"
+) -> int:
     headers = {"x-forwarded-for": forwarded_for} if forwarded_for else {}
-    data = {"username": "ada", "password": password, "csrf_token": token}
+    data = {"username": name, "password": password, "csrf_token": token}
     return client.post("/login", data=data, headers=headers).status_code
 
 
@@ -68,6 +70,28 @@ def test_the_header_of_a_configured_proxy_is_believed(store_args) -> None:
 
 
 @pytest.mark.integration
+def test_an_ipv6_client_is_counted_by_its_64(store_args) -> None:
+    client, token = login_client(store_args("--forwarded-allow-ips", "127.0.0.1"))
+    answers = [guess(client, token, "wrong", f"2001:db8:1:2:{k:x}::1") for k in range(GUESSES)]
+    assert answers.index(429) == SignInLimiter.PER_NAME  # new addresses in one /64: one client
+    assert guess(client, token, PASSWORDS["ada"], "2001:db8:1:2:ffff::9") == 429
+    assert guess(client, token, PASSWORDS["ada"], "2001:db8:1:3::1") == 303  # another /64
+
+
+@pytest.mark.integration
+def test_one_name_guessed_from_many_addresses_is_capped(store_args) -> None:
+    client, token = login_client(store_args("--forwarded-allow-ips", "127.0.0.1"))
+    per_client = SignInLimiter.PER_NAME // 2
+    answers = [
+        guess(client, token, "wrong", f"198.51.{k // per_client}.{k % per_client}")
+        for k in range(SignInLimiter.PER_ACCOUNT + 2)
+    ]
+    assert answers.index(429) == SignInLimiter.PER_ACCOUNT, answers
+    assert guess(client, token, PASSWORDS["ada"], "203.0.113.7") == 429  # from anywhere
+    assert guess(client, token, PASSWORDS["vic"], "203.0.113.7", "vic") == 303  # others sign in
+
+
+@pytest.mark.integration
 def test_64_parallel_sign_ins_from_64_clients_hash_a_few_at_a_time(store_args) -> None:
     """scrypt's 16 MiB stayed with every server thread that hashed (the issue saw +208 MiB; d6aebc3
     grew by 626 MiB in this test on a loaded 2-core machine, this code by 131 MiB)."""
@@ -84,7 +108,7 @@ def test_64_parallel_sign_ins_from_64_clients_hash_a_few_at_a_time(store_args) -
 
     def one(k: int, codes: list[int]) -> None:
         with httpx.Client(base_url=address, cookies=cookies, timeout=120) as each:
-            codes.append(guess(each, token, "wrong", f"198.51.100.{k}"))
+            codes.append(guess(each, token, "wrong", f"198.51.100.{k}", f"user-{k}"))
 
     codes: list[int] = []
     watcher = threading.Thread(target=watch)
@@ -114,6 +138,25 @@ def test_the_limit_is_per_name_and_per_client() -> None:
         limiter.settle("10.0.0.3", f"user-{sprayed}", failed=True)
         sprayed += 1
     assert sprayed == SignInLimiter.PER_CLIENT
+
+
+def test_clients_are_addresses_ipv6_ones_by_their_64() -> None:
+    assert (
+        client_of("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == client_of("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    )
+    assert client_of("2001:db8:1:3::1") != client_of("2001:db8:1:2::1")
+    assert client_of("::ffff:198.51.100.7") == "198.51.100.7"
+    assert client_of("198.51.100.7") == "198.51.100.7" and client_of("testclient") == "testclient"
+
+
+def test_one_name_is_capped_across_clients() -> None:
+    limiter = SignInLimiter()
+    for k in range(SignInLimiter.PER_ACCOUNT):
+        client = f"10.0.{k // 5}.{k % 5}"
+        assert limiter.admit(client, "ada") == 0, k
+        limiter.settle(client, "ada", failed=True)
+    assert limiter.admit("10.9.9.9", "ada") > 0  # a fresh address: still refused
+    assert limiter.admit("10.9.9.9", "vic") == 0  # another name: not
 
 
 def test_parallel_guesses_are_refused_before_hashing() -> None:
