@@ -12,6 +12,7 @@ so each README table is written from its model between two markers and never by 
 
 from __future__ import annotations
 
+import socket
 import sys
 import typing
 from pathlib import Path
@@ -40,6 +41,8 @@ NOTIFY_START_MARKER = (
 )
 NOTIFY_END_MARKER = "<!-- notify-settings:end -->"
 # Each generated table: its markers and the settings model it is written from.
+# Defaults computed where the service runs: named, not shown as this machine's value.
+COMPUTED_DEFAULTS: dict[object, str] = {socket.gethostname: "the host name"}
 TABLES: tuple[tuple[str, str, type[ServiceSettings]], ...] = (
     (START_MARKER, END_MARKER, WorkerSettings),
     (SIGHTINGS_START_MARKER, SIGHTINGS_END_MARKER, SightingsSettings),
@@ -49,11 +52,15 @@ TABLES: tuple[tuple[str, str, type[ServiceSettings]], ...] = (
 
 
 def _default(info: FieldInfo) -> str:
+    if info.default_factory in COMPUTED_DEFAULTS:
+        return COMPUTED_DEFAULTS[info.default_factory]
     value = info.default_factory() if info.default_factory is not None else info.default  # type: ignore[call-arg]
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     if value is None or value == {}:
         return "none"
+    if value == "":
+        return '`""`'
     return f"`{value}`"
 
 
@@ -74,16 +81,19 @@ def _flag(name: str, info: FieldInfo) -> str:
     return f"`{flag(name)}`"
 
 
-def settings_table(model: type[ServiceSettings] = WorkerSettings) -> str:
+def settings_table(model: type[ServiceSettings] = WorkerSettings, *, every_setting: bool = False) -> str:
     """The Markdown table of every setting of a service (default: `stream-worker run`), in order.
 
-    The other services' tables leave out the settings they share with the worker's (same meaning).
+    The README's tables of the other services leave out the settings they share with the worker's
+    (same meaning); the docs site's reference (`every_setting`) lists them under each service.
     """
     lines = [
         "| setting | env variable | flag | default | description |",
         "| --- | --- | --- | --- | --- |",
     ]
-    shared = set(ServiceSettings.model_fields) - {"metrics_port"} if model is not WorkerSettings else set()
+    shared = set()
+    if model is not WorkerSettings and not every_setting:
+        shared = set(ServiceSettings.model_fields) - {"metrics_port"}
     for name, info in model.model_fields.items():
         if name in shared:
             continue
