@@ -11,15 +11,19 @@ pairs go first (text matches before motion matches). A read that joins nothing o
 
 A group closes when its camera's clock (the latest capture time seen) has moved more than
 `gap_s` past its last read, or more than `max_group_s` past its first (a vehicle waiting in view
-is reported again every `max_group_s`), or when the camera has sent nothing for `silence_s` of
-wall-clock time. A clock that jumps back by more than `max_group_s` closes everything open.
-All decisions but the silence depend only on the events, so replaying them rebuilds the groups.
+is reported again every `max_group_s`), or when the camera's clock has not moved for `silence_s`
+of wall-clock time (its frames stopped coming: no capture time will close its groups). A
+worker that stalls looks the same from here, so `silence_s` is set well above the worker's
+stalls (10 s: a 5 s stall mid-pass splits nothing; the alerts service resumes a pass after any
+stall, alerts/passes.py). A clock that jumps back by more than `max_group_s` closes everything
+open. All decisions but the silence depend only on the events, so replaying them rebuilds the
+groups.
 
 Frames not examined (the worker's motion gate found nothing moving: `Observation.examined` false)
 are no evidence that the plate left: the gap is measured in examined time, with the stream time
 they cover left out, so a vehicle standing at a barrier between its motion and the next
-heartbeat stays one pass. They close nothing, and they count as the camera being alive for the
-silence rule; the `max_group_s` rule still counts in stream time.
+heartbeat stays one pass. They close nothing, and they move the camera's clock (it is still
+filming) for the silence rule; the `max_group_s` rule still counts in stream time.
 """
 
 from __future__ import annotations
@@ -132,7 +136,7 @@ class Closed:
 @dataclass(slots=True)
 class _Camera:
     clock: float
-    last_wall: float
+    last_wall: float  # wall-clock seconds when `clock` last moved on
     groups: list[Group] = field(default_factory=list)
     unexamined_s: float = 0.0  # stream seconds covered by frames not examined, ever growing
 
@@ -159,16 +163,15 @@ class Grouper:
         if camera is None:
             camera = self._cameras[key] = _Camera(clock=time, last_wall=now)
         if not observation.examined:  # no reads, and no evidence that a plate has gone
-            camera.last_wall = now
             if time > camera.clock:
                 camera.unexamined_s += time - camera.clock
-                camera.clock = time
+                camera.clock, camera.last_wall = time, now
             return [], []
         if time < camera.clock - rules.max_group_s:  # the camera's clock was set back
             closed += self._close(camera, camera.groups, ClosedBy.GAP)
-            camera.clock = time
-        camera.clock = max(camera.clock, time)
-        camera.last_wall = now
+            camera.clock, camera.last_wall = time, now
+        if time > camera.clock:
+            camera.clock, camera.last_wall = time, now
         examined_clock = camera.clock - camera.unexamined_s
         closed += self._close(
             camera,

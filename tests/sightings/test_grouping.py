@@ -319,3 +319,29 @@ def test_vehicles_separated_by_more_than_the_gap_give_one_group_each(passes):
     closed = run(timeline(passes, "cam", until=passes[-1].end + 3))
     assert [len(c.group.reads) for c in closed] == [p.frames for p in passes]
     assert [c.group.first_time for c in closed] == pytest.approx([p.start for p in passes])
+
+
+def test_only_newer_frames_keep_a_camera_alive_against_the_silence():
+    """Events that bring no newer capture time (a frame delivered again, a late one) are not the
+    camera filming on."""
+    grouper = Grouper(RULES)
+    grouper.observe(0, seen("cam", T0 + 5.0, read("A123BC77", T0 + 5.0)), now=100.0)
+    for k in range(1, 10):
+        late = T0 + 5.0 - 0.1 * (k % 2)
+        grouper.observe(0, seen("cam", late, read("A123BC77", late, offset=k)), now=100.0 + k)
+    [closed] = grouper.expire(now=100.0 + RULES.silence_s + 0.1)
+    assert closed.reason is ClosedBy.SILENCE and len(closed.group.reads) == 10
+
+
+@pytest.mark.parametrize("stall_s", [0.0, 5.0, 9.9])
+def test_a_worker_stall_shorter_than_the_silence_splits_no_pass(stall_s):
+    grouper = Grouper(RULES)
+    closed, wall = [], 100.0
+    for k in range(20):
+        wall += 0.1 + (stall_s if k == 10 else 0.0)
+        closed += grouper.expire(wall)
+        closed += grouper.observe(
+            0, seen("cam", T0 + 0.2 * k, read("A123BC77", T0 + 0.2 * k, offset=k)), wall
+        )[0]
+    closed += grouper.expire(wall + RULES.silence_s + 0.1)
+    assert [len(c.group.reads) for c in closed] == [20]
