@@ -13,11 +13,15 @@ A group closes when its camera's clock (the latest capture time seen) has moved 
 `gap_s` past its last read, or more than `max_group_s` past its first (a vehicle waiting in view
 is reported again every `max_group_s`), or when the camera's clock has not moved for `silence_s`
 of wall-clock time (its frames stopped coming: no capture time will close its groups). A
-worker that stalls looks the same from here, so `silence_s` is set well above the worker's
-stalls (10 s: a 5 s stall mid-pass splits nothing; the alerts service resumes a pass after any
-stall, alerts/passes.py). A clock that jumps back by more than `max_group_s` closes everything
-open. All decisions but the silence depend only on the events, so replaying them rebuilds the
-groups.
+worker that stalls looks the same from here, so `silence_s` is set above the worker's stalls
+(10 s: a 5 s stall mid-pass splits nothing), and a group closed by silence stays resumable: a
+read that would have joined it (within `gap_s` of its reads, capture time) reopens it, and it
+closes again later with all its reads, under the same first read (so the same sighting id: a
+recognisable repeat, not a second pass; a crash meanwhile may publish the rest under another
+id, as any silence can). It stops being resumable once its camera's clock has moved `gap_s`
+past it or `max_group_s` past its first read. A clock that jumps back by more than
+`max_group_s` closes everything open. All decisions but the silence depend only on the events,
+so replaying them rebuilds the groups.
 
 Frames not examined (the worker's motion gate found nothing moving: `Observation.examined` false)
 are no evidence that the plate left: the gap is measured in examined time, with the stream time
@@ -138,6 +142,7 @@ class _Camera:
     clock: float
     last_wall: float  # wall-clock seconds when `clock` last moved on
     groups: list[Group] = field(default_factory=list)
+    silenced: list[Group] = field(default_factory=list)  # closed by silence, still resumable
     unexamined_s: float = 0.0  # stream seconds covered by frames not examined, ever growing
 
 
@@ -169,6 +174,7 @@ class Grouper:
             return [], []
         if time < camera.clock - rules.max_group_s:  # the camera's clock was set back
             closed += self._close(camera, camera.groups, ClosedBy.GAP)
+            camera.silenced = []
             camera.clock, camera.last_wall = time, now
         if time > camera.clock:
             camera.clock, camera.last_wall = time, now
@@ -183,16 +189,23 @@ class Grouper:
             [g for g in camera.groups if camera.clock - g.first_time > rules.max_group_s],
             ClosedBy.MAX_DURATION,
         )
+        camera.silenced = [
+            g
+            for g in camera.silenced
+            if examined_clock - g.last_examined <= rules.gap_s
+            and camera.clock - g.first_time <= rules.max_group_s
+        ]
         placed = self._place(key, camera, observation.reads)
         return closed, placed
 
     def _place(self, key: CameraKey, camera: _Camera, reads: tuple[Read, ...]) -> list[tuple[Read, Group]]:
         rules = self.rules
         unexamined_s = camera.unexamined_s
+        candidates, open_count = camera.groups + camera.silenced, len(camera.groups)
         pairs: list[tuple[float, int, int]] = []  # (cost, read index, group index)
         for r, read in enumerate(reads):
             examined_time = read.time - unexamined_s
-            for g, group in enumerate(camera.groups):
+            for g, group in enumerate(candidates):
                 first, last = min(group.first_time, read.time), max(group.last_time, read.time)
                 if not (
                     group.first_examined - rules.gap_s <= examined_time <= group.last_examined + rules.gap_s
@@ -214,8 +227,12 @@ class Grouper:
         taken: set[int] = set()
         for _, r, g in sorted(pairs):
             if r not in placed and g not in taken:
-                placed[r] = camera.groups[g]
+                placed[r] = candidates[g]
                 taken.add(g)
+        resumed = [candidates[g] for g in sorted(taken) if g >= open_count]  # closed by silence
+        for group in resumed:
+            camera.silenced.remove(group)
+        camera.groups += resumed
         result = []
         for r, read in enumerate(reads):
             if r in placed:
@@ -231,7 +248,9 @@ class Grouper:
         closed: list[Closed] = []
         for camera in self._cameras.values():
             if camera.groups and now - camera.last_wall > self.rules.silence_s:
-                closed += self._close(camera, camera.groups, ClosedBy.SILENCE)
+                silenced = self._close(camera, camera.groups, ClosedBy.SILENCE)
+                camera.silenced += [item.group for item in silenced]
+                closed += silenced
         return closed
 
     def forget(self, partition: int) -> list[Group]:

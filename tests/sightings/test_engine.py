@@ -325,3 +325,16 @@ def test_a_camera_without_a_region_publishes_sightings_without_the_region_fields
     published = feed(target, _caption_and_plate()) + finish(target)
     (sighting,) = [o.sighting for o in published]
     assert not {"country", "plate_format", "recognizer"} & set(orjson.loads(sighting.to_json()))
+
+
+def test_a_pass_resumed_after_a_long_stall_is_published_again_with_its_id_and_every_read():
+    events = timeline([Pass("cam-1", "A123BC77", T0, frames=20)], "cam-1", until=T0 + 4)
+    target = engine()
+    first = feed(target, events, stop=10, now=0.0) + [o for o in target.expire(now=60.0)]
+    for outgoing in first:
+        target.delivered(outgoing)
+    target.mark_committed(target.committable())
+    again = feed(target, events, start=10, now=61.0) + finish(target)
+    assert [o.sighting.sighting_id for o in first] == [o.sighting.sighting_id for o in again]
+    assert (first[0].sighting.reads, again[0].sighting.reads) == (10, 20)
+    assert committed(target) == len(events)
