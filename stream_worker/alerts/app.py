@@ -4,7 +4,9 @@ list -> publish alerts -> commit, all on one thread.
 Guarantees and how they are kept:
 - The watch list is read whole before the first record is matched (not ready until then), then
   followed live each turn (following.py): an entry added or removed counts from the next read.
-- One alert per (camera, entry, pass), raised on the pass's first matching read (passes.py).
+- One alert per (camera, entry, pass), raised on the pass's first matching read; passes end by
+  capture time, so a worker that stalls mid-pass splits none, and an entry alerts a camera again
+  only after a cooldown in capture time, also across a restart (passes.py, cooldowns.py).
 - A follow-up only where the reads raised none: a sighting (the sightings service's vote over a
   pass) whose voted text or a top candidate matches an entry the pass's reads did not alert for
   publishes one alert with origin `sighting` (sightings.py, which says what can still repeat); a
@@ -35,6 +37,7 @@ from confluent_kafka import KafkaError, KafkaException
 from pydantic import ValidationError
 
 from stream_worker.alerts.consumer import AlertsPlatesConsumer, AlertsSightingsConsumer
+from stream_worker.alerts.cooldowns import Cooldowns
 from stream_worker.alerts.following import WatchlistFollower
 from stream_worker.alerts.history import AlertHistory, HistoryRules
 from stream_worker.alerts.metrics import AlertsMetrics
@@ -72,8 +75,16 @@ class AlertsService(LoopService):
         self.http = HealthServer(
             self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
         )
+        self.recent = RecentPasses(settings.recent_passes, settings.recent_pass_age_s)
+        rules = PassRules(
+            settings.min_confidence, settings.pass_gap_s, settings.max_pass_s, settings.alert_cooldown_s
+        )
+        self.cooldowns = Cooldowns(rules.gap_s, rules.cooldown_s, settings.recent_passes)
         self.engine = AlertEngine(
-            settings.input_topic, PassRules(settings.min_confidence, settings.pass_gap_s, settings.max_pass_s)
+            settings.input_topic,
+            rules,
+            cooldowns=self.cooldowns,
+            on_pass=lambda started, now: self.recent.remember(started.key, started, now),
         )
         self.watchlist = WatchlistFollower(
             settings.bootstrap_servers,
@@ -90,13 +101,13 @@ class AlertsService(LoopService):
         self.committer = Committer(
             self.consumer, self.engine, self.metrics, partition_of=lambda p: (topic, p)
         )
-        self.recent = RecentPasses(settings.recent_passes, settings.recent_pass_age_s)
         self.history = AlertHistory(
             settings.bootstrap_servers,
             settings.output_topic,
             HistoryRules(settings.input_topic, settings.recent_pass_age_s),
             settings.history_alerts,
             settings.kafka_config,
+            on_alert=self.cooldowns.alerted,
         )
         self.sightings = SightingAlerts(
             SightingRules(
@@ -209,7 +220,6 @@ class AlertsService(LoopService):
         matcher = self.watchlist.matcher
         now = time.monotonic()
         for outgoing in self.engine.add(record.partition, record.offset, event, matcher, now):
-            self.recent.remember(outgoing.origin.key, outgoing.origin, now)
             self._publish(outgoing, event.processed_at if event else datetime.now(UTC))
 
     def _accept_sighting(self, record: PlateRecord) -> None:

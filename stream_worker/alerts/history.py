@@ -6,10 +6,12 @@ alert after a restart (the memory starts empty) and when another replica read th
 offset up by time: it answers every timestamp with offset 0), then `poll` follows the topic from
 there, each turn, never blocking. A read alert of the plates topic is remembered as a pass of one
 read, its pass's first matching read (the alert's `source`): a sighting whose reads include that
-read confirms it. Sighting alerts, alerts of another plates topic, alerts older than the memory's
-age and passes already remembered are passed over; records that are not PlateAlerts are skipped
-and counted. The history only ever prevents a sighting alert; reading it late or not at all
-(a missing topic, a slow broker) costs at most a duplicate, never a lost alert.
+read confirms it. Its capture time also starts its camera and entry's cooldown (`on_alert`,
+cooldowns.py): a pass of an earlier run resumed after a restart does not alert again. Sighting
+alerts, alerts of another plates topic, alerts older than the memory's age and passes already
+remembered are passed over; records that are not PlateAlerts are skipped and counted. Reading the
+history late or not at all (a missing topic, a slow broker) costs at most a duplicate, never a
+lost alert.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from datetime import UTC, datetime
 from confluent_kafka import KafkaException, TopicPartition
 from pydantic import ValidationError
 
-from stream_worker.alerts.recent import RecentPasses
+from stream_worker.alerts.recent import PassKey, RecentPasses
 from stream_worker.contracts import AlertOrigin, PlateAlert
 from stream_worker.service import kafka
 from stream_worker.service.compacted import CompactedTopicError, side_consumer, topic_partitions
@@ -52,10 +54,16 @@ class HistoryRules:
 
 
 def remember_alert(
-    value: bytes | None, rules: HistoryRules, recent: RecentPasses, wall_now: datetime, now: float
+    value: bytes | None,
+    rules: HistoryRules,
+    recent: RecentPasses,
+    wall_now: datetime,
+    now: float,
+    on_alert: Callable[[PassKey, float, int], None] = lambda key, time, offset: None,
 ) -> bool | None:
     """Remember one record of the alerts topic: True when remembered, False when passed over,
-    None when it is not a PlateAlert. `now`: monotonic seconds, as the memory counts."""
+    None when it is not a PlateAlert. `now`: monotonic seconds, as the memory counts;
+    `on_alert(key, capture time, offset)`: each read alert of the plates topic, for the cooldowns."""
     try:
         alert = PlateAlert.model_validate_json(value or b"")
     except ValidationError:
@@ -66,6 +74,8 @@ def remember_alert(
     if (wall_now - alert.alerted_at).total_seconds() > rules.max_age_s:
         return False
     key = (source.partition, alert.camera_id, alert.plate)
+    if alert.captured_at is not None:
+        on_alert(key, alert.captured_at.timestamp(), source.offset)
     if recent.overlaps(key, source.offset, source.offset, now):
         return False  # this process's own alert, remembered as it was raised
     recent.remember(key, OneRead(source.offset, source.offset), now)
@@ -81,8 +91,11 @@ class AlertHistory:
         per_partition: int,
         config: Mapping[str, object] | None = None,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        on_alert: Callable[[PassKey, float, int], None] = lambda key, time, offset: None,
     ) -> None:
+        """`on_alert`: each read alert read back, as `remember_alert` says."""
         self.topic = topic
+        self._on_alert = on_alert
         self.rules = rules
         self.per_partition = per_partition
         self.loaded = False
@@ -158,7 +171,7 @@ class AlertHistory:
         messages = kafka.consume_records(self._consumer, POLL_BATCH, wait_s, self._gaps)
         wall_now, now = self._wall_clock(), time.monotonic()
         for message in messages:
-            outcome = remember_alert(message.value(), self.rules, recent, wall_now, now)
+            outcome = remember_alert(message.value(), self.rules, recent, wall_now, now, self._on_alert)
             self.remembered += outcome is True
             self.skipped += outcome is None
         return messages

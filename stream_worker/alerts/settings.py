@@ -2,8 +2,8 @@
 
 The Kafka, lifecycle and logging settings are the services' shared ones (`ServiceSettings`); the
 prefix is the service's own so that it can share one environment with the worker and the
-sightings service. A pass ends like a sightings pass: the camera's frames move on `pass_gap_s`
-(capture time) past its last matching read, or no matching read comes for `pass_gap_s` (wall clock).
+sightings service. A pass ends like a sightings pass, by capture time: the camera's frames move
+on `pass_gap_s` past its last matching read (passes.py says what the wall clock may end).
 The sightings topic is read in a consumer group of its own (`sightings_group_id`).
 """
 
@@ -87,14 +87,21 @@ class AlertsSettings(ServiceSettings):
     pass_gap_s: float = Field(
         3.0,
         gt=0,
-        description="A camera's matching reads of one entry more than this apart (capture time), or "
-        "this long without one (wall clock), are two passes: one alert each.",
+        description="A camera's matching reads of one entry more than this apart (capture time) are "
+        "two passes: one alert each. A camera whose frames stop for this long (wall clock) ends its "
+        "passes; reads of them that come later (a stalled worker) resume them without an alert.",
     )
     max_pass_s: float = Field(
         60.0,
         gt=0,
         description="A pass ends this long (capture time) after its first read: a plate that stays in "
         "view alerts again, and the commit is not held back for ever.",
+    )
+    alert_cooldown_s: float = Field(
+        10.0,
+        ge=0,
+        description="After an alert, a camera's reads of the same entry raise no other within this "
+        "long (capture time), also across a restart (0: every pass alerts).",
     )
     recent_passes: int = Field(
         10_000,

@@ -82,6 +82,7 @@ class SightingsService(LoopService):
             region_of=self._region_of,
             publish_non_plates=settings.publish_non_plates,
             on_not_plate=self._not_plate,
+            min_region_confidence=settings.min_region_confidence,
         )
         self.publisher = Publisher(kafka.producer_config(settings))
         self.consumer = PlatesConsumer(

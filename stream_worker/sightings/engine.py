@@ -53,12 +53,17 @@ class SightingsEngine:
         region_of: Callable[[str], Region | None] = lambda camera_id: None,
         publish_non_plates: bool = False,
         on_not_plate: Callable[[PlateSighting], None] = lambda sighting: None,
+        min_region_confidence: float = 0.0,
     ) -> None:
         """`plate_format_of(camera)`: the camera's own plate format, else `region_of(camera)`'s formats
         (None for both: `voting`'s, the Russian pattern); a sighting whose voted text is not of it is
         dropped and counted (`on_not_plate`), or, with `publish_non_plates`, published with
-        format_valid false. A sighting of a camera with a region says which format it fits."""
+        format_valid false. A sighting of a camera with a region says which format it fits; one whose
+        voted confidence is below `min_region_confidence` is no plate either (dropped and counted, or
+        published as it is): a region's formats are loose enough for a caption's or a fragment's
+        misreads to fit one, and the recognizers read those unsure of the format's characters."""
         self.topic = topic
+        self.min_region_confidence = min_region_confidence
         self.voting = voting
         self.min_reads = min_reads
         self.publish_non_plates = publish_non_plates
@@ -124,8 +129,9 @@ class SightingsEngine:
                 self.counts.too_few_reads += 1
                 commits.release(hold)
                 continue
-            sighting = build_sighting(group, item.reason, self.topic, self._wall_clock(), self._rules(group))
-            if not sighting.format_valid and not self.publish_non_plates:
+            rules = self._rules(group)
+            sighting = build_sighting(group, item.reason, self.topic, self._wall_clock(), rules)
+            if not self._is_plate(sighting, rules) and not self.publish_non_plates:
                 self.counts.not_plates += 1
                 self._on_not_plate(sighting)
                 commits.release(hold)
@@ -133,6 +139,11 @@ class SightingsEngine:
             positions = tuple(sorted(read.position for read in group.reads))
             outgoing.append(Outgoing(sighting, partition, hold, commits, positions))
         return outgoing
+
+    def _is_plate(self, sighting: PlateSighting, rules: VotingRules) -> bool:
+        if rules.region is not None and sighting.confidence < self.min_region_confidence:
+            return False
+        return sighting.format_valid
 
     def _rules(self, group: Group) -> VotingRules:
         plate_format = self._plate_format_of(group.camera_id)

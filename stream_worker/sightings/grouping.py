@@ -11,15 +11,23 @@ pairs go first (text matches before motion matches). A read that joins nothing o
 
 A group closes when its camera's clock (the latest capture time seen) has moved more than
 `gap_s` past its last read, or more than `max_group_s` past its first (a vehicle waiting in view
-is reported again every `max_group_s`), or when the camera has sent nothing for `silence_s` of
-wall-clock time. A clock that jumps back by more than `max_group_s` closes everything open.
-All decisions but the silence depend only on the events, so replaying them rebuilds the groups.
+is reported again every `max_group_s`), or when the camera's clock has not moved for `silence_s`
+of wall-clock time (its frames stopped coming: no capture time will close its groups). A
+worker that stalls looks the same from here, so `silence_s` is set above the worker's stalls
+(10 s: a 5 s stall mid-pass splits nothing), and a group closed by silence stays resumable: a
+read that would have joined it (within `gap_s` of its reads, capture time) reopens it, and it
+closes again later with all its reads, under the same first read (so the same sighting id: a
+recognisable repeat, not a second pass; a crash meanwhile may publish the rest under another
+id, as any silence can). It stops being resumable once its camera's clock has moved `gap_s`
+past it or `max_group_s` past its first read. A clock that jumps back by more than
+`max_group_s` closes everything open. All decisions but the silence depend only on the events,
+so replaying them rebuilds the groups.
 
 Frames not examined (the worker's motion gate found nothing moving: `Observation.examined` false)
 are no evidence that the plate left: the gap is measured in examined time, with the stream time
 they cover left out, so a vehicle standing at a barrier between its motion and the next
-heartbeat stays one pass. They close nothing, and they count as the camera being alive for the
-silence rule; the `max_group_s` rule still counts in stream time.
+heartbeat stays one pass. They close nothing, and they move the camera's clock (it is still
+filming) for the silence rule; the `max_group_s` rule still counts in stream time.
 """
 
 from __future__ import annotations
@@ -132,8 +140,9 @@ class Closed:
 @dataclass(slots=True)
 class _Camera:
     clock: float
-    last_wall: float
+    last_wall: float  # wall-clock seconds when `clock` last moved on
     groups: list[Group] = field(default_factory=list)
+    silenced: list[Group] = field(default_factory=list)  # closed by silence, still resumable
     unexamined_s: float = 0.0  # stream seconds covered by frames not examined, ever growing
 
 
@@ -159,16 +168,16 @@ class Grouper:
         if camera is None:
             camera = self._cameras[key] = _Camera(clock=time, last_wall=now)
         if not observation.examined:  # no reads, and no evidence that a plate has gone
-            camera.last_wall = now
             if time > camera.clock:
                 camera.unexamined_s += time - camera.clock
-                camera.clock = time
+                camera.clock, camera.last_wall = time, now
             return [], []
         if time < camera.clock - rules.max_group_s:  # the camera's clock was set back
             closed += self._close(camera, camera.groups, ClosedBy.GAP)
-            camera.clock = time
-        camera.clock = max(camera.clock, time)
-        camera.last_wall = now
+            camera.silenced = []
+            camera.clock, camera.last_wall = time, now
+        if time > camera.clock:
+            camera.clock, camera.last_wall = time, now
         examined_clock = camera.clock - camera.unexamined_s
         closed += self._close(
             camera,
@@ -180,16 +189,23 @@ class Grouper:
             [g for g in camera.groups if camera.clock - g.first_time > rules.max_group_s],
             ClosedBy.MAX_DURATION,
         )
+        camera.silenced = [
+            g
+            for g in camera.silenced
+            if examined_clock - g.last_examined <= rules.gap_s
+            and camera.clock - g.first_time <= rules.max_group_s
+        ]
         placed = self._place(key, camera, observation.reads)
         return closed, placed
 
     def _place(self, key: CameraKey, camera: _Camera, reads: tuple[Read, ...]) -> list[tuple[Read, Group]]:
         rules = self.rules
         unexamined_s = camera.unexamined_s
+        candidates, open_count = camera.groups + camera.silenced, len(camera.groups)
         pairs: list[tuple[float, int, int]] = []  # (cost, read index, group index)
         for r, read in enumerate(reads):
             examined_time = read.time - unexamined_s
-            for g, group in enumerate(camera.groups):
+            for g, group in enumerate(candidates):
                 first, last = min(group.first_time, read.time), max(group.last_time, read.time)
                 if not (
                     group.first_examined - rules.gap_s <= examined_time <= group.last_examined + rules.gap_s
@@ -211,8 +227,12 @@ class Grouper:
         taken: set[int] = set()
         for _, r, g in sorted(pairs):
             if r not in placed and g not in taken:
-                placed[r] = camera.groups[g]
+                placed[r] = candidates[g]
                 taken.add(g)
+        resumed = [candidates[g] for g in sorted(taken) if g >= open_count]  # closed by silence
+        for group in resumed:
+            camera.silenced.remove(group)
+        camera.groups += resumed
         result = []
         for r, read in enumerate(reads):
             if r in placed:
@@ -228,7 +248,9 @@ class Grouper:
         closed: list[Closed] = []
         for camera in self._cameras.values():
             if camera.groups and now - camera.last_wall > self.rules.silence_s:
-                closed += self._close(camera, camera.groups, ClosedBy.SILENCE)
+                silenced = self._close(camera, camera.groups, ClosedBy.SILENCE)
+                camera.silenced += [item.group for item in silenced]
+                closed += silenced
         return closed
 
     def forget(self, partition: int) -> list[Group]:

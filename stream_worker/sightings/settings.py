@@ -62,8 +62,9 @@ class SightingsSettings(ServiceSettings):
     silence_s: float = Field(
         10.0,
         gt=0,
-        description="A camera silent this long (wall clock) has its passes closed; longer than the "
-        "worker's stalls (Triton retries), or a pass may be split.",
+        description="A camera whose frames stop coming this long (wall clock, no newer capture time) has "
+        "its passes closed; longer than the worker's stalls (Triton retries), or a pass is published "
+        "twice (the same sighting id, the second with every read).",
     )
     max_group_s: float = Field(
         30.0,
@@ -79,6 +80,14 @@ class SightingsSettings(ServiceSettings):
         description="... or whose box is within this many plate widths of where the pass's motion puts it.",
     )
     min_reads: int = Field(1, ge=1, description="Passes with fewer reads publish no sighting.")
+    min_region_confidence: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="A sighting of a camera with a region (its text read through the region's formats) "
+        "whose voted confidence is below this is not a plate: a caption or a fragment whose misread "
+        "fits one of the region's formats (0: none dropped for it).",
+    )
     publish_non_plates: bool = Field(
         False,
         description="Also publish sightings whose voted text is not a plate of the camera's format "

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from plate_events import T0
 
+from stream_worker.alerts.cooldowns import Cooldowns
 from stream_worker.alerts.history import HistoryRules, remember_alert
 from stream_worker.alerts.recent import RecentPasses
 from tests.alerts.test_passes import NOW, Driver
@@ -63,3 +64,13 @@ def test_a_remembered_alert_confirms_the_sighting_of_its_pass():
     assert remember_alert(read_alert(), RULES, side.recent, NOW, 0.0) is True
     assert side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=7)) == []
     assert side.engine.confirmed == 1
+
+
+def test_every_read_alert_read_back_starts_its_cooldown_also_one_remembered_already():
+    recent, cooldowns = RecentPasses(100, 900), Cooldowns(3.0, 10.0)
+    for _ in range(2):
+        remember_alert(read_alert(), RULES, recent, NOW, 0.0, cooldowns.alerted)
+    key = (0, "gate-1", "B840CK197")
+    assert not cooldowns.allows(key, T0 + 5.0, 9)
+    assert cooldowns.allows(key, T0, 0)  # its own read, replayed
+    assert cooldowns.allows((0, "gate-2", "B840CK197"), T0 + 5.0, 9)

@@ -92,7 +92,7 @@ def test_low_confidence_reads_do_not_count():
 
 
 def test_a_capture_gap_starts_a_new_pass_with_a_new_id():
-    driver = Driver(PassRules(gap_s=3.0))
+    driver = Driver(PassRules(gap_s=3.0, cooldown_s=0.0))
     [first] = driver.feed("gate-1", T0, "B840CK197")
     assert driver.feed("gate-1", T0 + 3.0, "B840CK197") == []  # 3 s: still the same pass
     assert driver.feed("gate-1", T0 + 5.0) == []  # an empty frame within the gap
@@ -120,12 +120,25 @@ def test_two_reads_of_one_entry_in_a_frame_alert_once():
     assert len(driver.feed("gate-1", T0, "B840CK197", "B840OK197")) == 1
 
 
-def test_wall_clock_silence_ends_a_pass():
+def test_a_camera_whose_frames_stop_ends_its_pass_by_wall_clock():
     driver = Driver(PassRules(gap_s=3.0))
-    driver.feed("gate-1", T0, "B840CK197")
+    [out] = driver.feed("gate-1", T0, "B840CK197")
+    driver.engine.delivered(out)
     assert driver.engine.expire(driver.wall + 3.0) == 0
     assert driver.engine.expire(driver.wall + 3.1) == 1
-    assert len(driver.feed("gate-1", T0 + 0.2, "B840CK197")) == 1  # a new pass, a new alert
+    assert driver.engine.open_passes() == 0
+    assert driver.engine.committable() == {0: 1}  # delivered: nothing held any more
+
+
+def test_frames_without_the_plate_keep_the_pass_open_against_the_wall_clock():
+    """The camera still films: its capture time, not the wall clock, ends the pass."""
+    driver = Driver(PassRules(gap_s=3.0))
+    driver.feed("gate-1", T0, "B840CK197")
+    for k in range(1, 6):
+        driver.wall += 2.0  # a slow worker: 2 s of wall clock per frame
+        driver.feed("gate-1", T0 + 0.5 * k)
+        assert driver.engine.expire(driver.wall + 1.0) == 0
+    assert driver.engine.open_passes() == 1
 
 
 def unexamined(driver: Driver, camera: str, time: float) -> list:
@@ -148,7 +161,7 @@ def test_a_vehicle_standing_still_between_two_bursts_of_reads_is_one_pass():
 
 
 def test_examined_time_past_the_gap_still_ends_the_pass():
-    driver = Driver(PassRules(gap_s=3.0))
+    driver = Driver(PassRules(gap_s=3.0, cooldown_s=0.0))
     driver.feed("gate-1", T0, "B840CK197")
     for k in range(1, 50):
         unexamined(driver, "gate-1", T0 + 0.1 * k)  # 4.9 s not examined
@@ -328,3 +341,138 @@ def test_a_us_plate_on_the_watch_list_alerts_and_says_what_read_it():
     # A Russian read's alert has none of them: its JSON is what it was.
     [russian] = Driver().feed("gate-1", T0, "B840CK197")
     assert not {"recognizer", "country", "plate_format"} & set(orjson.loads(russian.alert.to_json()))
+
+
+# --- a worker that stalls, reads out of order, cameras that stop or disagree on the time -------
+
+
+def alerts_of(
+    driver: Driver,
+    frames: list[tuple[str, float, tuple[str, ...]]],
+    stall_after: int = -1,
+    stall_s: float = 0.0,
+):
+    """Feed frames (camera, capture time, texts) 0.1 s of wall clock apart, the engine's wall-clock
+    expiry run after each; after frame `stall_after` the worker stalls for `stall_s`."""
+    raised = []
+    for index, (camera, time, texts) in enumerate(frames):
+        raised += driver.feed(camera, time, *texts)
+        driver.engine.expire(driver.wall)
+        if index == stall_after:
+            for _ in range(int(stall_s * 10)):  # the service's loop keeps turning meanwhile
+                driver.wall += 0.1
+                driver.engine.expire(driver.wall)
+    return raised
+
+
+def one_pass(camera: str = "gate-1", start: float = T0, frames: int = 20, step: float = 0.2):
+    return [(camera, start + step * k, ("B840CK197",)) for k in range(frames)]
+
+
+@pytest.mark.parametrize("stall_s", [0.0, 3.7, 5.0, 30.0, 600.0])
+def test_a_worker_that_stalls_mid_pass_raises_one_alert(stall_s):
+    driver = Driver(PassRules(gap_s=3.0))
+    assert len(alerts_of(driver, one_pass(), stall_after=9, stall_s=stall_s)) == 1
+
+
+def test_a_stall_longer_than_the_cooldown_in_a_long_pass_raises_one_alert():
+    """Resumed by the end of the pass, not the cooldown: the alert was 20 s of capture time ago."""
+    driver = Driver(PassRules(gap_s=3.0, cooldown_s=10.0))
+    assert len(alerts_of(driver, one_pass(frames=200, step=0.2), stall_after=120, stall_s=8.0)) == 1
+
+
+def test_stalls_on_every_frame_raise_one_alert():
+    driver = Driver(PassRules(gap_s=3.0, cooldown_s=0.0))
+    raised = []
+    for frame in one_pass(frames=10):
+        raised += alerts_of(driver, [frame], stall_after=0, stall_s=4.0)
+    assert len(raised) == 1
+
+
+def test_a_resumed_pass_holds_no_commit_and_is_remembered_for_its_sightings():
+    started = []
+    driver = Driver(PassRules(gap_s=3.0))
+    driver.engine = AlertEngine(
+        "plates", PassRules(gap_s=3.0), lambda: NOW, on_pass=lambda p, now: started.append(p)
+    )
+    driver.engine.assign(0)
+    [out] = alerts_of(driver, one_pass(frames=5), stall_after=4, stall_s=5.0)
+    driver.engine.delivered(out)
+    assert alerts_of(driver, one_pass(start=T0 + 1.0, frames=5)) == []
+    assert [p.alerting for p in started] == [True, False]
+    assert driver.engine.committable() == {0: 10}
+
+
+def test_out_of_order_capture_times_within_a_pass_raise_one_alert():
+    frames = one_pass(frames=20)
+    shuffled = frames[:5] + frames[12:] + frames[5:12]  # a late burst, behind the gap
+    driver = Driver(PassRules(gap_s=1.0))
+    assert len(alerts_of(driver, shuffled)) == 1
+
+
+def test_a_read_from_before_the_alert_arriving_late_raises_nothing():
+    driver = Driver(PassRules(gap_s=3.0))
+    assert len(alerts_of(driver, [("gate-1", T0, ("B840CK197",)), ("gate-1", T0 + 5.0, ())])) == 1
+    assert alerts_of(driver, [("gate-1", T0 - 0.5, ("B840CK197",))]) == []
+
+
+def test_a_camera_that_stops_and_comes_back_later_alerts_again():
+    driver = Driver(PassRules(gap_s=3.0, cooldown_s=10.0))
+    assert len(alerts_of(driver, one_pass(frames=5), stall_after=4, stall_s=60.0)) == 1
+    assert len(alerts_of(driver, one_pass(start=T0 + 60.0, frames=5))) == 1
+
+
+def test_a_pass_split_by_an_occlusion_within_the_cooldown_alerts_once():
+    driver = Driver(PassRules(gap_s=3.0, cooldown_s=10.0))
+    frames = one_pass(frames=10) + [("gate-1", T0 + 2.0 + 0.5 * k, ()) for k in range(10)]
+    frames += one_pass(start=T0 + 7.0, frames=10)  # 5 s hidden behind a lorry
+    assert len(alerts_of(driver, frames)) == 1
+
+
+def test_cameras_whose_clocks_disagree_keep_their_own_passes():
+    driver = Driver(PassRules(gap_s=3.0))
+    ahead, behind = one_pass("gate-1", T0 + 3600.0), one_pass("gate-2", T0 - 3600.0)
+    interleaved = [frame for pair in zip(ahead, behind, strict=True) for frame in pair]
+    raised = alerts_of(driver, interleaved, stall_after=19, stall_s=5.0)
+    raised += alerts_of(
+        driver, one_pass("gate-1", T0 + 3604.0, frames=5) + one_pass("gate-2", T0 - 3596.0, frames=5)
+    )
+    assert sorted(a.alert.camera_id for a in raised) == ["gate-1", "gate-2"]
+
+
+def test_one_camera_stopping_ends_its_pass_not_another_cameras():
+    driver = Driver(PassRules(gap_s=3.0))
+    alerts_of(driver, [("gate-1", T0, ("B840CK197",)), ("gate-2", T0, ("B840CK197",))])
+    for k in range(1, 25):  # gate-2 films on without the plate, slowly read; gate-1 has stopped
+        driver.wall += 0.1
+        alerts_of(driver, [("gate-2", T0 + 0.1 * k, ())])
+    assert [key[1] for key in driver.engine._open] == ["gate-2"]
+
+
+def test_a_camera_clock_set_back_ends_its_passes_and_alerts_anew():
+    driver = Driver(PassRules(gap_s=3.0, max_pass_s=60.0, cooldown_s=10.0))
+    assert len(alerts_of(driver, one_pass(frames=3))) == 1
+    assert len(alerts_of(driver, one_pass(start=T0 - 3600.0, frames=3))) == 1
+    assert driver.engine.open_passes() == 1
+
+
+def test_a_standing_vehicle_still_alerts_again_after_max_pass_s_through_stalls():
+    driver = Driver(PassRules(gap_s=3.0, max_pass_s=10.0, cooldown_s=5.0))
+    raised = alerts_of(driver, one_pass(frames=60, step=0.5), stall_after=30, stall_s=5.0)
+    assert [a.alert.source.offset for a in raised] == [0, 20, 40]
+
+
+def test_after_a_restart_the_alerts_read_back_keep_the_cooldown_and_replay_their_own():
+    first = Driver(PassRules(gap_s=3.0))
+    [alert] = alerts_of(first, one_pass(frames=5))
+    restarted = Driver(PassRules(gap_s=3.0))
+    key = alert.origin.key
+    restarted.engine.cooldowns.alerted(key, alert.alert.captured_at.timestamp(), alert.alert.source.offset)
+    # the pass is read again from its first read: the same alert, with its id
+    [again] = alerts_of(restarted, one_pass(frames=5))
+    assert again.alert.alert_id == alert.alert.alert_id
+    # a later piece of the pass, read first after a commit past the alerted piece: nothing
+    resumed = Driver(PassRules(gap_s=3.0))
+    resumed.offsets[0] = 5
+    resumed.engine.cooldowns.alerted(key, alert.alert.captured_at.timestamp(), alert.alert.source.offset)
+    assert alerts_of(resumed, one_pass(start=T0 + 4.0, frames=5)) == []

@@ -325,3 +325,89 @@ def test_a_camera_without_a_region_publishes_sightings_without_the_region_fields
     published = feed(target, _caption_and_plate()) + finish(target)
     (sighting,) = [o.sighting for o in published]
     assert not {"country", "plate_format", "recognizer"} & set(orjson.loads(sighting.to_json()))
+
+
+def test_a_pass_resumed_after_a_long_stall_is_published_again_with_its_id_and_every_read():
+    events = timeline([Pass("cam-1", "A123BC77", T0, frames=20)], "cam-1", until=T0 + 4)
+    target = engine()
+    first = feed(target, events, stop=10, now=0.0) + [o for o in target.expire(now=60.0)]
+    for outgoing in first:
+        target.delivered(outgoing)
+    target.mark_committed(target.committable())
+    again = feed(target, events, start=10, now=61.0) + finish(target)
+    assert [o.sighting.sighting_id for o in first] == [o.sighting.sighting_id for o in again]
+    assert (first[0].sighting.reads, again[0].sighting.reads) == (10, 20)
+    assert committed(target) == len(events)
+
+
+def _unsure(events: list[PlateEvent], text: str, confidence: float) -> list[PlateEvent]:
+    """`events` with every read of `text` made as unsure as the recognizers read a caption."""
+    return [
+        event.model_copy(
+            update={
+                "plates": [
+                    plate.model_copy(
+                        update={"confidence": confidence, "character_confidences": [confidence] * len(text)}
+                    )
+                    if plate.text == text
+                    else plate
+                    for plate in event.plates
+                ]
+            }
+        )
+        for event in events
+    ]
+
+
+def _caption_fitting_a_format_and_a_plate() -> list[PlateEvent]:
+    """A dashcam's caption whose misread fits one of `auto`'s formats (a Dutch `AA0000`-like one),
+    read unsure in every frame, then a plate read surely."""
+    passes = [
+        Pass("cam-1", "KJ9777", T0, frames=6, dx=0, dy=0, grow=1.0),
+        Pass("cam-1", "A123BC77", T0 + 4, frames=6),
+    ]
+    return _unsure(timeline(passes, "cam-1", until=T0 + 9), "KJ9777", 0.15)
+
+
+def test_an_unsure_sighting_of_a_camera_with_a_region_is_no_plate():
+    from stream_worker.contracts.plate_formats import region
+
+    auto = region("auto")
+    events = _caption_fitting_a_format_and_a_plate()
+    assert auto.fit("KJ9777") is not None  # the caption's text alone passes the region's formats
+    dropped = []
+    target = SightingsEngine(
+        TOPIC,
+        GroupingRules(),
+        region_of={"cam-1": auto}.get,
+        on_not_plate=dropped.append,
+        min_region_confidence=0.3,
+    )
+    target.assign(PARTITION, None)
+    published = [o.sighting for o in feed(target, events) + finish(target)]
+    assert [s.text for s in published] == ["A123BC77"]
+    assert [(s.text, s.format_valid) for s in dropped] == [("KJ9777", True)]
+    assert target.counts.not_plates == 1
+    assert committed(target) == len(events)
+
+
+def test_the_confidence_rule_leaves_cameras_without_a_region_and_published_non_plates_alone():
+    from stream_worker.contracts.plate_formats import region
+
+    unsure_plate = _unsure(
+        timeline([Pass("cam-1", "A123BC77", T0, frames=6)], "cam-1", until=T0 + 3), "A123BC77", 0.2
+    )
+    no_region = SightingsEngine(TOPIC, GroupingRules(), min_region_confidence=0.3)
+    no_region.assign(PARTITION, None)
+    assert [o.sighting.text for o in feed(no_region, unsure_plate) + finish(no_region)] == ["A123BC77"]
+    flagged = SightingsEngine(
+        TOPIC,
+        GroupingRules(),
+        region_of={"cam-1": region("auto")}.get,
+        publish_non_plates=True,
+        min_region_confidence=0.3,
+    )
+    flagged.assign(PARTITION, None)
+    published = [o.sighting for o in feed(flagged, _caption_fitting_a_format_and_a_plate()) + finish(flagged)]
+    assert [s.text for s in published] == ["KJ9777", "A123BC77"]
+    assert published[0].confidence < 0.3

@@ -319,3 +319,71 @@ def test_vehicles_separated_by_more_than_the_gap_give_one_group_each(passes):
     closed = run(timeline(passes, "cam", until=passes[-1].end + 3))
     assert [len(c.group.reads) for c in closed] == [p.frames for p in passes]
     assert [c.group.first_time for c in closed] == pytest.approx([p.start for p in passes])
+
+
+def test_only_newer_frames_keep_a_camera_alive_against_the_silence():
+    """Events that bring no newer capture time (a frame delivered again, a late one) are not the
+    camera filming on."""
+    grouper = Grouper(RULES)
+    grouper.observe(0, seen("cam", T0 + 5.0, read("A123BC77", T0 + 5.0)), now=100.0)
+    for k in range(1, 10):
+        late = T0 + 5.0 - 0.1 * (k % 2)
+        grouper.observe(0, seen("cam", late, read("A123BC77", late, offset=k)), now=100.0 + k)
+    [closed] = grouper.expire(now=100.0 + RULES.silence_s + 0.1)
+    assert closed.reason is ClosedBy.SILENCE and len(closed.group.reads) == 10
+
+
+@pytest.mark.parametrize("stall_s", [0.0, 5.0, 9.9])
+def test_a_worker_stall_shorter_than_the_silence_splits_no_pass(stall_s):
+    grouper = Grouper(RULES)
+    closed, wall = [], 100.0
+    for k in range(20):
+        wall += 0.1 + (stall_s if k == 10 else 0.0)
+        closed += grouper.expire(wall)
+        closed += grouper.observe(
+            0, seen("cam", T0 + 0.2 * k, read("A123BC77", T0 + 0.2 * k, offset=k)), wall
+        )[0]
+    closed += grouper.expire(wall + RULES.silence_s + 0.1)
+    assert [len(c.group.reads) for c in closed] == [20]
+
+
+def test_a_stall_longer_than_the_silence_resumes_the_pass_it_closed():
+    """The worker stalled for 15 s mid-pass: the pass closed by silence is reopened by its next read
+    and closes again with every read, under the same first read."""
+    grouper = Grouper(RULES)
+    closes, wall = [], 100.0
+
+    def note(closed: list[Closed]) -> None:
+        closes.extend((c.reason, len(c.group.reads), c.group) for c in closed)
+
+    for k in range(20):
+        wall += 0.1 + (15.0 if k == 10 else 0.0)
+        note(grouper.expire(wall))
+        note(grouper.observe(0, seen("cam", T0 + 0.2 * k, read("A123BC77", T0 + 0.2 * k, offset=k)), wall)[0])
+    note(grouper.expire(wall + RULES.silence_s + 0.1))
+    assert [close[:2] for close in closes] == [(ClosedBy.SILENCE, 10), (ClosedBy.SILENCE, 20)]
+    assert closes[0][2] is closes[1][2]
+
+
+def test_a_pass_closed_by_silence_is_not_resumed_past_the_gap_or_by_another_plate():
+    grouper = Grouper(RULES)
+    grouper.observe(0, seen("cam", T0, read("A123BC77", T0)), now=100.0)
+    [silenced] = grouper.expire(now=111.0)
+    # another plate elsewhere in the frame opens its own pass
+    _, [(_, other)] = grouper.observe(
+        0, seen("cam", T0 + 0.2, read("K456MH199", T0 + 0.2, (900, 500, 1000, 530), offset=1)), 112.0
+    )
+    assert other is not silenced.group
+    # the camera's clock moves past the gap: too late to resume
+    grouper.observe(0, seen("cam", T0 + 1.7), 112.1)
+    _, [(_, late)] = grouper.observe(0, seen("cam", T0 + 1.8, read("A123BC77", T0 + 1.8, offset=3)), 112.2)
+    assert late is not silenced.group
+
+
+def test_a_camera_clock_set_back_resumes_nothing():
+    grouper = Grouper(RULES)
+    grouper.observe(0, seen("cam", T0, read("A123BC77", T0)), now=100.0)
+    [silenced] = grouper.expire(now=111.0)
+    grouper.observe(0, seen("cam", T0 - 3600.0), 112.0)
+    _, [(_, group)] = grouper.observe(0, seen("cam", T0 + 0.2, read("A123BC77", T0 + 0.2, offset=2)), 112.1)
+    assert group is not silenced.group
