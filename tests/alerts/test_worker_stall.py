@@ -79,6 +79,10 @@ def test_a_worker_stalled_mid_pass_gives_one_alert_and_one_sighting(
     got = alerts(alerts_out)
     assert [(a.camera_id, a.plate, a.frame_id) for a in got] == [("gate-1", EXPECTED_PLATE, "gate-1/0")]
     sightings = [PlateSighting.model_validate_json(record.value) for record in sightings_out.records]
-    assert [(s.camera_id, s.reads) for s in sightings] == [("gate-1", FRAMES)]
+    # One pass, one sighting id. On a loaded host the resumed worker can take longer than the
+    # sightings' silence_s to deliver the rest of the pass: the pass is then published again under
+    # the same id with every read (an update a consumer keys by id), never as a second sighting.
+    assert {(s.camera_id, s.sighting_id) for s in sightings} == {("gate-1", sightings[0].sighting_id)}
+    assert sightings[-1].reads == FRAMES
     for service in reversed(services):
         assert service.stop() == 0, service.log_tail()
