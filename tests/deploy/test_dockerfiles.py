@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO_ROOT / "deploy" / "docker"
@@ -265,6 +266,20 @@ def test_triton_python_dependencies_meet_the_projects_limits(triton: list[Stage]
     assert int(versions["numpy"].split(".")[0]) < 2
     for name, version in versions.items():
         assert declared[name].specifier.contains(version), f"{name}=={version} outside {declared[name]}"
+
+
+# The oldest onnxruntime as fast as today's for these graphs (deploy/README.md: 1.20.1 and 1.23.2 cost
+# the detector 1.35-1.47x its CPU time), and the oldest Triton whose Python (3.12) has its wheels.
+FASTEST_MEASURED_ONNXRUNTIME = Version("1.32.0")
+OLDEST_TRITON_WITH_PYTHON_312 = (24, 12)
+
+
+def test_triton_image_runs_the_measured_onnxruntime_on_a_python_that_has_it(triton: list[Stage]) -> None:
+    runtime = triton[-1]
+    tag = re.fullmatch(r"nvcr\.io/nvidia/tritonserver:(\d{2})\.(\d{2})-py3", runtime.base)
+    assert tag and (int(tag[1]), int(tag[2])) >= OLDEST_TRITON_WITH_PYTHON_312, runtime.base
+    defaults = dict(args.split("=", 1) for args in runtime.args_of("ARG") if "=" in args)
+    assert Version(defaults["ONNXRUNTIME_VERSION"]) >= FASTEST_MEASURED_ONNXRUNTIME
 
 
 @pytest.mark.parametrize(
