@@ -33,6 +33,25 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+# The flags that decide which ONNX Runtime kernels run (AVX2, AVX-512, VNNI, BF16, AMX) and so how
+# figures from two CPUs compare; /proc/cpuinfo lists about a hundred others.
+RELEVANT_FLAG_PREFIXES = ("avx2", "avx512", "avx_vnni", "amx", "fma")
+
+
+def cpu_flags(text: str | None = None) -> list[str]:
+    """The relevant flags of the first CPU in /proc/cpuinfo (`text`: its content), sorted."""
+    if text is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return []
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = line.split(":", 1)[1].split()
+            return sorted({flag for flag in flags if flag.startswith(RELEVANT_FLAG_PREFIXES)})
+    return []
+
+
 def _memory_gib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -61,6 +80,7 @@ def machine() -> dict[str, Any]:
     return {
         "hostname": platform.node(),
         "cpu_model": _cpu_model(),
+        "cpu_flags": cpu_flags(),
         "logical_cores": os.cpu_count(),
         "usable_cores": len(os.sched_getaffinity(0)),
         "memory_gib": _memory_gib(),

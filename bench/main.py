@@ -267,7 +267,8 @@ def render(report: dict[str, Any]) -> str:
     """The printed tables, one per scenario, then the summary."""
     results = report["results"]
     parts = [
-        f"machine: {report['machine']['cpu_model']}, {report['machine']['usable_cores']} cores; "
+        f"machine: {report['machine']['cpu_model']}, {report['machine']['usable_cores']} cores, "
+        f"flags {' '.join(report['machine'].get('cpu_flags') or ['none'])}; "
         f"load average before/after: {report['load_average']['before']} / {report['load_average']['after']}"
         + (" - BUSY (figures inflated)" if report["busy"] else "")
     ]

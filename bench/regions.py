@@ -91,7 +91,8 @@ def _cpu_ms_per_plate(run: Any, crops: np.ndarray, per_run: int) -> float:
 def plate_costs(
     pipeline: InProcessPipeline, frames: Sequence[BenchFrame], batch: int = PLATES_PER_RUN
 ) -> dict[str, Any]:
-    """CPU ms per plate of STN + LPRNet and of global_ocr, one plate per run and `batch` per run."""
+    """CPU ms per plate of the STN, of LPRNet (on the STN's output), their sum, and of global_ocr,
+    one plate per run and `batch` per run."""
     path = pipeline.repository / GLOBAL_MODEL / "1" / "model.onnx"
     if not path.is_file():
         raise BenchError(f"{path} missing: run `stream-worker models prepare`")
@@ -108,23 +109,34 @@ def plate_costs(
         lprnet_crops = np.resize(lprnet_crops, (plates, *lprnet_crops.shape[1:]))
         global_crops = np.resize(global_crops, (plates, *global_crops.shape[1:]))
 
+        rectified = np.concatenate(pipeline.rectify(lprnet_crops))
+
+        def stn(crops: np.ndarray) -> None:
+            pipeline.rectify(crops)
+
         def lprnet(crops: np.ndarray) -> None:
-            pipeline.lprnet_logits(pipeline.rectify(crops))
+            pipeline.lprnet_logits([crops])
 
         def global_ocr(crops: np.ndarray) -> None:
             session.run(None, {name: crops})
 
-        lprnet(lprnet_crops[:batch])  # warm-up: first runs allocate
+        stn(lprnet_crops[:batch])  # warm-up: first runs allocate
+        lprnet(rectified[:batch])
         global_ocr(global_crops[:batch])
+        runs = {
+            "stn": (stn, lprnet_crops),
+            "lprnet": (lprnet, rectified),
+            "global_ocr": (global_ocr, global_crops),
+        }
         costs = {
-            "stn_lprnet": {
-                "one_per_run": _cpu_ms_per_plate(lprnet, lprnet_crops, 1),
-                "batched": _cpu_ms_per_plate(lprnet, lprnet_crops, batch),
-            },
-            "global_ocr": {
-                "one_per_run": _cpu_ms_per_plate(global_ocr, global_crops, 1),
-                "batched": _cpu_ms_per_plate(global_ocr, global_crops, batch),
-            },
+            model: {
+                "one_per_run": _cpu_ms_per_plate(run, crops, 1),
+                "batched": _cpu_ms_per_plate(run, crops, batch),
+            }
+            for model, (run, crops) in runs.items()
+        }
+        costs["stn_lprnet"] = {
+            per: round(costs["stn"][per] + costs["lprnet"][per], 2) for per in costs["stn"]
         }
     return {
         "plates": plates,

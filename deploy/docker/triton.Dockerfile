@@ -43,16 +43,22 @@ RUN --mount=type=bind,from=weights,target=/weights \
  && find /models -name __pycache__ -prune -exec rm -rf {} +
 
 
-# 24.10 = Triton 2.51, the same server version as the nvidia-pytriton wheel the tests run.
-FROM nvcr.io/nvidia/tritonserver:24.10-py3 AS runtime
+# 24.12 = Triton 2.53: Ubuntu 24.04 with Python 3.12, the oldest release whose Python takes today's
+# onnxruntime wheels (onnxruntime publishes none for Python 3.10, 24.10's, after 1.23.2), with the
+# same GPU and driver support as 24.10 (compute capability 6.0+; 25.02 drops Pascal and Volta).
+FROM nvcr.io/nvidia/tritonserver:24.12-py3 AS runtime
 # What the Python-backend models import: numpy and OpenCV (plate_recognition; haar_detector, whose
 # cascade ships inside the opencv wheel) and onnxruntime (the CPU variants of plate_detector, stn,
-# lprnet and global_ocr, which serve the default configs). numpy < 2: the Python backend stub of
-# this release is built against numpy 1.x. The `gpu` configs run those four networks on Triton's native
-# onnxruntime backend with TensorRT, so no onnxruntime-gpu is needed. Exact pins keep rebuilds
-# reproducible.
-ARG ONNXRUNTIME_VERSION=1.20.1
-RUN python3 -m pip install --no-cache-dir \
+# lprnet and global_ocr, which serve the default configs). numpy < 2: the Python backend stub returned
+# empty tensors with numpy 2 (measured with 24.10's). The `gpu` configs run those four networks on
+# Triton's native onnxruntime backend with TensorRT, so no onnxruntime-gpu is needed. Exact pins keep
+# rebuilds reproducible.
+# onnxruntime 1.32.0, not 1.20.1: the plate detector's FP32 graph costs 1.39-1.47x the CPU time
+# under 1.20.1 and 1.35-1.44x under 1.23.2 (AMD EPYC Zen 4; 1.46x on an Intel Sapphire Rapids), STN
+# and LPRNet 0.86-1.02x, outputs the same; deploy/README.md gives the measurement. The system Python is marked externally managed (PEP 668) on Ubuntu 24.04:
+# this image is that Python's only user, hence PIP_BREAK_SYSTEM_PACKAGES.
+ARG ONNXRUNTIME_VERSION=1.32.0
+RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir \
       numpy==1.26.4 \
       opencv-python-headless==4.11.0.86 \
       "onnxruntime==${ONNXRUNTIME_VERSION}"

@@ -3,7 +3,8 @@
 Every export is checked against PyTorch with ONNX Runtime (CPU) on random batches before it
 replaces the artifact, so a silently wrong graph never reaches Triton. Uses the dynamo exporter
 (needs `onnxscript`) at opset 18: the graphs hold only Conv/Gemm/MatMul/MaxPool/AveragePool/
-GridSample-style nodes that ONNX Runtime and TensorRT both take.
+GridSample-style nodes that ONNX Runtime and TensorRT both take. Denormal weights are zeroed
+before export (the STN checkpoint is half denormal; see denormals.py): the outputs stay the same.
 """
 
 from __future__ import annotations
@@ -67,6 +68,20 @@ def load_net(name: str, checkpoint: Path) -> nn.Module:
     return module.eval()
 
 
+def zero_denormal_weights(module: nn.Module) -> int:
+    """Set every float parameter and buffer with |w| below its dtype's smallest normal to 0, in place;
+    returns how many were set."""
+    zeroed = 0
+    with torch.no_grad():
+        for tensor in [*module.parameters(), *module.buffers()]:
+            if not tensor.is_floating_point():
+                continue
+            denormal = (tensor != 0) & (tensor.abs() < torch.finfo(tensor.dtype).tiny)
+            zeroed += int(denormal.sum())
+            tensor[denormal] = 0
+    return zeroed
+
+
 def random_batch(batch_size: int, seed: int = 0) -> torch.Tensor:
     """Inputs spanning the normalised pixel range [-1, 1]."""
     generator = torch.Generator().manual_seed(seed)
@@ -110,6 +125,7 @@ def export_net(name: str, checkpoint: Path, target: Path) -> ExportReport:
     """Export one network to `target` (replaced atomically, only once it matches PyTorch)."""
     spec = NETS[name]
     module = load_net(name, checkpoint)
+    zeroed = zero_denormal_weights(module)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=".model.", suffix=".onnx.part", dir=target.parent)
     os.close(handle)
@@ -140,5 +156,12 @@ def export_net(name: str, checkpoint: Path, target: Path) -> ExportReport:
         os.replace(temp_path, target)
     finally:
         temp_path.unlink(missing_ok=True)
-    log.info("exported %s -> %s in %.1f s (max |onnx - torch| %.2g)", name, target, seconds, diff)
+    log.info(
+        "exported %s -> %s in %.1f s (max |onnx - torch| %.2g, %d denormal weights zeroed)",
+        name,
+        target,
+        seconds,
+        diff,
+        zeroed,
+    )
     return ExportReport(seconds=seconds, max_abs_diff=diff)

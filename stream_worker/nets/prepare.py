@@ -6,7 +6,8 @@
 Idempotent: a stamp JSON beside each `model.onnx` records the source file's sha256 and the build
 format; when both still match (and the ONNX file is the one stamped) nothing is rebuilt. The build
 modules are imported only when a build is actually needed, so serving hosts need neither torch nor
-onnx, and rebuilding only the detector never imports torch.
+onnx, and rebuilding only the detector never imports torch. Every built graph is checked to hold no
+denormal float weights (denormals.py) before it is stamped; one that does is removed.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import orjson
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.weights import PINNED_FILES, ensure_weights, sha256_of
 
-# Bump whenever export.py changes what it writes (opset, graph shape, names), to force re-export.
-EXPORT_FORMAT_VERSION = 1
+# Bump whenever export.py changes what it writes (opset, graph shape, names, weights), to force re-export.
+EXPORT_FORMAT_VERSION = 2
 # Bump whenever detector_graph.py changes what it writes (input layout, names, shapes), to force a rewrite.
 DETECTOR_FORMAT_VERSION = 3
 # Bump whenever global_ocr.py changes what it writes.
@@ -56,6 +57,15 @@ def _builder(model: str, module: str) -> ModuleType:
 
 def _export_checkpoint(model: str, source: Path, target: Path) -> float:
     return _builder(model, "export").export_net(model, source, target).max_abs_diff
+
+
+def _check_no_denormal_weights(model: str, target: Path) -> None:
+    """Raise (and remove `target`, so nothing serves it) when the built graph holds denormal weights."""
+    try:
+        _builder(model, "denormals").check_no_denormal_weights(model, target)
+    except ModelPrepareError:
+        target.unlink(missing_ok=True)
+        raise
 
 
 def _rewrite_detector(model: str, source: Path, target: Path) -> float:
@@ -131,6 +141,7 @@ def prepare_models(
             log.info("%s is up to date (%s)", model, STAMP_FILE)
             continue
         diff = artifact.build(name, sources[name], model)
+        _check_no_denormal_weights(name, model)
         _write_stamp(
             model.parent / STAMP_FILE,
             {

@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from bench.cpu import group_cpu_s, meter, process_cpu_s
+from bench.environment import cpu_flags
 from bench.frames import CAMERA_HEIGHT, CAMERA_WIDTH, camera_frames, cycle, samples_dir
+from bench.limit import InProcessPipeline
 from bench.main import parser
 from bench.pipeline import BenchError
+from bench.regions import plate_costs
 from bench.report import format_table, latency_ms, rate, ratio
 from bench.repository import (
     BASELINE_REPOSITORY,
@@ -259,3 +262,32 @@ def test_a_benchmark_stopped_with_sigterm_stops_the_servers_it_started(tmp_path)
         time.sleep(0.2)
     left = [pid for pid in started if os.path.exists(f"/proc/{pid}")]
     assert not left, f"still running after the benchmark stopped: {left}"
+
+
+def test_cpu_flags_keep_the_vector_and_matrix_ones() -> None:
+    cpuinfo = (
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n"
+        "flags\t\t: fpu sse2 avx avx2 fma avx512f avx512_vnni avx512_bf16 amx_tile amx_bf16 avx_vnni sha_ni\n"
+        "processor\t: 1\nflags\t\t: fpu sse2\n"
+    )
+    assert cpu_flags(cpuinfo) == [
+        "amx_bf16",
+        "amx_tile",
+        "avx2",
+        "avx512_bf16",
+        "avx512_vnni",
+        "avx512f",
+        "avx_vnni",
+        "fma",
+    ]
+    assert cpu_flags("model name\t: no flags line\n") == []
+
+
+def test_plate_costs_give_the_stn_and_lprnet_apart(prepared_model_repository: Path) -> None:
+    frames = [frame for frame in camera_frames(samples_dir()) if frame.has_plate]
+    costs = plate_costs(InProcessPipeline(prepared_model_repository), frames)["cpu_ms_per_plate"]
+    print(costs)
+    assert list(costs) == ["stn", "lprnet", "global_ocr", "stn_lprnet"]
+    for per_run in ("one_per_run", "batched"):
+        assert all(costs[model][per_run] > 0 for model in costs)
+        assert costs["stn_lprnet"][per_run] == round(costs["stn"][per_run] + costs["lprnet"][per_run], 2)

@@ -53,6 +53,7 @@ def assert_positive(figures: dict, names: tuple[str, ...] = SYSTEM_FIGURES) -> N
 def test_report_records_machine_versions_and_command(report: dict) -> None:
     assert report["scenario"] == "all"
     assert report["machine"]["usable_cores"] >= 1 and report["machine"]["cpu_model"]
+    assert isinstance(report["machine"]["cpu_flags"], list)
     versions = report["versions"]
     for name in ("python", "numpy", "onnxruntime", "opencv", "confluent_kafka", "stream_worker"):
         assert versions[name], name
@@ -69,7 +70,9 @@ def test_regions_put_the_second_recognizer_beside_todays(report: dict) -> None:
         assert system["frames"] == 4 and system["frames_with_plates"] == 3
         assert_positive(system)
     assert regions["cpu_per_frame_over_ru"]["ours-ru"] == 1.0
-    for costs in regions["per_plate"]["cpu_ms_per_plate"].values():
+    per_plate = regions["per_plate"]["cpu_ms_per_plate"]
+    assert set(per_plate) == {"stn", "lprnet", "stn_lprnet", "global_ocr"}
+    for costs in per_plate.values():
         assert costs["one_per_run"] > 0 and costs["batched"] > 0
     batches = regions["triton_batches"]
     assert batches["lprnet"]["plates"] > 0 and batches["global_ocr"]["plates"] > 0  # us and auto read with it
