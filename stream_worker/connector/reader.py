@@ -26,6 +26,7 @@ from stream_worker.connector.encoding import JpegEncoder
 from stream_worker.connector.frame_queue import DropOldestQueue
 from stream_worker.connector.hold import MarkerThinner, StaticHold
 from stream_worker.connector.sampler import FpsSampler, StreamTime
+from stream_worker.connector.shedding import RateGate
 from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify
 from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings, Polygon
 from stream_worker.contracts.credentials import MissingCredential, is_file, redact, resolve
@@ -94,6 +95,8 @@ class CameraStats:
     motion: int = 0  # sampled frames with motion
     static: int = 0  # sampled frames the gate held back (not published unless as pre-roll)
     queued: int = 0  # records handed to the queue (frames and static markers)
+    offered: int = 0  # frames with their image that were to be published, before shedding
+    shed: int = 0  # of those, left out because the workers are behind (shedding.py)
     published: int = 0  # frames (with their image) the broker acknowledged
     markers: int = 0  # static markers the broker acknowledged
     delivery_errors: int = 0
@@ -111,6 +114,7 @@ class OutFrame:
     jpeg: bytes  # empty for a static marker
     stats: CameraStats
     static: str | None = None  # a static marker: the frame's size, "WIDTHxHEIGHT"
+    captured_s: float = 0.0  # `captured_at` in epoch seconds
 
 
 class _End(Enum):
@@ -156,6 +160,8 @@ class CameraReader:
         self._codec: Any = None
         self._static_since: float | None = None  # stream time the current static stretch began
         self.key_frames_only = False
+        self.shed_fps: float | None = None  # set by the connector's loop: frames a second allowed
+        self._gate = RateGate()
         self._thread = threading.Thread(target=self._run, name=f"camera-{spec.camera_id}", daemon=True)
 
     # --- control ---------------------------------------------------------------------------
@@ -414,12 +420,19 @@ class CameraReader:
             self.key_frames_only = True
 
     def _emit(self, frame: Any, wall: float, static: bool = False) -> None:
-        """Queue the frame with its JPEG, or as a static marker (its size, no image)."""
+        """Queue the frame with its JPEG, or as a static marker (its size, no image); a frame beyond
+        the rate the workers keep up with is shed (counted), before its costly encoding. Markers
+        are never shed: they cost the workers nothing."""
+        if not static:
+            self.stats.offered += 1
+            if not self._gate.keep(wall, self.shed_fps):
+                self.stats.shed += 1
+                return
         jpeg = b"" if static else self._encoder.encode(frame)
         frame_id = f"{self.camera_id}:{self._session}:{self._sequence}"
         self._sequence += 1
         size = f"{frame.width}x{frame.height}" if static else None
-        self.queue.put(OutFrame(self.camera_id, frame_id, iso_utc(wall), jpeg, self.stats, size))
+        self.queue.put(OutFrame(self.camera_id, frame_id, iso_utc(wall), jpeg, self.stats, size, wall))
         self.stats.queued += 1
         self._on_frame()
 

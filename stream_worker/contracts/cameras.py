@@ -143,9 +143,10 @@ class CameraSource(OmitsAbsent):
         ge=0,
         le=MAX_DELAY_S,
         allow_inf_nan=False,
-        description="Longest wait, in seconds, of the camera's frames for the worker: when the workers "
-        "fall behind, the connector publishes fewer of its frames (they are counted as shed) so that "
-        f"what is read stays this fresh. Unset: {DEFAULT_MAX_DELAY_S:g} s; 0: never shed.",
+        description="Longest wait, in seconds, of a live camera's frames for the workers: when they "
+        "fall behind, the connector publishes fewer of its frames (counted as shed) so that what is "
+        f"read stays this fresh. Unset: {DEFAULT_MAX_DELAY_S:g} s; 0: never shed. A file source's "
+        "frames are never shed.",
     )
 
     @field_validator("url")
