@@ -3,7 +3,10 @@ encodes JPEG and queues the frames for the producer; it never touches another ca
 
 A failure to open is classified (states.py) and tried again after a capped exponential backoff
 with jitter; a stream that gives no frame for the stall timeout is closed and opened again; a
-file source with `loop` starts again at its end, without it the camera ends. Secrets: the URL is
+file source with `loop` starts again at its end, without it the camera ends. A live stream that
+ends (the camera or its server closed it) is `ended` and opened again after the backoff; it stays
+`ended` while its server answers that the stream is not there, until it streams again (a server
+that does not answer is `unreachable`). Secrets: the URL is
 resolved from the environment only here, for `av.open`; every error message goes through
 `redact`, and logs name the source as stored (with its ${NAME} references).
 """
@@ -27,7 +30,7 @@ from stream_worker.connector.frame_queue import DropOldestQueue
 from stream_worker.connector.hold import MarkerThinner, StaticHold
 from stream_worker.connector.sampler import FpsSampler, StreamTime
 from stream_worker.connector.shedding import RateGate
-from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify
+from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify, not_there
 from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings, Polygon
 from stream_worker.contracts.credentials import MissingCredential, is_file, redact, resolve
 
@@ -221,8 +224,8 @@ class CameraReader:
         whether frames came). `looping`: a file opened again at its end, same session."""
         import av
 
-        if not self.stats.state.failed:  # a failure stays shown while it is tried again
-            self._set_state(CameraState.CONNECTING)
+        if not (self.stats.state.failed or self.stats.state is CameraState.ENDED):
+            self._set_state(CameraState.CONNECTING)  # a failure or an end stays shown while tried again
         try:
             url, secrets = resolve(self.spec.source.url, self.options.environ)
             self._secrets = secrets
@@ -293,7 +296,7 @@ class CameraReader:
                 self._fail(CameraState.NOT_VIDEO, NotVideo("the file has no decodable frame"), [])
                 return _End.RETRY, False
             return (_End.LOOP if self.spec.source.loop else _End.ENDED), streamed
-        self._fail(CameraState.UNREACHABLE, EOFError("the stream ended"), [])
+        self._fail(CameraState.ENDED, EOFError("the stream ended"), [])
         return _End.RETRY, streamed
 
     def _open_options(self) -> dict[str, str]:
@@ -453,6 +456,8 @@ class CameraReader:
 
     def _fail(self, state: CameraState, error: BaseException, secrets: list[str]) -> None:
         message = redact(f"{type(error).__name__}: {error}", secrets)
+        if self.stats.state is CameraState.ENDED and not_there(error):
+            state = CameraState.ENDED  # its server answers, without the stream: still ended
         changed = state is not self.stats.state or message != self.stats.last_error
         self._set_state(state, message)
         (log.warning if changed else log.debug)(
