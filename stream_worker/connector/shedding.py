@@ -7,8 +7,9 @@ frames published before it are read, and lead to cutting far too much.
 
 - Above half the bound the allowed rate is halved, then again each second while the delay does
   not fall.
-- Under a quarter of the bound it grows back by a tenth of the camera's rate each second, up to
-  its full rate; in between it holds.
+- Under a quarter of the bound it grows back by half a frame a second each second, up to its
+  full rate; in between it holds. Slowly: the workers' commits come a batch at a time, seconds
+  apart, so a faster growth overshoots their pace by the time the wait shows it.
 - An unknown delay (no worker has committed yet, the broker does not answer) changes nothing.
 - Several cameras sharing a worker group each cut and grow on their own: AIMD shares the
   capacity between them.
@@ -27,7 +28,7 @@ CUT_ABOVE = 0.5  # of the bound
 GROW_BELOW = 0.25  # of the bound
 CUT_FACTOR = 0.5
 CUT_EVERY_S = 1.0  # at most one cut a second, and only while the delay is not falling
-GROW_SHARE_PER_S = 0.1  # of the camera's rate, per second
+GROW_FPS_PER_S = 0.5
 MAX_STEP_S = 1.0  # a late update grows the rate by at most one second's worth
 MIN_FPS = 0.2  # a camera is never shed below this (one frame in 5 s)
 
@@ -67,7 +68,7 @@ class Shedding:
                 self._cut_at = now
         elif delay_s < self.max_delay_s * GROW_BELOW:
             self._cut_at = None
-            self.allowed_fps = min(self.fps, self.allowed_fps + self.fps * GROW_SHARE_PER_S * step)
+            self.allowed_fps = min(self.fps, self.allowed_fps + GROW_FPS_PER_S * step)
         return self.limit
 
 

@@ -44,21 +44,21 @@ def test_between_the_thresholds_the_rate_holds():
         assert shedding.update(2.0, float(second)) == 5
 
 
-def test_under_a_quarter_it_grows_back_by_a_tenth_of_the_rate_a_second():
+def test_under_a_quarter_it_grows_back_by_half_a_frame_a_second_each_second():
     shedding = Shedding(10, 5)
     shedding.update(3.0, 0.0)
-    assert shedding.update(1.0, 1.0) == pytest.approx(6)
-    assert shedding.update(1.0, 2.0) == pytest.approx(7)
-    for second in range(3, 6):
+    assert shedding.update(1.0, 1.0) == pytest.approx(5.5)
+    assert shedding.update(1.0, 2.0) == pytest.approx(6)
+    for second in range(3, 10):
         shedding.update(1.0, float(second))
-    assert shedding.update(1.0, 6.0) is None  # back to every frame, never above
+    assert shedding.update(1.0, 10.0) is None  # back to every frame, never above
     assert shedding.allowed_fps == 10
 
 
 def test_a_late_update_grows_by_one_second_at_most():
     shedding = Shedding(10, 5)
     shedding.update(3.0, 0.0)
-    assert shedding.update(0.0, 60.0) == pytest.approx(6)
+    assert shedding.update(0.0, 60.0) == pytest.approx(5.5)
 
 
 def test_never_below_the_floor():
@@ -134,3 +134,35 @@ def test_the_gate_follows_a_changing_rate():
     second = sum(gate.keep(10 + i / 10, 5) for i in range(100))
     assert first == 20
     assert second == pytest.approx(50, abs=1)
+
+
+@pytest.mark.parametrize(("offered", "capacity", "batch_s"), [(25, 3, 4.0), (25, 3, 2.0), (10, 6, 3.0)])
+def test_a_worker_that_commits_a_batch_at_a_time_stays_under_the_bound(offered, capacity, batch_s):
+    """The worker takes `batch_s` worth of frames at once and commits them when the batch is done:
+    the wait is seen seconds late and in steps, and the rate still settles under the bound."""
+    bound = 5.0
+    shedding = Shedding(offered, bound)
+    gate = RateGate()
+    dt = 1 / offered
+    queue: list[float] = []  # capture times of the frames not committed
+    batch_end, batch = 0.0, 0
+    pace: list[tuple[float, int]] = [(0.0, 0)]  # (time, frames committed)
+    ages = []
+    for n in range(int(400 * offered)):
+        now = n * dt
+        if gate.keep(now, shedding.limit):
+            queue.append(now)
+        if now >= batch_end:  # the batch is done: its frames are committed, the next one taken
+            if batch:
+                ages.append((now, now - queue[0]))
+                del queue[:batch]
+                pace.append((now, pace[-1][1] + batch))
+            batch = min(len(queue), int(capacity * batch_s))
+            batch_end = now + max(batch, 1) / capacity
+        if n % offered == 0:
+            recent = [p for p in pace if now - p[0] <= 5.0] or pace[-1:]
+            rate = (pace[-1][1] - recent[0][1]) / (now - recent[0][0]) if now > recent[0][0] else 0
+            wait = len(queue) / rate if rate > 0 else (now - queue[0] if queue else 0.0)
+            shedding.update(wait if queue else 0.0, now)
+    settled = [age for at, age in ages if at > 120]
+    assert max(settled) < bound
