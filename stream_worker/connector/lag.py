@@ -90,6 +90,7 @@ class GroupPositions:
 
     def __init__(self, config: Mapping[str, Any], group_id: str, topic: str, every_s: float = 1.0) -> None:
         self._config = {**config, "group.id": group_id, "enable.auto.commit": False}
+        self._config.pop("statistics.interval.ms", None)  # nobody reads them here
         self.topic = topic
         self.every_s = every_s
         self.latest: dict[int, Position] = {}
@@ -129,6 +130,7 @@ class GroupPositions:
                     if not failing:
                         log.warning("the workers' position could not be read", extra={"error": str(error)})
                     failing = True
+                consumer.poll(0)  # its log and error callbacks; it never subscribes, so never joins
                 self._stop.wait(self.every_s)
         finally:
             consumer.close()
