@@ -42,6 +42,9 @@ class FakeMessage:
     def headers(self) -> list[tuple[str, bytes]] | None:
         return None
 
+    def timestamp(self) -> tuple[int, int]:
+        return 0, -1  # TIMESTAMP_NOT_AVAILABLE
+
 
 @dataclass(frozen=True)
 class CommittedPartition:

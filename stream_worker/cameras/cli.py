@@ -34,6 +34,7 @@ cameras_app = typer.Typer(
     no_args_is_help=True,
 )
 
+STATUS_TOPIC = "camera-status"
 CAMERAS_TOPIC_OPTION = typer.Option(
     "cameras", "--topic", envvar="STREAM_WORKER_CAMERAS_TOPIC", help="Compacted camera-settings topic."
 )
@@ -116,14 +117,21 @@ def cameras_list(
     as_json: bool = typer.Option(False, "--json", help="One {camera_id, settings} JSON object per line."),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = CAMERAS_TOPIC_OPTION,
+    status_topic: str = typer.Option(
+        STATUS_TOPIC,
+        "--status-topic",
+        envvar="STREAM_WORKER_CONNECT_STATUS_TOPIC",
+        help="Compacted camera-status topic: each camera's state in the table.",
+    ),
     client_config: list[str] = SETTINGS_CONFIG_OPTION,
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
-    """Print every camera that has settings, by id (undecodable records are reported on stderr)."""
+    """Print every camera that has settings, by id, with its state, region and source (its account
+    shown as ***); undecodable records are reported on stderr."""
     from stream_worker.cameras.commands import list_settings
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(list_settings(connection, as_json, typer.echo, echo_err))
+    raise typer.Exit(list_settings(connection, as_json, typer.echo, echo_err, status_topic))
 
 
 @cameras_app.command(

@@ -6,6 +6,7 @@ nothing written).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -29,6 +30,7 @@ from stream_worker.contracts.cameras import (
     detector_scales_text,
     parse_detector_scales,
 )
+from stream_worker.contracts.credentials import shown
 from stream_worker.contracts.plate_formats import known_regions
 from stream_worker.media import MediaSupportMissing, opencv
 from stream_worker.service.commands import (
@@ -113,8 +115,11 @@ def get_settings(connection: Connection, camera_id: str, out: Echo, err: Echo) -
     return OK
 
 
-def list_settings(connection: Connection, as_json: bool, out: Echo, err: Echo) -> int:
-    """Every camera with settings, by id: a table, or one JSON object per line."""
+def list_settings(
+    connection: Connection, as_json: bool, out: Echo, err: Echo, status_topic: str | None = None
+) -> int:
+    """Every camera with settings, by id: a table (with each camera's state from `status_topic`),
+    or one JSON object per line."""
     snapshot = _read(connection, err)
     if snapshot is None:
         return BROKER_FAILED
@@ -123,22 +128,58 @@ def list_settings(connection: Connection, as_json: bool, out: Echo, err: Echo) -
         for camera_id, settings in cameras:
             out(orjson.dumps({"camera_id": camera_id, "settings": settings.model_dump(mode="json")}).decode())
     elif cameras:
-        out(_row("CAMERA", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "SCALES", "DISPLAY_NAME"))
-        for camera_id, settings in cameras:
-            out(
-                _row(
-                    camera_id,
-                    str(len(settings.masks)),
-                    ",".join(zone.name for zone in settings.zones) or "-",
-                    "-" if settings.min_plate_width is None else str(settings.min_plate_width),
-                    "yes" if settings.plate_images else "no",
-                    detector_scales_text(settings.detector_scales) if settings.detector_scales else "-",
-                    settings.display_name or "",
-                )
-            )
+        states = _states(connection, status_topic, err) if status_topic else {}
+        for line in settings_table(cameras, states):
+            out(line)
     else:
         err(f"no camera has settings on {connection.topic}")
     return OK
+
+
+def settings_table(cameras: list[tuple[str, CameraSettings]], states: dict[str, str]) -> list[str]:
+    """The table of `cameras list`: columns as wide as their widest cell, the display name last."""
+    rows = [("CAMERA", "STATE", "REGION", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "SCALES", "SOURCE")]
+    names = ["DISPLAY_NAME"]
+    for camera_id, settings in cameras:
+        rows.append(
+            (
+                camera_id,
+                states.get(camera_id, "-"),
+                settings.region or "-",
+                str(len(settings.masks)),
+                ",".join(zone.name for zone in settings.zones) or "-",
+                "-" if settings.min_plate_width is None else str(settings.min_plate_width),
+                "yes" if settings.plate_images else "no",
+                detector_scales_text(settings.detector_scales) if settings.detector_scales else "-",
+                shown(settings.source.url) if settings.source is not None else "-",
+            )
+        )
+        names.append(settings.display_name or "")
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        + (f"  {name}" if name else "")
+        for row, name in zip(rows, names, strict=True)
+    ]
+
+
+def _states(connection: Connection, status_topic: str, err: Echo) -> dict[str, str]:
+    """Each camera's state as its connector last reported it; none when the topic cannot be read."""
+    from stream_worker.cameras.status import STATUS_INTERVAL_S, decode_status, is_stale
+    from stream_worker.service.compacted import CompactedTopicError, read_compacted
+
+    try:
+        snapshot = read_compacted(
+            connection.bootstrap_servers, status_topic, decode_status, connection.config, connection.timeout_s
+        )
+    except (CompactedTopicError, KafkaException) as error:
+        err(f"warning: the cameras' states are not shown: {error}")
+        return {}
+    now = time.time()
+    return {
+        camera_id: status.state + (" (stale)" if is_stale(status, STATUS_INTERVAL_S, now) else "")
+        for camera_id, status in snapshot.values.items()
+    }
 
 
 def remove(connection: Connection, camera_id: str, out: Echo, err: Echo) -> int:
@@ -288,7 +329,3 @@ def _load_file(path: Path, err: Echo) -> CameraSettings | None:
 
 def _read(connection: Connection, err: Echo) -> CamerasSnapshot | None:
     return read_settings_topic(connection, read_cameras, "no camera has settings", err)
-
-
-def _row(camera: str, masks: str, zones: str, width: str, pictures: str, scales: str, name: str) -> str:
-    return f"{camera:<20} {masks:<5} {zones:<24} {width:<9} {pictures:<8} {scales:<15} {name}".rstrip()

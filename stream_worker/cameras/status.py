@@ -39,6 +39,12 @@ class CameraStatus:
     motion_share: float | None  # sampled frames with motion / sampled frames; None without motion
     last_frame_at: float | None
     static_markers: int | None = None  # added later: None in older records
+    # Shedding (connector/shedding.py), added later: None in older records.
+    offered_fps: float | None = None  # frames a second to publish before shedding ("10 of 25 fps")
+    frames_offered: int | None = None
+    frames_shed: int | None = None  # of those, left out because the workers were behind
+    delay_s: float | None = None  # how long the frames the workers read now have waited
+    max_delay_s: float | None = None  # the bound shedding keeps the delay under; 0: never shed
 
     def to_json(self) -> bytes:
         return orjson.dumps(asdict(self))

@@ -11,7 +11,9 @@ Guarantees and how they are kept:
 - One camera's failure never touches another: each has its own thread, backoff and bounded queue;
   the main loop never blocks on a camera.
 - Live video cannot wait: when Kafka is slower than the cameras, each camera's queue drops its
-  oldest frames (counted); memory is bounded by queues x frames, plus librdkafka's buffer.
+  oldest frames (counted); memory is bounded by queues x frames, plus librdkafka's buffer. When
+  the workers are slower, a live camera publishes fewer frames (shed, counted) so that its frames
+  wait at most its `max_delay_s` (shedding.py, on the workers' lag read each second: lag.py).
 - SIGTERM/SIGINT: readers stopped, the frames already queued published, the producer flushed
   within `shutdown_timeout_s`, each camera's status written as `stopped`; exit 0.
 """
@@ -28,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from stream_worker.cameras.following import CameraSettingsFollower
+from stream_worker.connector.lag import FramesBacklog, GroupPositions
 from stream_worker.connector.metrics import CameraFigures, ConnectorMetrics, totals_of
 from stream_worker.connector.ownership import Ownership
 from stream_worker.connector.partitioner import partition_for
@@ -35,8 +38,11 @@ from stream_worker.connector.publisher import FramePublisher
 from stream_worker.connector.reader import CameraReader, ReaderOptions, ReaderSpec
 from stream_worker.connector.reconcile import plan
 from stream_worker.connector.settings import ConnectorSettings, load_settings
+from stream_worker.connector.shedding import Shedding
 from stream_worker.connector.states import CameraState
 from stream_worker.connector.status import RateMeter, snapshot
+from stream_worker.contracts.cameras import DEFAULT_MAX_DELAY_S
+from stream_worker.contracts.credentials import is_file
 from stream_worker.service import kafka
 from stream_worker.service.compacted import ensure_compacted_topic, topic_partitions
 from stream_worker.service.deadlines import Deadlines
@@ -48,6 +54,8 @@ log = logging.getLogger("stream_worker.connector")
 RECONCILE_EVERY_S = 1.0  # also without a change: a partition count read late, an ended reader
 IDLE_WAIT_S = 0.05  # the loop's longest nap when no frame is waiting
 JOIN_ON_REVOKE_S = 2.0  # a revoked camera's reader is waited for this long before the group goes on
+SHED_EVERY_S = 0.5  # how often the cameras' allowed rates are decided
+POSITIONS_FRESH_S = 10.0  # older positions of the workers (the broker does not answer): lag unknown
 
 
 class _Camera:
@@ -59,6 +67,10 @@ class _Camera:
         self.published = RateMeter()
         self.written_state: CameraState | None = None
         self.written_at = 0.0
+        self.offered = RateMeter()
+        source = reader.spec.source
+        bound = DEFAULT_MAX_DELAY_S if source.max_delay_s is None else source.max_delay_s
+        self.shedding = Shedding(source.fps, 0.0 if is_file(source.url) else bound)
 
 
 class ConnectorService(LoopService):
@@ -74,6 +86,9 @@ class ConnectorService(LoopService):
         self.wake = threading.Event()
         self._dirty = True
         self._reconciled_at = 0.0
+        self._shed_at = 0.0
+        self.backlog = FramesBacklog()
+        self.frames_partition: dict[str, int] = {}  # camera id -> its partition of the frames topic
         self.metrics = ConnectorMetrics(self._figures)
         self.loop_clock = LoopClock()
         # First, so that a busy --metrics-port fails before anything connects anywhere.
@@ -111,7 +126,13 @@ class ConnectorService(LoopService):
                 },
             ),
             settings.frames_topic,
+            self._delivered,
         )
+        self.positions = GroupPositions(
+            kafka.consumer_config(settings, settings.worker_group_id),
+            settings.worker_group_id,
+            settings.frames_topic,
+        ).start()
         self.follower = CameraSettingsFollower(
             settings.bootstrap_servers,
             settings.cameras_topic,
@@ -145,6 +166,8 @@ class ConnectorService(LoopService):
 
             raise KafkaException(self.publisher.fatal)
         self._reap()
+        if now - self._shed_at >= SHED_EVERY_S:
+            self._shed(now)
         self._write_statuses()
         self.metrics.cameras.set(len(self.cameras))
         self.metrics.owned_partitions.set(len(self.consumer.partitions))
@@ -161,6 +184,7 @@ class ConnectorService(LoopService):
         for reader, _ in self.stopping:
             reader.stop()
         self.follower.close()
+        self.positions.close()
         join_until = time.monotonic() + min(self.settings.stall_timeout_s + 1, self.deadlines.drain_left())
         for reader in self._readers():
             reader.join(max(0.0, join_until - time.monotonic()))
@@ -255,6 +279,36 @@ class ConnectorService(LoopService):
         for reader, _ in list(self.stopping):
             yield reader
 
+    # --- shedding -------------------------------------------------------------------------
+
+    def _delivered(self, camera_id: str, partition: int, offset: int, captured_s: float) -> None:
+        self.frames_partition[camera_id] = partition
+        self.backlog.delivered(partition, offset, captured_s)
+
+    def _shed(self, now: float) -> None:
+        """Each camera's allowed rate from how long its frames wait for the workers."""
+        self._shed_at = now
+        read_at = self.positions.read_at
+        fresh = read_at > 0 and now - read_at < POSITIONS_FRESH_S
+        if fresh:
+            self.backlog.observe(self.positions.latest, read_at)
+        wall = time.time()
+        for camera_id, camera in self.cameras.items():
+            partition = self.frames_partition.get(camera_id)
+            wait = self.backlog.wait_s(partition, wall) if fresh and partition is not None else None
+            limit = camera.shedding.update(wait, now)
+            if (limit is None) != (camera.reader.shed_fps is None):
+                log.info(
+                    "camera shedding frames" if limit is not None else "camera no longer sheds frames",
+                    extra={"camera_id": camera_id, "wait_s": None if wait is None else round(wait, 2)},
+                )
+            camera.reader.shed_fps = limit
+
+    def _delay_s(self, camera_id: str) -> float | None:
+        """How long the frames the workers read now of this camera's partition have waited."""
+        partition = self.frames_partition.get(camera_id)
+        return None if partition is None else self.backlog.age_s(partition, time.time())
+
     # --- rebalance -------------------------------------------------------------------------
 
     def _on_assign(self, _partitions: list[int]) -> None:
@@ -296,6 +350,9 @@ class ConnectorService(LoopService):
             (camera.decoded.rate(stats.decoded, wall), camera.published.rate(stats.published, wall)),
             camera.reader.spec.motion is not None,
             wall,
+            offered_fps=camera.offered.rate(stats.offered, wall),
+            delay_s=self._delay_s(camera_id),
+            max_delay_s=camera.shedding.max_delay_s,
         )
         if past:
             record = dataclasses.replace(
@@ -307,6 +364,8 @@ class ConnectorService(LoopService):
                 reconnects=record.reconnects + past["reconnects"],
                 delivery_errors=record.delivery_errors + past["delivery_errors"],
                 static_markers=(record.static_markers or 0) + past["static_markers"],
+                frames_offered=(record.frames_offered or 0) + past["frames_offered"],
+                frames_shed=(record.frames_shed or 0) + past["frames_shed"],
             )
         key = camera_id.encode()
         if self.publisher.produce_raw(

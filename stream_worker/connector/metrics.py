@@ -26,6 +26,8 @@ COUNTERS = {  # metric name: help
     "frames_static": "Sampled frames the motion gate held back (not published unless as pre-roll).",
     "static_markers": "Static markers published: records with no image standing for a still frame.",
     "frames_dropped": "Frames dropped from the camera's full queue (the oldest first).",
+    "frames_offered": "Frames with their image to publish, before shedding.",
+    "frames_shed": "Frames left out because the workers were behind (a live camera's max_delay_s).",
     "reconnects": "Times the camera's source was opened again after a failure, a stall or its end.",
     "delivery_errors": "Frames the broker refused or did not acknowledge in time.",
 }
@@ -48,6 +50,8 @@ def totals_of(stats: CameraStats, dropped: int) -> dict[str, int]:
         "frames_static": stats.static,
         "static_markers": stats.markers,
         "frames_dropped": dropped,
+        "frames_offered": stats.offered,
+        "frames_shed": stats.shed,
         "reconnects": stats.reconnects,
         "delivery_errors": stats.delivery_errors,
     }

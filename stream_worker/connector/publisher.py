@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -24,9 +24,16 @@ LOG_EVERY_S = 10.0  # a camera's delivery errors are logged at most this often
 
 
 class FramePublisher:
-    def __init__(self, config: Mapping[str, object], frames_topic: str) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, object],
+        frames_topic: str,
+        on_delivered: Callable[[str, int, int, float], None] = lambda *_delivered: None,
+    ) -> None:
+        """`on_delivered(camera_id, partition, offset, captured_s)`: a record the broker stored."""
         self._producer = Producer(dict(config))
         self.topic = frames_topic
+        self._on_delivered = on_delivered
         self._pending: dict[int, OutFrame] = {}  # a reader's frame the full producer refused
         self._logged: dict[str, float] = {}
         self.fatal: KafkaError | None = None
@@ -66,12 +73,13 @@ class FramePublisher:
         stats = frame.stats
         marker = frame.static is not None
 
-        def delivered(error: KafkaError | None, _message: Message) -> None:
+        def delivered(error: KafkaError | None, message: Message) -> None:
             if error is None:
                 if marker:
                     stats.markers += 1
                 else:
                     stats.published += 1
+                self._on_delivered(frame.camera_id, message.partition(), message.offset(), frame.captured_s)
                 return
             stats.delivery_errors += 1
             if error.fatal():

@@ -3,7 +3,10 @@ encodes JPEG and queues the frames for the producer; it never touches another ca
 
 A failure to open is classified (states.py) and tried again after a capped exponential backoff
 with jitter; a stream that gives no frame for the stall timeout is closed and opened again; a
-file source with `loop` starts again at its end, without it the camera ends. Secrets: the URL is
+file source with `loop` starts again at its end, without it the camera ends. A live stream that
+ends (the camera or its server closed it) is `ended` and opened again after the backoff; it stays
+`ended` while its server answers that the stream is not there, until it streams again (a server
+that does not answer is `unreachable`). Secrets: the URL is
 resolved from the environment only here, for `av.open`; every error message goes through
 `redact`, and logs name the source as stored (with its ${NAME} references).
 """
@@ -26,7 +29,8 @@ from stream_worker.connector.encoding import JpegEncoder
 from stream_worker.connector.frame_queue import DropOldestQueue
 from stream_worker.connector.hold import MarkerThinner, StaticHold
 from stream_worker.connector.sampler import FpsSampler, StreamTime
-from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify
+from stream_worker.connector.shedding import RateGate
+from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify, not_there
 from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings, Polygon
 from stream_worker.contracts.credentials import MissingCredential, is_file, redact, resolve
 
@@ -94,6 +98,8 @@ class CameraStats:
     motion: int = 0  # sampled frames with motion
     static: int = 0  # sampled frames the gate held back (not published unless as pre-roll)
     queued: int = 0  # records handed to the queue (frames and static markers)
+    offered: int = 0  # frames with their image that were to be published, before shedding
+    shed: int = 0  # of those, left out because the workers are behind (shedding.py)
     published: int = 0  # frames (with their image) the broker acknowledged
     markers: int = 0  # static markers the broker acknowledged
     delivery_errors: int = 0
@@ -111,6 +117,7 @@ class OutFrame:
     jpeg: bytes  # empty for a static marker
     stats: CameraStats
     static: str | None = None  # a static marker: the frame's size, "WIDTHxHEIGHT"
+    captured_s: float = 0.0  # `captured_at` in epoch seconds
 
 
 class _End(Enum):
@@ -156,6 +163,8 @@ class CameraReader:
         self._codec: Any = None
         self._static_since: float | None = None  # stream time the current static stretch began
         self.key_frames_only = False
+        self.shed_fps: float | None = None  # set by the connector's loop: frames a second allowed
+        self._gate = RateGate()
         self._thread = threading.Thread(target=self._run, name=f"camera-{spec.camera_id}", daemon=True)
 
     # --- control ---------------------------------------------------------------------------
@@ -215,8 +224,8 @@ class CameraReader:
         whether frames came). `looping`: a file opened again at its end, same session."""
         import av
 
-        if not self.stats.state.failed:  # a failure stays shown while it is tried again
-            self._set_state(CameraState.CONNECTING)
+        if not (self.stats.state.failed or self.stats.state is CameraState.ENDED):
+            self._set_state(CameraState.CONNECTING)  # a failure or an end stays shown while tried again
         try:
             url, secrets = resolve(self.spec.source.url, self.options.environ)
             self._secrets = secrets
@@ -287,7 +296,7 @@ class CameraReader:
                 self._fail(CameraState.NOT_VIDEO, NotVideo("the file has no decodable frame"), [])
                 return _End.RETRY, False
             return (_End.LOOP if self.spec.source.loop else _End.ENDED), streamed
-        self._fail(CameraState.UNREACHABLE, EOFError("the stream ended"), [])
+        self._fail(CameraState.ENDED, EOFError("the stream ended"), [])
         return _End.RETRY, streamed
 
     def _open_options(self) -> dict[str, str]:
@@ -414,12 +423,19 @@ class CameraReader:
             self.key_frames_only = True
 
     def _emit(self, frame: Any, wall: float, static: bool = False) -> None:
-        """Queue the frame with its JPEG, or as a static marker (its size, no image)."""
+        """Queue the frame with its JPEG, or as a static marker (its size, no image); a frame beyond
+        the rate the workers keep up with is shed (counted), before its costly encoding. Markers
+        are never shed: they cost the workers nothing."""
+        if not static:
+            self.stats.offered += 1
+            if not self._gate.keep(wall, self.shed_fps):
+                self.stats.shed += 1
+                return
         jpeg = b"" if static else self._encoder.encode(frame)
         frame_id = f"{self.camera_id}:{self._session}:{self._sequence}"
         self._sequence += 1
         size = f"{frame.width}x{frame.height}" if static else None
-        self.queue.put(OutFrame(self.camera_id, frame_id, iso_utc(wall), jpeg, self.stats, size))
+        self.queue.put(OutFrame(self.camera_id, frame_id, iso_utc(wall), jpeg, self.stats, size, wall))
         self.stats.queued += 1
         self._on_frame()
 
@@ -440,6 +456,8 @@ class CameraReader:
 
     def _fail(self, state: CameraState, error: BaseException, secrets: list[str]) -> None:
         message = redact(f"{type(error).__name__}: {error}", secrets)
+        if self.stats.state is CameraState.ENDED and not_there(error):
+            state = CameraState.ENDED  # its server answers, without the stream: still ended
         changed = state is not self.stats.state or message != self.stats.last_error
         self._set_state(state, message)
         (log.warning if changed else log.debug)(

@@ -55,6 +55,12 @@ class ConnectorSettings(ServiceSettings):
     )
     frames_topic: str = Field("frames", min_length=1, description="Topic the JPEG frames are published to.")
     cameras_topic: str = Field("cameras", min_length=1, description="Compacted camera-settings topic.")
+    worker_group_id: str = Field(
+        "stream-worker",
+        min_length=1,
+        description="The workers' consumer group on the frames topic: how far behind it is sets how "
+        "many frames of a live camera are shed (its source's max_delay_s).",
+    )
     status_topic: str = Field(
         "camera-status",
         min_length=1,

@@ -4,7 +4,9 @@ state an error from FFmpeg means.
 FFmpeg's errors are classified by what an operator does about them: `unauthorized` (fix the
 credentials), `not_video` (fix the URL: it answers, but not with video), `unreachable` (the camera
 or the network is down: refused, timed out, no such host, no such file), `missing_credentials` (set
-the connector's environment variable), `error` (anything else: read the message).
+the connector's environment variable), `error` (anything else: read the message). A stream that
+stops after its frames with FFmpeg's I/O error (an HTTP server that closed it) has `ended`, as one
+that reached its end of file.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ class CameraState(StrEnum):
     CONNECTING = "connecting"  # opening the source (the first time or again)
     STREAMING = "streaming"  # frames are coming
     STALLED = "stalled"  # opened, but no frame for the stall timeout: being reopened
-    ENDED = "ended"  # a file source without loop reached its end
+    ENDED = "ended"  # a file without loop reached its end, or a live stream ended (tried again)
     UNAUTHORIZED = "unauthorized"  # 401/403: wrong user or password
     NOT_VIDEO = "not_video"  # answers, but not with a video stream
     UNREACHABLE = "unreachable"  # refused, timed out, no such host or file
@@ -63,6 +65,13 @@ class Stalled(Exception):
     """No frame came for the stall timeout."""
 
 
+def not_there(error: BaseException) -> bool:
+    """The server answered, but has no such stream (HTTP's and RTSP's 404)."""
+    import av.error
+
+    return isinstance(error, av.error.HTTPNotFoundError)
+
+
 def classify(error: BaseException, opening: bool, timed_out: bool = False) -> CameraState:
     """The state an error of opening (`opening`) or reading a source leaves its camera in.
     `timed_out`: the error came when the open or read timeout ran out (FFmpeg then reports an
@@ -81,6 +90,8 @@ def classify(error: BaseException, opening: bool, timed_out: bool = False) -> Ca
         return CameraState.NOT_VIDEO
     if isinstance(error, av.error.HTTPNotFoundError):
         return CameraState.UNREACHABLE
+    if not opening and isinstance(error, OSError) and error.errno == errno.EIO:
+        return CameraState.ENDED
     if isinstance(error, OSError) and error.errno in _UNREACHABLE_ERRNOS:
         return CameraState.UNREACHABLE
     if isinstance(error, ConnectionError):

@@ -33,6 +33,9 @@ def snapshot(
     rates: tuple[float, float],
     with_motion: bool,
     now: float | None = None,
+    offered_fps: float | None = None,
+    delay_s: float | None = None,
+    max_delay_s: float | None = None,
 ) -> CameraStatus:
     gated = stats.motion + stats.static
     return CameraStatus(
@@ -54,4 +57,9 @@ def snapshot(
         motion_share=round(stats.motion / gated, 4) if with_motion and gated else None,
         last_frame_at=round(stats.last_frame_at, 3) if stats.last_frame_at is not None else None,
         static_markers=stats.markers,
+        offered_fps=None if offered_fps is None else round(offered_fps, 2),
+        frames_offered=stats.offered,
+        frames_shed=stats.shed,
+        delay_s=None if delay_s is None else round(delay_s, 2),
+        max_delay_s=max_delay_s,
     )

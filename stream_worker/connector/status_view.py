@@ -53,8 +53,8 @@ def status_lines(statuses: list[CameraStatus], as_json: bool, now: float) -> lis
         ]
     if not statuses:
         return ["no camera has a status yet"]
-    header = ("CAMERA", "STATE", "FOR", "IN/S", "OUT/S", "PUBLISHED", "DROPPED", "RECONNECTS", "LAST_FRAME")
-    rows = [(*header, "REPLICA", "LAST_ERROR")]
+    header = ("CAMERA", "STATE", "FOR", "IN/S", "OUT/S", "PUBLISHED", "SHED", "DELAY", "DROPPED")
+    rows = [(*header, "RECONNECTS", "LAST_FRAME", "REPLICA", "LAST_ERROR")]
     for s in statuses:
         state = s.state + (" (stale)" if is_stale(s, STATUS_INTERVAL_S, now) else "")
         rows.append(
@@ -63,8 +63,10 @@ def status_lines(statuses: list[CameraStatus], as_json: bool, now: float) -> lis
                 state,
                 _ago(now - s.state_since),
                 f"{s.decoded_fps:g}",
-                f"{s.published_fps:g}",
+                out_rate(s),
                 str(s.frames_published),
+                "-" if s.frames_shed is None else str(s.frames_shed),
+                "-" if s.delay_s is None else f"{s.delay_s:.1f}s",
                 str(s.frames_dropped),
                 str(s.reconnects),
                 _ago(now - s.last_frame_at) if s.last_frame_at is not None else "-",
@@ -77,6 +79,14 @@ def status_lines(statuses: list[CameraStatus], as_json: bool, now: float) -> lis
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1]
         for row in rows
     ]
+
+
+def out_rate(status: CameraStatus) -> str:
+    """Frames a second published, and of how many offered while the camera sheds ("4 of 10")."""
+    offered = status.offered_fps
+    if offered is not None and status.frames_shed and status.published_fps < offered * 0.95:
+        return f"{status.published_fps:g} of {offered:g}"
+    return f"{status.published_fps:g}"
 
 
 def _ago(seconds: float) -> str:

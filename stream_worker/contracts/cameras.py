@@ -34,6 +34,8 @@ MAX_POLYGONS = 32  # masks, and zones, per camera
 MAX_NAME_LENGTH = 64
 MAX_DISPLAY_NAME_LENGTH = 200
 MAX_URL_LENGTH = 2048
+DEFAULT_MAX_DELAY_S = 5.0  # a live camera's frames reach the worker within this, else frames are shed
+MAX_DELAY_S = 3600.0
 MAX_PLATE_FORMAT_LENGTH = 200
 # A camera's own detector scales (Triton's `detector_scales` input): at most this many, each at most
 # this fraction of 640 pixels for the frame's long side (plate_recognition/1/detections.py).
@@ -112,7 +114,7 @@ class CameraSource(OmitsAbsent):
     """Where the camera connector reads the camera (`stream-worker connect`), and how often it samples."""
 
     model_config = ConfigDict(title="CameraSource", extra="forbid", frozen=True)
-    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"rtsp_transport"})
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"rtsp_transport", "max_delay_s"})
 
     url: str = Field(
         min_length=1,
@@ -135,6 +137,16 @@ class CameraSource(OmitsAbsent):
     )
     loop: bool = Field(
         False, strict=True, description="A file source starts again at its end (demos, tests)."
+    )
+    max_delay_s: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_DELAY_S,
+        allow_inf_nan=False,
+        description="Longest wait, in seconds, of a live camera's frames for the workers: when they "
+        "fall behind, the connector publishes fewer of its frames (counted as shed) so that what is "
+        f"read stays this fresh. Unset: {DEFAULT_MAX_DELAY_S:g} s; 0: never shed. A file source's "
+        "frames are never shed.",
     )
 
     @field_validator("url")

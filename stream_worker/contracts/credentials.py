@@ -102,3 +102,19 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
     return text
+
+
+def shown(url: str) -> str:
+    """The source as a listing shows it: its user info and secret-looking query values as ***
+    (a stored URL holds only ${NAME} references, but which account a camera uses is no one's
+    business on a screen either)."""
+    if is_file(url):
+        return url
+    parts = urlsplit(url)
+    _, at, host = parts.netloc.rpartition("@")
+    netloc = f"{REDACTED}@{host}" if at else parts.netloc
+    query = "&".join(
+        f"{key}={REDACTED}" if _SECRET_QUERY_KEYS.search(key) and value else f"{key}={value}"
+        for key, value in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return parts._replace(netloc=netloc, query=query).geturl()

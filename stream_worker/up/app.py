@@ -34,6 +34,7 @@ from stream_worker.up.announcements import announcements
 from stream_worker.up.children import BrokerChild, ServiceProcess, TritonChild
 from stream_worker.up.options import EXIT_FAILED, EXIT_OK, UpError, UpOptions
 from stream_worker.up.restarts import RestartPolicy
+from stream_worker.up.shedding import ShedWatch
 from stream_worker.up.supervisor import Supervisor
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -81,9 +82,12 @@ class Up:
                 service.wait_ready(self.stopping)
         self._announce()  # before "running": whoever waits for that status finds the address said
         self._write_status("running")
+        connector = next(service for service in self.services if service.name == "connector")
+        shedding = ShedWatch(self._say)
         while not self.stopping.wait(CHECK_INTERVAL_S):
             self.supervisor.check()
             self._write_status("running")
+            shedding.look(connector.port)
 
     def stop(self) -> None:
         """Services first (newest first), then Triton and the broker; then release the watchdog."""

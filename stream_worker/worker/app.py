@@ -69,6 +69,7 @@ from stream_worker.worker.inference import (
     InferencePool,
     RetryPolicy,
 )
+from stream_worker.worker.lag import Lag
 from stream_worker.worker.metrics import HealthServer, LoopClock, Metrics
 from stream_worker.worker.offsets import OffsetTracker, Partition
 from stream_worker.worker.ordering import InOrderRelease
@@ -96,6 +97,7 @@ class Worker(LoopService):
         self.metrics = Metrics()
         self.loop_clock = LoopClock()
         self.tracker = OffsetTracker()
+        self.lag = Lag()
         self.ordering: InOrderRelease[OutgoingRecord | None] = InOrderRelease()
         self.batcher: Batcher[Frame] = Batcher(settings.max_batch_frames, settings.max_batch_wait_ms / 1000)
         self.ready: deque[list[Frame]] = deque()  # closed batches waiting for an in-flight slot
@@ -163,7 +165,9 @@ class Worker(LoopService):
         self.metrics.paused.set(1 if paused else 0)
         capacity = self.settings.max_pending_frames - self.tracker.pending()
         for record in self.consumer.consume(min(max(capacity, 1), CONSUME_CHUNK), self._poll_timeout()):
+            self.lag.taken(record.produced_ms, time.time(), time.monotonic())
             self._accept(record)
+        self.metrics.lag_seconds.set(self.lag.seconds(time.monotonic(), paused))
         self._pump()
 
     def _shutdown(self) -> int:
@@ -514,7 +518,8 @@ class Worker(LoopService):
                 False,
                 f"Triton at {self.settings.triton_url} or model {self.settings.model_name} not ready",
             )
-        return True, f"{len(assigned)} partitions assigned, Triton ready"
+        lag = self.lag.seconds(time.monotonic(), self.consumer.throttled)
+        return True, f"{len(assigned)} partitions assigned, Triton ready, lag {lag:.1f} s"
 
 
 def _names(partitions: Sequence[Partition]) -> list[str]:

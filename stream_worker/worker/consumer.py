@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, Message
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, Message
 
 from stream_worker.config import WorkerSettings
 from stream_worker.service import kafka
@@ -50,4 +50,10 @@ class FrameConsumer(GroupConsumer[InputRecord]):
             value=message.value(),
             headers=list(message.headers() or ()),
             received_at=time.monotonic(),
+            produced_ms=_timestamp_ms(message),
         )
+
+
+def _timestamp_ms(message: Message) -> int | None:
+    kind, value = message.timestamp()
+    return value if kind != TIMESTAMP_NOT_AVAILABLE else None

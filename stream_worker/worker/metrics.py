@@ -53,6 +53,12 @@ class Metrics(ServiceMetrics):
         self.pending_frames = Gauge(
             "stream_worker_pending_frames", "Frames consumed and not yet acknowledged.", registry=r
         )
+        self.lag_seconds = Gauge(
+            "stream_worker_lag_seconds",
+            "How far behind the worker is: seconds since the last frame it took was published (0 once "
+            "it has taken every frame offered).",
+            registry=r,
+        )
         self.paused = Gauge(
             "stream_worker_paused", "1 while consumption is paused (backpressure).", registry=r
         )

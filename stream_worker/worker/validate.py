@@ -29,6 +29,7 @@ class InputRecord:
     value: bytes | None
     headers: Headers
     received_at: float  # time.monotonic() when consumed, for latency_ms
+    produced_ms: int | None = None  # the record's timestamp (epoch ms), for the worker's lag
 
     @property
     def source_id(self) -> str:

@@ -3,6 +3,7 @@ nothing."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
@@ -11,9 +12,11 @@ import yaml
 from typer.testing import CliRunner
 
 from stream_worker.cameras.commands import summary
+from stream_worker.cameras.status import CameraStatus
 from stream_worker.cameras.store import read_cameras
 from stream_worker.cli import app
 from stream_worker.contracts.cameras import CameraSettings, parse_settings
+from stream_worker.service.compacted import write_compacted
 
 runner = CliRunner()
 CLOSED = "127.0.0.1:9"  # nothing listens there
@@ -47,7 +50,11 @@ def test_set_get_list_remove(kafka_bootstrap: str, unique_name: str, tmp_path: P
     assert result.stdout.strip() == (
         "set gate-1: 1 mask(s), 1 zone(s) (lane-1), min plate width 40 px, plate pictures on"
     )
-    yard = _file(tmp_path, "yard.json", '{"min_plate_width": 25}')
+    yard = _file(
+        tmp_path,
+        "yard.json",
+        '{"min_plate_width": 25, "region": "ru", "source": {"url": "rtsp://${U}:${P}@10.0.0.5/s1"}}',
+    )
     assert _cameras(kafka_bootstrap, unique_name, "set", "yard", "--file", yard).exit_code == 0
 
     got = _cameras(kafka_bootstrap, unique_name, "get", "gate-1")
@@ -65,12 +72,16 @@ def test_set_get_list_remove(kafka_bootstrap: str, unique_name: str, tmp_path: P
     assert lines[0]["settings"] == lines[1]["settings"] == orjson.loads(settings.to_json())
     assert lines[2]["settings"]["min_plate_width"] == 25
 
-    table = _cameras(kafka_bootstrap, unique_name, "list")
+    status = CameraStatus("yard", "ended", 1.0, "EOFError: the stream ended", "rtsp://${U}:${P}@10.0.0.5/s1",
+                          "pod-0", time.time(), 0.0, 0.0, 10, 10, 0, 0, 0, 0, None, None)  # fmt: skip
+    write_compacted(kafka_bootstrap, f"{unique_name}-status", [(b"yard", status.to_json())])
+    table = _cameras(kafka_bootstrap, unique_name, "list", "--status-topic", f"{unique_name}-status")
     assert table.exit_code == 0
     rows = [line.split() for line in table.stdout.splitlines()]
-    assert rows[0] == ["CAMERA", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "SCALES", "DISPLAY_NAME"]
-    assert rows[1] == ["gate-1", "1", "lane-1", "40", "yes", "-", "Gate", "1"]
-    assert rows[3] == ["yard", "0", "-", "25", "no", "-"]
+    assert rows[0] == ["CAMERA", "STATE", "REGION", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "SCALES",
+                       "SOURCE", "DISPLAY_NAME"]  # fmt: skip
+    assert rows[1] == ["gate-1", "-", "-", "1", "lane-1", "40", "yes", "-", "-", "Gate", "1"]
+    assert rows[3] == ["yard", "ended", "ru", "0", "-", "25", "no", "-", "rtsp://***@10.0.0.5/s1"]
 
     removed = _cameras(kafka_bootstrap, unique_name, "remove", "gate-1")
     assert removed.exit_code == 0, removed.output
@@ -217,7 +228,7 @@ def test_detector_scales_set_alone_over_a_file_shown_and_cleared(
     got = _cameras(kafka_bootstrap, unique_name, "get", "dash-1")
     assert orjson.loads(got.stdout)["detector_scales"] == [1.0, 0.5, 3.0]
     rows = [line.split() for line in _cameras(kafka_bootstrap, unique_name, "list").stdout.splitlines()]
-    assert rows[1][:6] == ["dash-1", "1", "lane-1", "40", "yes", "1.0,0.5,3.0"]
+    assert rows[1][:8] == ["dash-1", "-", "-", "1", "lane-1", "40", "yes", "1.0,0.5,3.0"]
     # Over a file, with the region: both replace the file's.
     yard = _file(tmp_path, "yard.json", '{"min_plate_width": 25, "detector_scales": [2.0]}')
     flags = ("--file", yard, "--region", "eu", "--detector-scales", "1.0,0.5,3.0")

@@ -310,3 +310,47 @@ def test_hardware_decoding_asked_for_falls_back_to_software_where_there_is_no_de
     reader = CameraReader(spec(str(DASHCAM), fps=5), ReaderOptions(queue_frames=100, hwaccel="cuda"))
     frames = run(reader, lambda r, _: r.stats.state is CameraState.ENDED)
     assert len(frames) == 8 and reader.stats.last_error is None
+
+
+class _EndingMjpeg(http.server.BaseHTTPRequestHandler):
+    """A camera's MJPEG over HTTP that sends 20 frames and closes; asked again, it is not found."""
+
+    served = 0
+
+    def do_GET(self) -> None:
+        type(self).served += 1
+        if type(self).served > 1:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "multipart/x-mixed-replace; boundary=frame")
+        self.end_headers()
+        for index in range(20):
+            image = np.full((120, 160, 3), index * 5 % 255, dtype=np.uint8)
+            jpeg = _jpeg(av.VideoFrame.from_ndarray(image, format="rgb24").reformat(format="yuvj420p"))
+            self.wfile.write(b"--frame\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n" % len(jpeg))
+            self.wfile.write(jpeg + b"\r\n")
+            self.wfile.flush()
+            time.sleep(0.1)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_live_stream_that_ends_is_ended_not_unreachable_while_it_is_not_there_again():
+    _EndingMjpeg.served = 0
+    options = ReaderOptions(backoff_base_s=0.1, backoff_cap_s=0.2, queue_frames=100)
+    with serve_http(_EndingMjpeg) as port:
+        reader = CameraReader(spec(f"http://127.0.0.1:{port}/video", fps=5), options)
+        states: list[CameraState] = []
+
+        def until(r: CameraReader, _taken: list[OutFrame]) -> bool:
+            if not states or states[-1] is not r.stats.state:
+                states.append(r.stats.state)
+            return _EndingMjpeg.served >= 4
+
+        frames = run(reader, until)
+    assert frames
+    assert CameraState.UNREACHABLE not in states, states
+    assert states[-1] is CameraState.ENDED and CameraState.STREAMING in states, states
+    assert reader.stats.reconnects >= 2

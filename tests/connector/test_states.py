@@ -3,6 +3,7 @@ HTTP server (401, a text page, a request left unanswered) and against closed por
 
 from __future__ import annotations
 
+import errno
 import http.server
 import socket
 import time
@@ -115,6 +116,13 @@ def test_timeouts_while_reading_are_stalls():
     )
     assert classify(Stalled("no frame for 5 s"), opening=False) is CameraState.STALLED
     assert classify(TimeoutError(), opening=True) is CameraState.UNREACHABLE
+
+
+def test_an_io_error_after_frames_is_an_end_and_before_them_unreachable():
+    error = av.error.OSError(errno.EIO, "Input/output error")
+    assert classify(error, opening=False) is CameraState.ENDED
+    assert classify(error, opening=True) is CameraState.UNREACHABLE
+    assert classify(ConnectionResetError(errno.ECONNRESET, "reset"), opening=False) is CameraState.UNREACHABLE
 
 
 def test_anything_else_is_an_error():

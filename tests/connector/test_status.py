@@ -65,6 +65,18 @@ def test_the_table_shows_each_cameras_state_and_its_own_error():
     assert status_lines([], as_json=False, now=NOW) == ["no camera has a status yet"]
 
 
+def test_a_camera_that_sheds_shows_its_published_of_offered_rate_shed_count_and_delay():
+    shedding = status("dash", published_fps=4.0, offered_fps=10.0, frames_shed=600, delay_s=2.34)
+    rows = status_lines([shedding, status("gate")], as_json=False, now=NOW + 1)
+    header = rows[0].split()
+    dash = dict(zip(header, rows[1].replace("4 of 10", "4_of_10").split(), strict=False))
+    assert (dash["OUT/S"], dash["SHED"], dash["DELAY"]) == ("4_of_10", "600", "2.3s")
+    gate = dict(zip(header, rows[2].split(), strict=False))
+    assert (gate["OUT/S"], gate["SHED"], gate["DELAY"]) == ("4", "0", "-")
+    older = status("old", offered_fps=None, frames_shed=None, frames_offered=None)
+    assert dict(zip(header, status_lines([older], False, NOW + 1)[1].split(), strict=False))["SHED"] == "-"
+
+
 def test_the_status_records_ended_is_the_connectors_ended_state() -> None:
     # cameras/status.py may not import the connector's states: the two values must stay the same.
     assert CameraState.ENDED.value == ENDED

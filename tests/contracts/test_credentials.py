@@ -11,6 +11,7 @@ from stream_worker.contracts.credentials import (
     redact,
     references,
     resolve,
+    shown,
     url_problem,
 )
 
@@ -122,3 +123,17 @@ def test_bad_source_and_motion_settings_are_named(data: dict, problem: str) -> N
     with pytest.raises(CameraSettingsError) as caught:
         parse_settings(data)
     assert any(problem in line for line in caught.value.problems), caught.value.problems
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("rtsp://${U}:${P}@10.0.0.5:554/s1", "rtsp://***@10.0.0.5:554/s1"),
+        ("rtsp://admin@cam/s", "rtsp://***@cam/s"),
+        ("https://cam/live.m3u8?token=${T}&q=1", "https://cam/live.m3u8?token=***&q=1"),
+        ("http://cam:8080/video", "http://cam:8080/video"),
+        ("/videos/gate.mp4", "/videos/gate.mp4"),
+    ],
+)
+def test_a_listing_shows_no_account_or_secret(url: str, expected: str) -> None:
+    assert shown(url) == expected

@@ -41,11 +41,17 @@ def test_300_frames_one_output_each_same_reading_and_per_camera_order(
     worker = start_worker(triton_url)
     worker.wait_for_log(lambda line: line.get("msg") == "partitions assigned", "assignment")
     started = time.monotonic()
+    time.sleep(1.0)
+    behind = worker.metric("stream_worker_lag_seconds")
     outputs.wait_for_all(sent, [worker])
     elapsed = time.monotonic() - started
     print(f"\n300 frames ({len(valid)} valid) in {elapsed:.1f} s: {300 / elapsed:.1f} frames/s")
 
-    assert worker.scrape("/readyz")[0] == 200
+    assert behind > 1.0, "the frames were published before the worker started"
+    time.sleep(1.5)
+    assert worker.metric("stream_worker_lag_seconds") == 0  # every frame offered taken
+    status, body = worker.scrape("/readyz")
+    assert status == 200 and "lag 0.0 s" in body
     assert worker.metric("stream_worker_frames_in_total") == 300
     assert worker.metric('stream_worker_dead_letters_total{reason="invalid_image"}') == len(invalid)
 

@@ -75,8 +75,12 @@ class CameraState(BaseModel):
     updated_at: float
     decoded_fps: float | None = None
     published_fps: float | None = None
+    frames_decoded: int | None = None
     frames_published: int | None = None
     frames_dropped: int | None = None
+    offered_fps: float | None = None  # before shedding: "published_fps of offered_fps"
+    frames_shed: int | None = None
+    delay_s: float | None = None
     reconnects: int | None = None
     last_frame_at: float | None = None
     last_error: str | None = None

@@ -5,6 +5,7 @@ come back with a redirect (303) and a one-line notice."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +16,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from stream_worker.contracts.cameras import detector_scales_text, parse_detector_scales
+from stream_worker.contracts.credentials import shown
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
 from stream_worker.contracts.watchlist import WatchKind
@@ -298,6 +300,9 @@ def camera_page(request: Request, camera_id: str, user: Reader, store: Store) ->
         "camera.html",
         camera_id=camera_id,
         settings=settings,
+        status=camera_states(store).get(camera_id),
+        source=shown(settings.source.url) if settings is not None and settings.source is not None else None,
+        now=time.time(),
         settings_json=text,
         region=region,
         regions=regions,

@@ -17,6 +17,8 @@ from confluent_kafka import Producer
 from fastapi.testclient import TestClient
 
 from stream_worker.cameras.status import CameraStatus
+from stream_worker.cameras.store import write_settings
+from stream_worker.contracts.cameras import CameraSettings, CameraSource
 from stream_worker.contracts.notify import (
     DeliveryOutcome,
     NotifyDelivery,
@@ -213,3 +215,37 @@ def test_the_cameras_page_shows_each_cameras_live_state(console: Console, kafka_
     states = {s["camera_id"]: s for s in _api(console, "vic").get("/api/camera-status").json()}
     assert states["yard"]["state"] == "unauthorized" and states["gate"]["decoded_fps"] == 12.5
     assert (states["gate"]["stale"], states["dock"]["stale"]) == (False, True)
+
+
+def test_a_camera_that_sheds_shows_it_and_its_page_shows_its_state_source_and_frames(
+    console: Console, kafka_bootstrap: str
+) -> None:
+    now = time.time()
+    record = CameraStatus(
+        camera_id="dash", state="streaming", state_since=now - 60, last_error=None, source="rtsp://${U}:${P}@cam/2",
+        replica="r1", updated_at=now, decoded_fps=25.0, published_fps=4.0, frames_decoded=1500,
+        frames_published=240, frames_static=0, frames_dropped=0, delivery_errors=0, reconnects=0,
+        motion_share=None, last_frame_at=now - 2, offered_fps=10.0, frames_offered=600, frames_shed=360,
+        delay_s=2.3, max_delay_s=5.0,
+    )  # fmt: skip
+    write_compacted(kafka_bootstrap, console.settings.camera_status_topic, [(b"dash", record.to_json())])
+    settings = CameraSettings(source=CameraSource(url="rtsp://${U}:${P}@cam/2", fps=10), region="eu")
+    write_settings(kafka_bootstrap, "dash", settings, console.settings.cameras_topic)
+    viewer, _ = signed_in(console.app, "vic")
+    listing = viewer.get("/cameras").text
+    assert "4 of 10" in listing and '<td class="shed">360</td>' in listing
+    page = viewer.get("/cameras/dash").text
+    for expected in (
+        "streaming",
+        "eu",
+        "rtsp://***@cam/2",
+        "1500 / 240",
+        "(4 of 10 fps)",
+        "360",
+        "2.3 s behind",
+    ):
+        assert expected in page, expected
+    assert "${U}" not in page.split('id="camera-status"')[1].split("</dl>")[0]
+    assert "s ago" in page
+    state = {s["camera_id"]: s for s in _api(console, "vic").get("/api/camera-status").json()}["dash"]
+    assert (state["offered_fps"], state["frames_shed"], state["delay_s"]) == (10.0, 360, 2.3)
