@@ -97,8 +97,6 @@ def measure(
 
     at = time.monotonic()
     status = up.status()
-    pages = console.pages(requests)
-    cli_status = probe.cameras_status(up.bootstrap)
     samples = probe.scrape(probe.metric_names(status))
     shed, published = probe.shed_total(samples), probe.published_total(samples)
     seconds = at - previous["_at"] if previous else None
@@ -112,6 +110,11 @@ def measure(
     ages = topics.sighting_age_s(datetime.now(UTC))
     rss = probe.rss_by_child(status, up.process.pid)
     posts, events = webhook.counts()
+    data_mib = round(probe.folder_bytes(up.data_dir) / 2**20, 1)
+    broker_mib = round(probe.folder_bytes(up.data_dir / "broker") / 2**20, 1)
+    # The slow ones last, so that every figure above is of the same moment.
+    pages = console.pages(requests)
+    cli_status = probe.cameras_status(up.bootstrap)
     row = {
         "minute": round((at - started) / 60, 2),
         "load_1m": environment.load_average()[0],
@@ -121,8 +124,8 @@ def measure(
         "pages_not_200": sum(page["not_200"] for page in pages.values()),
         "cli_status_s": cli_status["seconds"],
         "rss_mib": _sum(rss),
-        "data_mib": round(probe.folder_bytes(up.data_dir) / 2**20, 1),
-        "broker_mib": round(probe.folder_bytes(up.data_dir / "broker") / 2**20, 1),
+        "data_mib": data_mib,
+        "broker_mib": broker_mib,
         "lag_s": probe.lag_seconds(samples),
         "shed_fps": per_s(shed, "_shed"),
         "published_fps": per_s(published, "_published"),

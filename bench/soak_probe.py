@@ -245,17 +245,20 @@ class Topics:
                 self.invalid += 1
 
     def alert_figures(self) -> dict[str, dict[str, int]]:
-        """Per camera: alerts of the watched plates, and pairs of one plate closer than CLOSE_PAIR_S
-        in capture time."""
+        """Per camera: alerts of the watched plates, pairs of one plate closer than CLOSE_PAIR_S in
+        capture time, and how many of the alerts came from a sighting (not from the reads)."""
         with self._lock:
             alerts = list(self.alerts.values())
         by_key: dict[tuple[str, str], list[datetime]] = defaultdict(list)
         for alert in alerts:
             if alert.captured_at is not None:
                 by_key[(alert.camera_id, alert.plate)].append(alert.captured_at)
-        figures: dict[str, dict[str, int]] = defaultdict(lambda: {"alerts": 0, "close_pairs": 0})
+        figures: dict[str, dict[str, int]] = defaultdict(
+            lambda: {"alerts": 0, "close_pairs": 0, "origin_sighting": 0}
+        )
         for alert in alerts:
             figures[alert.camera_id]["alerts"] += 1
+            figures[alert.camera_id]["origin_sighting"] += alert.origin == "sighting"
         for (camera, _plate), times in by_key.items():
             times.sort()
             close = sum(1 for a, b in itertools.pairwise(times) if (b - a).total_seconds() < CLOSE_PAIR_S)
