@@ -14,7 +14,8 @@ watched plates (distinct ids) and the pairs of one plate less than 6 s apart in 
 age of each camera's newest sighting of a watched plate (now - its last read's capture time); the
 passes played on the gate cameras (loops of the van clip: one alert each is right); the webhook's
 deliveries. A table printed as it goes, the JSON report (`--report`) and a PNG of the
-curves (`--plot`, matplotlib). A busy machine is refused unless `--allow-busy`.
+curves (`--plot`, matplotlib). A busy machine is refused unless `--allow-busy`. Ctrl-C ends a
+long soak early: the rows so far are reported and drawn, exit code 1.
 """
 
 from __future__ import annotations
@@ -156,6 +157,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     plates = {camera.profile.plate for camera in cameras}
     gates = [camera for camera in cameras if camera.profile.kind == "gate"]
     rows: list[dict[str, Any]] = []
+    stopped_early = False
     with running_stack(cameras, args.videos, args.data_dir) as (up, password, webhook, _folder):
         topics = Topics(plates)
         reader = SideReader(up.bootstrap, ["alerts", "sightings"], topics.handle, "soak-reader")
@@ -166,20 +168,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(header_line(), flush=True)
             previous = None
             # Measured at each multiple of the interval up to the end; one that overran its interval
-            # makes the next start late, never skipped.
-            for k in range(1, int(args.minutes * 60 / args.interval + 1e-9) + 1):
-                time.sleep(max(0.0, started + k * args.interval - time.monotonic()))
-                if up.process.poll() is not None:
-                    raise BenchError(f"up exited with {up.process.returncode}:\n{up.output_tail()}")
-                previous = measure(started, up, console, topics, webhook, previous, args.requests, gates)
-                rows.append(previous)
-                print(row_line(previous), flush=True)
+            # makes the next start late, never skipped. Ctrl-C (or SIGTERM) ends a long soak early
+            # with the rows so far reported.
+            try:
+                for k in range(1, int(args.minutes * 60 / args.interval + 1e-9) + 1):
+                    time.sleep(max(0.0, started + k * args.interval - time.monotonic()))
+                    if up.process.poll() is not None:
+                        raise BenchError(f"up exited with {up.process.returncode}:\n{up.output_tail()}")
+                    previous = measure(started, up, console, topics, webhook, previous, args.requests, gates)
+                    rows.append(previous)
+                    print(row_line(previous), flush=True)
+            except (KeyboardInterrupt, SystemExit):
+                stopped_early = True
+                print("stopped early: the rows so far are reported", file=sys.stderr, flush=True)
         finally:
             reader.stop()
         return {
             "cameras": [camera.to_json() for camera in cameras],
             "data_dir": str(up.data_dir),
             "invalid_records": topics.invalid,
+            "stopped_early": stopped_early,
             "rows": [{key: value for key, value in row.items() if not key.startswith("_")} for row in rows],
         }
 
@@ -241,4 +249,4 @@ def main(argv: Sequence[str]) -> int:
 
         plot(report, args.plot)
         print(f"plot written to {args.plot}")
-    return 0
+    return 1 if result["stopped_early"] else 0
