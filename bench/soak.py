@@ -34,8 +34,8 @@ from bench.report import write_json
 
 COLUMNS = (
     "minute", "load_1m", "cameras_p50_ms", "cameras_p95_ms", "status_api_p95_ms", "pages_not_200",
-    "cli_status_s", "rss_mib", "data_mib", "broker_mib", "lag_s", "shed_fps", "published_fps",
-    "passes", "alerts", "close_pairs", "sighting_age_s", "webhook_posts",
+    "cli_status_s", "cli_status_exit", "rss_mib", "data_mib", "broker_mib", "lag_s", "shed_fps",
+    "published_fps", "passes", "alerts", "close_pairs", "sighting_age_s", "webhook_posts",
 )  # fmt: skip
 
 
@@ -124,6 +124,7 @@ def measure(
         "status_api_p95_ms": pages["camera_status_api"]["p95_ms"],
         "pages_not_200": sum(page["not_200"] for page in pages.values()),
         "cli_status_s": cli_status["seconds"],
+        "cli_status_exit": cli_status["exit"],
         "rss_mib": _sum(rss),
         "data_mib": data_mib,
         "broker_mib": broker_mib,
@@ -213,6 +214,7 @@ def main(argv: Sequence[str]) -> int:
     load_before, busy = idle
     started = datetime.now(UTC)
     clock = time.monotonic()
+    versions = environment.versions()  # of the code that runs, before anyone commits during a long soak
     try:
         result = run(args)
     except BenchError as error:
@@ -227,7 +229,7 @@ def main(argv: Sequence[str]) -> int:
         "load_average": {"before": load_before, "after": environment.load_average()},
         "load_threshold": environment.IDLE_LOAD,
         "busy": busy,
-        "versions": environment.versions(),
+        "versions": versions,
         "settings": {
             key: str(value) if isinstance(value, Path) else value
             for key, value in vars(args).items()

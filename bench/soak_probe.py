@@ -89,6 +89,7 @@ class Console:
                 "p50_ms": round(percentile(times, 0.5) or 0.0, 1),
                 "p95_ms": round(percentile(times, 0.95) or 0.0, 1),
                 "not_200": sum(1 for code, _ in answers if code != 200),
+                "not_200_codes": sorted({code for code, _ in answers if code != 200}),  # 0: no answer
             }
         return figures
 
