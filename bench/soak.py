@@ -26,11 +26,15 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import environment
 from bench.pipeline import BenchError
 from bench.report import write_json
+
+if TYPE_CHECKING:
+    from bench.soak_probe import Console, Topics
+    from bench.soak_stack import Camera, Up, Webhook
 
 COLUMNS = (
     "minute", "load_1m", "cameras_p50_ms", "cameras_p95_ms", "status_api_p95_ms", "pages_not_200",
@@ -85,13 +89,13 @@ def _sum(values: dict[str, Any]) -> float | None:
 
 def measure(
     started: float,
-    up: Any,
-    console: Any,
-    topics: Any,
-    webhook: Any,
+    up: Up,
+    console: Console,
+    topics: Topics,
+    webhook: Webhook,
     previous: dict[str, Any] | None,
     requests: int,
-    gates: list[Any],
+    gates: list[Camera],
 ) -> dict[str, Any]:
     """One row: every figure at this moment (rates against `previous`)."""
     from bench import soak_probe as probe

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -255,7 +256,7 @@ def configure(up: Up, cameras: list[Camera], rtsp: LocalRtspServer, webhook: Web
 @contextlib.contextmanager
 def running_stack(
     cameras: list[Camera], videos: Path, data_dir: Path | None
-) -> Any:  # Iterator[tuple[Up, str, Webhook, Path]]
+) -> Iterator[tuple[Up, str, Webhook, Path]]:
     """The RTSP server, the webhook and `up` (a new data dir in a temp folder unless `data_dir`),
     configured; yields (up, console password, webhook, work folder), stops all on the way out."""
     with tempfile.TemporaryDirectory(prefix="soak-") as temp, contextlib.ExitStack() as stack:
