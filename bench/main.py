@@ -15,6 +15,8 @@ its grey copy of a JPEG. `store-search` (bench/store_search.py): plate searches 
 rate in the history store at a million sightings, SQLite and PostgreSQL side by side. `notify`
 (bench/notify.py): the same alerts delivered by the notify service to a webhook, an MQTT subscriber
 and an SMTP server, all local: latency per target, deliveries per second, CPU ms per delivery.
+`soak` (bench/soak.py): `up` with live RTSP cameras for N minutes, measured every minute (console
+pages, `cameras status`, memory, disk, lag, shed frames, alerts per pass).
 """
 
 from __future__ import annotations
@@ -140,6 +142,10 @@ def main(argv: Sequence[str]) -> int:
         from bench.notify import main as notify_main
 
         return notify_main(argv[1:])
+    if argv and argv[0] == "soak":  # its own flags: bench/soak.py
+        from bench.soak import main as soak_main
+
+        return soak_main(argv[1:])
     if argv and argv[0] == "videos":  # its own flags: bench/videos.py
         from bench.videos import main as videos_main
 

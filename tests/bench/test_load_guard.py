@@ -13,6 +13,7 @@ import bench.chaos
 import bench.main
 import bench.scenarios
 import bench.sightings
+import bench.soak
 from bench import environment
 
 IDLE = [0.1, 0.2, 0.3]
@@ -78,8 +79,8 @@ def test_without_a_load_it_reads_the_1_minute_average(monkeypatch: pytest.Monkey
 
 @pytest.mark.parametrize(
     "argv",
-    [["pipeline", "--frames=4"], ["all"], ["sightings"], ["chaos", "--frames=4"]],
-    ids=["pipeline", "all", "sightings", "chaos"],
+    [["pipeline", "--frames=4"], ["all"], ["sightings"], ["chaos", "--frames=4"], ["soak"]],
+    ids=["pipeline", "all", "sightings", "chaos", "soak"],
 )
 def test_every_command_refuses_a_busy_machine_with_exit_2(
     argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -88,6 +89,7 @@ def test_every_command_refuses_a_busy_machine_with_exit_2(
     monkeypatch.setattr(bench.scenarios, "run_scenarios", reached)
     monkeypatch.setattr(bench.sightings, "scene_passes", reached)
     monkeypatch.setattr(bench.chaos, "valid_frames", reached)
+    monkeypatch.setattr(bench.soak, "run", reached)
     assert bench.main.main(argv) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -182,6 +184,7 @@ def test_every_parser_has_allow_busy() -> None:
         (bench.main.parser(), ["all"]),
         (bench.sightings.parser(), []),
         (bench.chaos.parser(), []),
+        (bench.soak.parser(), []),
     ):
         assert parser.parse_args(argv).allow_busy is False
         assert parser.parse_args([*argv, "--allow-busy"]).allow_busy is True
