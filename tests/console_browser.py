@@ -25,7 +25,7 @@ def chromium_available() -> bool:
 def chromium(width: int = 1100, height: int = 900) -> Iterator[Any]:
     """A headless Chromium WebDriver, quit on exit; the test skipped where Chromium is not
     installed (failed under CI)."""
-    require(chromium_available(), "Chromium and its chromedriver are not installed (scripts/setup.sh)")
+    require(chromium_available(), "Chromium and its chromedriver are not installed (scripts/test-servers.sh)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -1,5 +1,5 @@
 """A real PostgreSQL for the history store's tests: Debian's postgresql-15 binaries
-(scripts/setup.sh installs them) started as a local server in a temporary directory, or the server
+(scripts/test-servers.sh installs them) started as a local server in a temporary directory, or the server
 `STORE_DATABASE_URL` names. Each test that asks gets a fresh database on it (`postgres_url`).
 
 initdb refuses to run as root, so as root the server runs as the `postgres` user the Debian
@@ -42,7 +42,7 @@ def postgres_server() -> Iterator[str]:
         yield url
         return
     if not (BIN / "initdb").is_file():
-        pytest.fail("PostgreSQL 15 is missing: run scripts/setup.sh (apt-get install postgresql-15)")
+        pytest.fail("PostgreSQL 15 is missing: run scripts/test-servers.sh (as root)")
     root = Path(tempfile.mkdtemp(prefix="stream-worker-postgres-"))
     data = root / "data"
     if os.geteuid() == 0:

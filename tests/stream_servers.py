@@ -54,9 +54,7 @@ def video_clips() -> list[Path]:
 @pytest.fixture(scope="session")
 def rtsp_available() -> None:
     reason = rtsp_server_unavailable()
-    require(
-        reason is None, f"GStreamer's RTSP server is not installed (run scripts/setup.sh as root): {reason}"
-    )
+    require(reason is None, f"GStreamer's RTSP server is not installed (scripts/test-servers.sh): {reason}")
 
 
 def clip_mounts(clips: Sequence[Path], **options: Any) -> list[Mount]:

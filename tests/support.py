@@ -43,7 +43,7 @@ def require(available: object, what: str) -> None:
     if available:
         return
     if in_ci():
-        pytest.fail(f"{what} (CI=true: required here; scripts/setup.sh installs the tools)", pytrace=False)
+        pytest.fail(f"{what} (CI=true: required here; scripts/test-servers.sh installs them)", pytrace=False)
     pytest.skip(what)
 
 

@@ -1,5 +1,5 @@
 """A local MQTT broker for the notify service's tests and `bench notify`: Debian's mosquitto
-(scripts/setup.sh installs it) on a free port of 127.0.0.1, with a password file when users are
+(scripts/test-servers.sh installs it) on a free port of 127.0.0.1, with a password file when users are
 given; it can be stopped and started again on the same port (a broker outage). And a subscriber
 that keeps what it receives, with its arrival time (the benchmark's latency)."""
 
@@ -30,7 +30,7 @@ class Mosquitto:
     def __init__(self, folder: Path, users: dict[str, str] | None = None) -> None:
         binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
         if not Path(binary).is_file():
-            raise MosquittoError("mosquitto is missing: run scripts/setup.sh (apt-get install mosquitto)")
+            raise MosquittoError("mosquitto is missing: run scripts/test-servers.sh (as root)")
         self.port = free_port()
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 For the tests and the demo: each mount serves a file looped forever as H.264 over RTSP with
 timestamps that run on across loops, like a camera. GStreamer's Python bindings are Debian
-packages for the system interpreter (`scripts/setup.sh` installs them), not for the project's
+packages for the system interpreter (`scripts/test-servers.sh` installs them), not for the project's
 virtual environment, so the server itself is `rtsp_server.py` beside this file, started with that
 interpreter; this class starts it on a port, waits until it answers RTSP, stops it, and starts it
 again on the same port (a camera that reboots).

@@ -60,7 +60,7 @@ def load_gstreamer() -> tuple[Any, Any, Any, Any]:
     except (ImportError, ValueError) as error:
         raise SystemExit(
             f"GStreamer's RTSP server is not usable from {sys.executable}: {error}; install the Debian "
-            "packages python3-gi gir1.2-gst-rtsp-server-1.0 (scripts/setup.sh does)"
+            "packages python3-gi gir1.2-gst-rtsp-server-1.0 (scripts/test-servers.sh does)"
         ) from error
     Gst.init(None)
     missing = sorted(
