@@ -62,6 +62,9 @@ DEFAULT_TIMEOUT_S = 30.0
 # (Tansu), with three idle readers, spent 0.38 CPU s a minute at librdkafka's default 500 ms and 0.12
 # at 2000 ms; it then answers a change ~0.6 s later (Kafka answers at once), still within seconds.
 FOLLOW_FETCH_WAIT_MS = 2000
+# A read to the end fetches what is there: a short wait lets each new position (a bounded read's
+# probes) be fetched at once, not after the fetch still waiting at the one before (500 ms).
+READ_FETCH_WAIT_MS = 20
 TOPIC_CONFIG = {"cleanup.policy": "compact"}
 # Settings are small and read whole; one partition keeps a key's records in one order.
 DEFAULT_PARTITIONS = 1
@@ -181,7 +184,8 @@ def read_compacted(
     """Every partition from its beginning (with `since_s`: from its first record written in the
     last `since_s` seconds) to the end offset seen at the start; a missing topic is empty
     (`topic_exists` False). CompactedTopicError when not read to the end in time."""
-    consumer = side_consumer(bootstrap_servers, config, "compacted-read")
+    reading = {"fetch.wait.max.ms": READ_FETCH_WAIT_MS, **(config or {})}
+    consumer = side_consumer(bootstrap_servers, reading, "compacted-read")
     try:
         return _read(consumer, topic, decode, timeout_s, since_s)
     finally:
@@ -204,12 +208,14 @@ def _read(
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
         except KafkaException as error:
             raise CompactedTopicError(f"cannot read the offsets of {topic}[{partition}]: {error}") from error
+        start = low
         if cutoff_ms is not None and high > low:
-            low = first_offset_since(consumer, topic, partition, (low, high), cutoff_ms, timeout_s)
-        if high > low:
+            start = first_offset_since(consumer, topic, partition, (low, high), cutoff_ms, timeout_s)
+        if high > start:
             ends[partition] = high
-            assignment.append(TopicPartition(topic, partition, low))
-    if not ends:
+        if high > low:  # from `high` on: only what the local broker's short end hides (below)
+            assignment.append(TopicPartition(topic, partition, start))
+    if not assignment:
         return snapshot
     consumer.assign(assignment)
     last: dict[int, int] = {}  # partition -> last offset applied
@@ -222,16 +228,18 @@ def _read(
             raise CompactedTopicError(
                 f"topic {topic!r} not read to its end within {timeout_s:.0f} s: {missing}"
             )
-        _apply(_consume(consumer, topic, _POLL_WAIT_S), snapshot, last, decode)
+        _apply(_consume(consumer, topic, _POLL_WAIT_S), snapshot, last, decode, cutoff_ms)
         for partition, end in list(ends.items()):
             if last.get(partition, -1) >= end - 1 or _position(consumer, topic, partition) >= end:
                 del ends[partition]
     # The local broker reports a partition's end as its last batch's first offset + 1: the rest of
-    # that batch comes with the same fetch. Apply what keeps arriving right away.
+    # that batch comes with the same fetch. Apply what keeps arriving right away (a partition whose
+    # records all looked older than the window gets a fetch's time to show the rest).
+    wait_s = _POLL_WAIT_S if len(assignment) > len(last) else _DRAIN_WAIT_S
     while time.monotonic() < deadline and _apply(
-        _consume(consumer, topic, _DRAIN_WAIT_S), snapshot, last, decode
+        _consume(consumer, topic, wait_s), snapshot, last, decode, cutoff_ms
     ):
-        pass
+        wait_s = _DRAIN_WAIT_S
     return snapshot
 
 
@@ -296,9 +304,13 @@ def _position(consumer: Consumer, topic: str, partition: int) -> int:
 
 
 def _apply(
-    messages: Iterable[Message], snapshot: CompactedSnapshot[K, V], last: dict[int, int], decode: Decode[K, V]
+    messages: Iterable[Message],
+    snapshot: CompactedSnapshot[K, V],
+    last: dict[int, int],
+    decode: Decode[K, V],
+    cutoff_ms: int | None = None,
 ) -> int:
-    """Apply records to the snapshot; how many there were."""
+    """Apply records (those written at `cutoff_ms` or later) to the snapshot; how many came."""
     count = 0
     for message in messages:
         count += 1
@@ -306,6 +318,8 @@ def _apply(
         if offset <= last.get(partition, -1):
             continue  # fetched again
         last[partition] = offset
+        if cutoff_ms is not None and 0 <= message.timestamp()[1] < cutoff_ms:
+            continue  # older than the window: fetched with a batch that ends inside it
         snapshot.records += 1
         try:
             key, value = decode(message.key(), message.value())

@@ -15,6 +15,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from stream_worker.service.compacted import (
+    READ_FETCH_WAIT_MS,
     CompactedFollower,
     CompactedTopicError,
     CompactedView,
@@ -386,7 +387,7 @@ def test_the_first_offset_since_a_time_is_found_by_a_few_reads(
     start = int(time.time() * 1000) - 1_000_000
     stamps = [start + 1000 * index for index in range(700)]  # one a second
     stamped(unique_name, kafka_bootstrap, stamps)
-    consumer = side_consumer(kafka_bootstrap, None, "test")
+    consumer = side_consumer(kafka_bootstrap, {"fetch.wait.max.ms": READ_FETCH_WAIT_MS}, "test")
     try:
         for first in (0, 1, 9, 350, 691, 692, 699):
             found = first_offset_since(consumer, unique_name, 0, (0, 700), stamps[first] - 500, 15)
