@@ -187,13 +187,25 @@ def read_compacted(
     reading = {"fetch.wait.max.ms": READ_FETCH_WAIT_MS, **(config or {})}
     consumer = side_consumer(bootstrap_servers, reading, "compacted-read")
     try:
-        return _read(consumer, topic, decode, timeout_s, since_s)
+        return _read(
+            consumer,
+            topic,
+            decode,
+            timeout_s,
+            since_s,
+            probe=lambda: side_consumer(bootstrap_servers, reading, "compacted-probe"),
+        )
     finally:
         consumer.close()
 
 
 def _read(
-    consumer: Consumer, topic: str, decode: Decode[K, V], timeout_s: float, since_s: float | None = None
+    consumer: Consumer,
+    topic: str,
+    decode: Decode[K, V],
+    timeout_s: float,
+    since_s: float | None = None,
+    probe: Callable[[], Consumer] | None = None,
 ) -> CompactedSnapshot[K, V]:
     cutoff_ms = None if since_s is None else int((time.time() - since_s) * 1000)
     partitions = topic_partitions(consumer, topic, timeout_s)
@@ -209,8 +221,8 @@ def _read(
         except KafkaException as error:
             raise CompactedTopicError(f"cannot read the offsets of {topic}[{partition}]: {error}") from error
         start = low
-        if cutoff_ms is not None and high > low:
-            start = first_offset_since(consumer, topic, partition, (low, high), cutoff_ms, timeout_s)
+        if cutoff_ms is not None and probe is not None and high > low:
+            start = first_offset_since(probe, topic, partition, (low, high), cutoff_ms, timeout_s)
         if high > start:
             ends[partition] = high
         if high > low:  # from `high` on: only what the local broker's short end hides (below)
@@ -244,26 +256,33 @@ def _read(
 
 
 def first_offset_since(
-    consumer: Consumer, topic: str, partition: int, span: tuple[int, int], cutoff_ms: int, timeout_s: float
+    probe: Callable[[], Consumer],
+    topic: str,
+    partition: int,
+    span: tuple[int, int],
+    cutoff_ms: int,
+    timeout_s: float,
 ) -> int:
     """The first offset in [low, high) = `span` whose record's timestamp is `cutoff_ms` or later
     (high: none is). Timestamps are taken to grow with offsets (one clock writes them, or clocks
     close enough for a window of seconds). A search that gallops back from the end: about
-    2 log2(records in the window) single reads, however long the history before it."""
+    2 log2(records in the window) single reads, however long the history before it. Each read
+    is a new consumer from `probe`: one that moves to another offset waits for its fetch still
+    at the old one, which the local broker, durable, took up to 50 s to answer."""
     low, high = span
     newest = high  # every record from here on is known to be new enough
     step = 8
     while newest > low:
-        probe = max(low, newest - step)
-        offset, stamp = _stamp_at(consumer, topic, partition, probe, timeout_s)
+        at = max(low, newest - step)
+        offset, stamp = _stamp_at(probe, topic, partition, at, timeout_s)
         if stamp < cutoff_ms:
             low = min(offset + 1, newest)
             break
-        newest = probe
+        newest = at
         step *= 4
     while low < newest:  # low: the first offset not known to be older; newest: known new
         middle = (low + newest) // 2
-        offset, stamp = _stamp_at(consumer, topic, partition, middle, timeout_s)
+        offset, stamp = _stamp_at(probe, topic, partition, middle, timeout_s)
         if stamp < cutoff_ms and offset < newest:
             low = offset + 1
         else:
@@ -272,17 +291,21 @@ def first_offset_since(
 
 
 def _stamp_at(
-    consumer: Consumer, topic: str, partition: int, offset: int, timeout_s: float
+    probe: Callable[[], Consumer], topic: str, partition: int, offset: int, timeout_s: float
 ) -> tuple[int, int]:
     """(offset, timestamp in ms) of the first record at `offset` or after; a record without a
     timestamp counts as new (read, not skipped)."""
-    consumer.assign([TopicPartition(topic, partition, offset)])
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for message in _consume(consumer, topic, _POLL_WAIT_S, batch=1):
-            if message.partition() == partition and message.offset() >= offset:
-                _, stamp = message.timestamp()
-                return message.offset(), (stamp if stamp >= 0 else 2**62)
+    consumer = probe()
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for message in _consume(consumer, topic, _POLL_WAIT_S, batch=1):
+                if message.partition() == partition and message.offset() >= offset:
+                    _, stamp = message.timestamp()
+                    return message.offset(), (stamp if stamp >= 0 else 2**62)
+    finally:
+        consumer.close()
     raise CompactedTopicError(f"cannot read {topic}[{partition}] at offset {offset} within {timeout_s:.0f} s")
 
 

@@ -1,4 +1,4 @@
-"""`stream-worker cameras status` reads the status records of the last 30 s (`--since`), found
+"""`stream-worker cameras status` reads the status records of the last 20 s (`--since`), found
 from the records' timestamps, so a long history does not slow it; `--since 0` reads them all."""
 
 from __future__ import annotations

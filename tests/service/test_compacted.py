@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from stream_worker.service.compacted import (
@@ -387,15 +387,14 @@ def test_the_first_offset_since_a_time_is_found_by_a_few_reads(
     start = int(time.time() * 1000) - 1_000_000
     stamps = [start + 1000 * index for index in range(700)]  # one a second
     stamped(unique_name, kafka_bootstrap, stamps)
-    consumer = side_consumer(kafka_bootstrap, {"fetch.wait.max.ms": READ_FETCH_WAIT_MS}, "test")
-    try:
-        for first in (0, 1, 9, 350, 691, 692, 699):
-            found = first_offset_since(consumer, unique_name, 0, (0, 700), stamps[first] - 500, 15)
-            assert found == first
-        assert first_offset_since(consumer, unique_name, 0, (0, 700), stamps[-1] + 1, 15) == 700
-        assert first_offset_since(consumer, unique_name, 0, (100, 700), stamps[0], 15) == 100
-    finally:
-        consumer.close()
+
+    def probe() -> Consumer:
+        return side_consumer(kafka_bootstrap, {"fetch.wait.max.ms": READ_FETCH_WAIT_MS}, "test")
+
+    for first in (0, 1, 9, 350, 691, 692, 699):
+        assert first_offset_since(probe, unique_name, 0, (0, 700), stamps[first] - 500, 15) == first
+    assert first_offset_since(probe, unique_name, 0, (0, 700), stamps[-1] + 1, 15) == 700
+    assert first_offset_since(probe, unique_name, 0, (100, 700), stamps[0], 15) == 100
 
 
 @pytest.mark.integration
