@@ -266,7 +266,7 @@ class Backend:
 
 def _broker_unread(error: Exception) -> HTTPException:
     log.warning("console: a topic has not been read", extra={"error": str(error)[:300]})
-    return HTTPException(503, "the broker has not answered since the console started; try again")
+    return HTTPException(503, "the console is still reading its topics from the broker; try again shortly")
 
 
 def _broker_down(error: Exception) -> HTTPException:
