@@ -165,12 +165,17 @@ def settings_table(cameras: list[tuple[str, CameraSettings]], states: dict[str, 
 
 def _states(connection: Connection, status_topic: str, err: Echo) -> dict[str, str]:
     """Each camera's state as its connector last reported it; none when the topic cannot be read."""
-    from stream_worker.cameras.status import STATUS_INTERVAL_S, decode_status, is_stale
+    from stream_worker.cameras.status import STATUS_INTERVAL_S, STATUS_WINDOW_S, decode_status, is_stale
     from stream_worker.service.compacted import CompactedTopicError, read_compacted
 
-    try:
+    try:  # the last window alone: a running connector rewrites each camera's status within it
         snapshot = read_compacted(
-            connection.bootstrap_servers, status_topic, decode_status, connection.config, connection.timeout_s
+            connection.bootstrap_servers,
+            status_topic,
+            decode_status,
+            connection.config,
+            connection.timeout_s,
+            since_s=STATUS_WINDOW_S,
         )
     except (CompactedTopicError, KafkaException) as error:
         err(f"warning: the cameras' states are not shown: {error}")

@@ -2,8 +2,9 @@
 
 - `stream-worker connect [flags]`: `commands` (`_add(connector.commands, "connect")`); the flags
   come from the settings model (settings.py), as `sightings`;
-- `stream-worker cameras status [--json]`: `status_commands`, whose "status" joins the `cameras`
-  group (`cameras.cameras_app.registered_commands.extend(connector.status_commands.registered_commands)`):
+- `stream-worker cameras status [--json] [--since SECONDS]`: `status_commands`, whose "status"
+  joins the `cameras` group
+  (`cameras.cameras_app.registered_commands.extend(connector.status_commands.registered_commands)`):
   every camera's state, rates and last error, read from the status topic (status_view.py).
 
 Only typer and the shared options are imported here, so `--help` needs neither PyAV nor Kafka.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import typer
 
+from stream_worker.cameras.status import STATUS_WINDOW_S
 from stream_worker.service.options import (
     BOOTSTRAP_OPTION,
     SETTINGS_CONFIG_OPTION,
@@ -53,11 +55,20 @@ def connect(ctx: typer.Context) -> None:
     "status",
     epilog=(
         "Examples:\n\n  stream-worker cameras status\n\n  stream-worker cameras status --json | jq .state\n\n"
+        "  stream-worker cameras status --since 0\n\n"
         "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input."
     ),
 )
 def cameras_status(
     as_json: bool = typer.Option(False, "--json", help="One status JSON object per camera and line."),
+    since: float = typer.Option(
+        STATUS_WINDOW_S,
+        "--since",
+        min=0,
+        metavar="SECONDS",
+        help="Read the records of the last SECONDS only (every running connector renews each of its "
+        "cameras every 5 s); 0: the whole topic, slow on a long history.",
+    ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = STATUS_TOPIC_OPTION,
     client_config: list[str] = SETTINGS_CONFIG_OPTION,
@@ -68,4 +79,7 @@ def cameras_status(
     from stream_worker.connector.status_view import print_status
 
     config = parse_client_config(client_config)
-    raise typer.Exit(print_status(bootstrap_servers, topic, config, timeout, as_json, typer.echo, echo_err))
+    window = since if since > 0 else None
+    raise typer.Exit(
+        print_status(bootstrap_servers, topic, config, timeout, as_json, typer.echo, echo_err, window)
+    )

@@ -1,5 +1,7 @@
-"""What `stream-worker cameras status` prints: the status topic read whole, a table by camera id (or
-one JSON object per line), a record its replica stopped renewing marked stale."""
+"""What `stream-worker cameras status` prints: the status records of the last `since_s` seconds
+(cameras/status.py STATUS_WINDOW_S unless told; None: the whole topic), a table by camera id (or
+one JSON object per line), a record its replica stopped renewing marked stale. The window keeps the
+read as short after a week of history as after a minute."""
 
 from __future__ import annotations
 
@@ -8,7 +10,13 @@ from collections.abc import Callable, Mapping
 
 import orjson
 
-from stream_worker.cameras.status import STATUS_INTERVAL_S, CameraStatus, decode_status, is_stale
+from stream_worker.cameras.status import (
+    STATUS_INTERVAL_S,
+    STATUS_WINDOW_S,
+    CameraStatus,
+    decode_status,
+    is_stale,
+)
 
 OK, BROKER_FAILED = 0, 1
 
@@ -23,14 +31,16 @@ def print_status(
     as_json: bool,
     out: Echo,
     err: Echo,
+    since_s: float | None = STATUS_WINDOW_S,
 ) -> int:
-    """Read the status topic whole and print it; the exit status."""
+    """Read the status topic's recent records (`since_s`; None: all) and print them; the exit
+    status."""
     from confluent_kafka import KafkaException
 
     from stream_worker.service.compacted import CompactedTopicError, read_compacted
 
     try:
-        snapshot = read_compacted(bootstrap_servers, topic, decode_status, config, timeout_s)
+        snapshot = read_compacted(bootstrap_servers, topic, decode_status, config, timeout_s, since_s)
     except (CompactedTopicError, KafkaException) as error:
         err(f"error: {error}")
         return BROKER_FAILED

@@ -11,6 +11,13 @@ One reader for all of them, so that each service reads its settings the same way
   and read from its beginning once it appears (never created by reading).
 - `FollowerThread` runs a follower on a thread of its own for a service whose main loop should
   not own it; readers get a consistent mapping without a lock (copy on write).
+- `CompactedView` is the typed view a process starts once and answers from in memory: a
+  `FollowerThread` over one topic that also writes to it and waits for its own records to come
+  back (`write`: stored, then applied to the view), so what a writer reads next includes its write.
+- `since_s` bounds a read to the records written in the last seconds (for a topic every value
+  of which is renewed on a heartbeat, such as the cameras' status): the first offset is found by
+  reading a few records' timestamps (brokers that ignore ListOffsets by time answer it too), so
+  the read costs the same after an hour or a week of history.
 - `ensure_compacted_topic` / `write_compacted` create the topic and write records with acks=all,
   waiting for each delivery, with Kafka's Java default partitioner so every client puts a key in
   the same partition (compaction and last-record-wins rely on it).
@@ -55,6 +62,9 @@ DEFAULT_TIMEOUT_S = 30.0
 # (Tansu), with three idle readers, spent 0.38 CPU s a minute at librdkafka's default 500 ms and 0.12
 # at 2000 ms; it then answers a change ~0.6 s later (Kafka answers at once), still within seconds.
 FOLLOW_FETCH_WAIT_MS = 2000
+# A read to the end fetches what is there: a short wait lets each new position (a bounded read's
+# probes) be fetched at once, not after the fetch still waiting at the one before (500 ms).
+READ_FETCH_WAIT_MS = 20
 TOPIC_CONFIG = {"cleanup.policy": "compact"}
 # Settings are small and read whole; one partition keeps a key's records in one order.
 DEFAULT_PARTITIONS = 1
@@ -169,17 +179,35 @@ def read_compacted(
     decode: Decode[K, V],
     config: Mapping[str, object] | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    since_s: float | None = None,
 ) -> CompactedSnapshot[K, V]:
-    """Every partition from its beginning to the end offset seen at the start; a missing topic is
-    empty (`topic_exists` False). CompactedTopicError when not read to the end in time."""
-    consumer = side_consumer(bootstrap_servers, config, "compacted-read")
+    """Every partition from its beginning (with `since_s`: from its first record written in the
+    last `since_s` seconds) to the end offset seen at the start; a missing topic is empty
+    (`topic_exists` False). CompactedTopicError when not read to the end in time."""
+    reading = {"fetch.wait.max.ms": READ_FETCH_WAIT_MS, **(config or {})}
+    consumer = side_consumer(bootstrap_servers, reading, "compacted-read")
     try:
-        return _read(consumer, topic, decode, timeout_s)
+        return _read(
+            consumer,
+            topic,
+            decode,
+            timeout_s,
+            since_s,
+            probe=lambda: side_consumer(bootstrap_servers, reading, "compacted-probe"),
+        )
     finally:
         consumer.close()
 
 
-def _read(consumer: Consumer, topic: str, decode: Decode[K, V], timeout_s: float) -> CompactedSnapshot[K, V]:
+def _read(
+    consumer: Consumer,
+    topic: str,
+    decode: Decode[K, V],
+    timeout_s: float,
+    since_s: float | None = None,
+    probe: Callable[[], Consumer] | None = None,
+) -> CompactedSnapshot[K, V]:
+    cutoff_ms = None if since_s is None else int((time.time() - since_s) * 1000)
     partitions = topic_partitions(consumer, topic, timeout_s)
     snapshot: CompactedSnapshot[K, V] = CompactedSnapshot()
     if partitions is None:
@@ -192,10 +220,14 @@ def _read(consumer: Consumer, topic: str, decode: Decode[K, V], timeout_s: float
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
         except KafkaException as error:
             raise CompactedTopicError(f"cannot read the offsets of {topic}[{partition}]: {error}") from error
-        if high > low:
+        start = low
+        if cutoff_ms is not None and probe is not None and high > low:
+            start = first_offset_since(probe, topic, partition, (low, high), cutoff_ms, timeout_s)
+        if high > start:
             ends[partition] = high
-            assignment.append(TopicPartition(topic, partition, low))
-    if not ends:
+        if high > low:  # from `high` on: only what the local broker's short end hides (below)
+            assignment.append(TopicPartition(topic, partition, start))
+    if not assignment:
         return snapshot
     consumer.assign(assignment)
     last: dict[int, int] = {}  # partition -> last offset applied
@@ -208,22 +240,78 @@ def _read(consumer: Consumer, topic: str, decode: Decode[K, V], timeout_s: float
             raise CompactedTopicError(
                 f"topic {topic!r} not read to its end within {timeout_s:.0f} s: {missing}"
             )
-        _apply(_consume(consumer, topic, _POLL_WAIT_S), snapshot, last, decode)
+        _apply(_consume(consumer, topic, _POLL_WAIT_S), snapshot, last, decode, cutoff_ms)
         for partition, end in list(ends.items()):
             if last.get(partition, -1) >= end - 1 or _position(consumer, topic, partition) >= end:
                 del ends[partition]
     # The local broker reports a partition's end as its last batch's first offset + 1: the rest of
-    # that batch comes with the same fetch. Apply what keeps arriving right away.
+    # that batch comes with the same fetch. Apply what keeps arriving right away (a partition whose
+    # records all looked older than the window gets a fetch's time to show the rest).
+    wait_s = _POLL_WAIT_S if len(assignment) > len(last) else _DRAIN_WAIT_S
     while time.monotonic() < deadline and _apply(
-        _consume(consumer, topic, _DRAIN_WAIT_S), snapshot, last, decode
+        _consume(consumer, topic, wait_s), snapshot, last, decode, cutoff_ms
     ):
-        pass
+        wait_s = _DRAIN_WAIT_S
     return snapshot
 
 
-def _consume(consumer: Consumer, topic: str, wait_s: float) -> list[Message]:
+def first_offset_since(
+    probe: Callable[[], Consumer],
+    topic: str,
+    partition: int,
+    span: tuple[int, int],
+    cutoff_ms: int,
+    timeout_s: float,
+) -> int:
+    """The first offset in [low, high) = `span` whose record's timestamp is `cutoff_ms` or later
+    (high: none is). Timestamps are taken to grow with offsets (one clock writes them, or clocks
+    close enough for a window of seconds). A search that gallops back from the end: about
+    2 log2(records in the window) single reads, however long the history before it. Each read
+    is a new consumer from `probe`: one that moves to another offset waits for its fetch still
+    at the old one, which the local broker, durable, took up to 50 s to answer."""
+    low, high = span
+    newest = high  # every record from here on is known to be new enough
+    step = 8
+    while newest > low:
+        at = max(low, newest - step)
+        offset, stamp = _stamp_at(probe, topic, partition, at, timeout_s)
+        if stamp < cutoff_ms:
+            low = min(offset + 1, newest)
+            break
+        newest = at
+        step *= 4
+    while low < newest:  # low: the first offset not known to be older; newest: known new
+        middle = (low + newest) // 2
+        offset, stamp = _stamp_at(probe, topic, partition, middle, timeout_s)
+        if stamp < cutoff_ms and offset < newest:
+            low = offset + 1
+        else:
+            newest = middle
+    return newest
+
+
+def _stamp_at(
+    probe: Callable[[], Consumer], topic: str, partition: int, offset: int, timeout_s: float
+) -> tuple[int, int]:
+    """(offset, timestamp in ms) of the first record at `offset` or after; a record without a
+    timestamp counts as new (read, not skipped)."""
+    consumer = probe()
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for message in _consume(consumer, topic, _POLL_WAIT_S, batch=1):
+                if message.partition() == partition and message.offset() >= offset:
+                    _, stamp = message.timestamp()
+                    return message.offset(), (stamp if stamp >= 0 else 2**62)
+    finally:
+        consumer.close()
+    raise CompactedTopicError(f"cannot read {topic}[{partition}] at offset {offset} within {timeout_s:.0f} s")
+
+
+def _consume(consumer: Consumer, topic: str, wait_s: float, batch: int = _READ_BATCH) -> list[Message]:
     records = []
-    for message in consumer.consume(_READ_BATCH, wait_s):
+    for message in consumer.consume(batch, wait_s):
         error = message.error()
         if error is None:
             records.append(message)
@@ -239,9 +327,13 @@ def _position(consumer: Consumer, topic: str, partition: int) -> int:
 
 
 def _apply(
-    messages: Iterable[Message], snapshot: CompactedSnapshot[K, V], last: dict[int, int], decode: Decode[K, V]
+    messages: Iterable[Message],
+    snapshot: CompactedSnapshot[K, V],
+    last: dict[int, int],
+    decode: Decode[K, V],
+    cutoff_ms: int | None = None,
 ) -> int:
-    """Apply records to the snapshot; how many there were."""
+    """Apply records (those written at `cutoff_ms` or later) to the snapshot; how many came."""
     count = 0
     for message in messages:
         count += 1
@@ -249,6 +341,8 @@ def _apply(
         if offset <= last.get(partition, -1):
             continue  # fetched again
         last[partition] = offset
+        if cutoff_ms is not None and 0 <= message.timestamp()[1] < cutoff_ms:
+            continue  # older than the window: fetched with a batch that ends inside it
         snapshot.records += 1
         try:
             key, value = decode(message.key(), message.value())
@@ -262,6 +356,14 @@ def _apply(
     return count
 
 
+@dataclass(frozen=True, slots=True)
+class Written:
+    """Records stored: how many, and per partition the offset just after the last one stored."""
+
+    count: int
+    ends: dict[int, int]
+
+
 def write_compacted(
     bootstrap_servers: str,
     topic: str,
@@ -273,8 +375,20 @@ def write_compacted(
     """Write (key, value) records (None: tombstone), creating the compacted topic if needed (with
     `partitions`); returns once every record is stored (how many), else raises CompactedTopicError
     naming the records that failed."""
+    return write_records(bootstrap_servers, topic, records, config, timeout_s, partitions).count
+
+
+def write_records(
+    bootstrap_servers: str,
+    topic: str,
+    records: Sequence[tuple[bytes, bytes | None]],
+    config: Mapping[str, object] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    partitions: int = DEFAULT_PARTITIONS,
+) -> Written:
+    """`write_compacted`, telling where the records were stored (what a view waits for)."""
     if not records:
-        return 0
+        return Written(0, {})
     ensure_compacted_topic(bootstrap_servers, topic, config, partitions=partitions, timeout_s=timeout_s)
     producer = Producer(
         {
@@ -286,11 +400,16 @@ def write_compacted(
         }
     )
     failures: list[str] = []
+    ends: dict[int, int] = {}
 
     def delivered(error: KafkaError | None, message: Message) -> None:
         if error is not None:
             key = (message.key() or b"").decode("utf-8", "replace")
             failures.append(f"{key}: {error.str()}")
+            return
+        partition, offset = message.partition(), message.offset()
+        if offset is not None and offset >= 0:
+            ends[partition] = max(ends.get(partition, 0), offset + 1)
 
     for key, value in records:
         while True:
@@ -308,7 +427,7 @@ def write_compacted(
             shown += f"{'; ' if shown else ''}{remaining} not acknowledged within {timeout_s:.0f} s"
         failed = len(failures) + remaining
         raise CompactedTopicError(f"{failed} of {len(records)} record(s) not stored in {topic!r}: {shown}")
-    return len(records)
+    return Written(len(records), ends)
 
 
 class CompactedFollower(Generic[K, V]):
@@ -328,10 +447,13 @@ class CompactedFollower(Generic[K, V]):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         name: str = "compacted topic",
         look_again_s: float = LOOK_AGAIN_S,
+        since_s: float | None = None,
     ) -> None:
         self.topic = topic
         self.name = name
         self.values: Mapping[K, V] = {}
+        # partition -> the offset after the last record applied (a writer waits for its own)
+        self.applied: Mapping[int, int] = {}
         self.loaded = False  # read to the end noted at the start of `load`
         self.changes = 0  # records applied after the load
         self.skipped = 0  # records `decode` refused, during the load and after
@@ -341,6 +463,7 @@ class CompactedFollower(Generic[K, V]):
         self._on_skipped = on_skipped
         self._timeout_s = timeout_s
         self._look_again_s = look_again_s
+        self._since_s = since_s
         self._gaps = GapHealer()
         self._assigned = False
         self._looked_at = 0.0
@@ -350,12 +473,15 @@ class CompactedFollower(Generic[K, V]):
     def load(self) -> None:
         """Read the whole topic; CompactedTopicError when the broker does not answer in time."""
         ends = end_offsets(self._consumer, self.topic, self._timeout_s)
-        snapshot = read_compacted(self._bootstrap, self.topic, self._decode, self._config, self._timeout_s)
+        snapshot = read_compacted(
+            self._bootstrap, self.topic, self._decode, self._config, self._timeout_s, self._since_s
+        )
         for skipped in snapshot.skipped:
             self._skip(str(skipped))
         self.values = dict(snapshot.values)
         if ends is not None:
             self._assign(ends)
+            self.applied = dict(ends)
         self._looked_at = time.monotonic()
         self.loaded = True
         log.info(
@@ -380,6 +506,10 @@ class CompactedFollower(Generic[K, V]):
         self._consumer.assign(parts)
         self._assigned = True
 
+    def look_now(self) -> None:
+        """Look for a missing topic at the next `poll` (a writer has just created it)."""
+        self._looked_at = float("-inf")
+
     def poll(self, timeout_s: float = 0) -> set[K]:
         """Apply what was written since, waiting at most `timeout_s` for it; the keys whose value
         changed (empty: nothing changed). A broker that does not answer is retried next time."""
@@ -400,7 +530,13 @@ class CompactedFollower(Generic[K, V]):
             log.info(f"{self.name} topic appeared: following it", extra={"topic": self.topic})
         changed: set[K] = set()
         values: dict[K, V] | None = None  # the copy being changed, when something changes
-        for message in kafka.consume_records(self._consumer, POLL_BATCH, timeout_s, self._gaps):
+        messages = kafka.consume_records(self._consumer, POLL_BATCH, timeout_s, self._gaps)
+        if messages:
+            applied = dict(self.applied)
+            for message in messages:
+                applied[message.partition()] = max(applied.get(message.partition(), 0), message.offset() + 1)
+            self.applied = applied
+        for message in messages:
             self.changes += 1
             try:
                 key, value = self._decode(message.key(), message.value())
@@ -453,6 +589,9 @@ class FollowerThread(Generic[K, V]):
         self._retry_s = retry_s
         self._on_change = on_change
         self._values: Mapping[K, V] = {}
+        self._applied: Mapping[int, int] = {}
+        self._progress = threading.Condition()
+        self._hurry = threading.Event()  # a writer waits: look for a missing topic now
         self._caught_up = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -478,6 +617,17 @@ class FollowerThread(Generic[K, V]):
         """True once the topic has been read to its end (at least once); False on timeout."""
         return self._caught_up.wait(timeout_s)
 
+    def wait_applied(self, ends: Mapping[int, int], timeout_s: float) -> bool:
+        """True once every record before `ends` (partition -> offset, as `Written.ends`) has been
+        applied to `values`; False on timeout."""
+        self._hurry.set()
+
+        def reached() -> bool:
+            return all(self._applied.get(partition, 0) >= end for partition, end in ends.items())
+
+        with self._progress:
+            return self._progress.wait_for(reached, timeout_s)
+
     def close(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
         self._thread.join(timeout_s)
@@ -495,9 +645,11 @@ class FollowerThread(Generic[K, V]):
                     )
                     self._caught_up.set()
                     continue
+                if self._hurry.is_set():
+                    self._hurry.clear()
+                    follower.look_now()
                 changed = follower.poll(self._poll_s)
-                if changed:
-                    self._publish(follower, changed)
+                self._publish(follower, changed)
             except Exception:  # a broker away, a fatal consumer error: start again, never die
                 self.errors += 1
                 log.exception("following a compacted topic failed; starting again")
@@ -513,6 +665,10 @@ class FollowerThread(Generic[K, V]):
 
     def _publish(self, follower: CompactedFollower[K, V], changed: set[K]) -> None:
         self._values = follower.values
+        if follower.applied is not self._applied:
+            with self._progress:
+                self._applied = follower.applied
+                self._progress.notify_all()
         if changed:
             try:
                 self._on_change(changed)
@@ -525,3 +681,61 @@ class FollowerThread(Generic[K, V]):
             follower.close()
         except Exception:
             log.exception("closing a compacted-topic follower failed")
+
+
+class CompactedView(FollowerThread[K, V]):
+    """One compacted topic as a process sees it: started once, followed live in memory (key ->
+    latest decoded value), written through `write`, which returns once the records are stored and
+    applied here. `read` answers from memory; before the first load it waits for it."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        decode: Decode[K, V],
+        config: Mapping[str, object] | None = None,
+        name: str = "compacted topic",
+        on_skipped: Callable[[], None] = lambda: None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        partitions: int = DEFAULT_PARTITIONS,
+        since_s: float | None = None,
+        poll_s: float = 0.5,
+    ) -> None:
+        self.topic = topic
+        self.name = name
+        self._bootstrap = bootstrap_servers
+        self._config = dict(config or {})
+        self._timeout_s = timeout_s
+        self._partitions = partitions
+        super().__init__(
+            lambda: CompactedFollower(
+                bootstrap_servers,
+                topic,
+                decode,
+                self._config,
+                on_skipped,
+                timeout_s,
+                name,
+                since_s=since_s,
+            ),
+            poll_s=poll_s,
+            name=f"view-{topic}",
+        )
+
+    def read(self, timeout_s: float | None = None) -> Mapping[K, V]:
+        """The values by key; CompactedTopicError when the topic was never read to its end
+        within `timeout_s` (default: the view's timeout) of asking."""
+        if not self.wait_until_caught_up(self._timeout_s if timeout_s is None else timeout_s):
+            raise CompactedTopicError(f"the {self.name} (topic {self.topic!r}) has not been read yet")
+        return self.values
+
+    def write(self, records: Sequence[tuple[bytes, bytes | None]], timeout_s: float | None = None) -> None:
+        """Store (key, value) records (None: tombstone) and wait until this view has applied them;
+        CompactedTopicError when they are not stored, or not read back, within the timeout."""
+        timeout = self._timeout_s if timeout_s is None else timeout_s
+        written = write_records(self._bootstrap, self.topic, records, self._config, timeout, self._partitions)
+        if not self.wait_applied(written.ends, timeout):
+            raise CompactedTopicError(
+                f"{written.count} record(s) stored in topic {self.topic!r} but not read back within "
+                f"{timeout:.0f} s: the {self.name} shown may not include them yet"
+            )

@@ -100,7 +100,12 @@ class StoreService(LoopService):
         self._last_error = ""
         self._next_retention = 0.0
         # The console first: a port it cannot bind fails the start before the group is joined.
-        self.console = start_console(settings, self.database) if settings.console else None
+        skipped = self.metrics.console_skipped_records
+        self.console = (
+            start_console(settings, self.database, lambda topic: skipped.labels(topic).inc())
+            if settings.console
+            else None
+        )
         self.dead_letters = DeadLetters(settings, self.metrics)
         self.consumer = StoreConsumer(settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost)
         self.committer = Committer(self.consumer, self.positions, self.metrics, partition_of=lambda p: p)

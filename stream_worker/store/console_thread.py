@@ -12,6 +12,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from stream_worker.store.database import Database
@@ -45,8 +46,11 @@ def kafka_config(settings: StoreSettings) -> dict[str, str]:
     return {**settings.kafka_config, "bootstrap.servers": settings.bootstrap_servers}
 
 
-def start_console(settings: StoreSettings, database: Database) -> ConsoleThread | None:
-    """Build the console's app and serve it on a thread; None when this build has no console."""
+def start_console(
+    settings: StoreSettings, database: Database, skipped: Callable[[str], None] = lambda topic: None
+) -> ConsoleThread | None:
+    """Build the console's app and serve it on a thread; None when this build has no console.
+    `skipped(topic)`: a record the console could not use (counted by the store)."""
     try:
         from stream_worker.store.web.app import create_app
     except ModuleNotFoundError as missing:
@@ -57,7 +61,7 @@ def start_console(settings: StoreSettings, database: Database) -> ConsoleThread 
     import uvicorn
 
     try:
-        app = create_app(settings, database, kafka_config(settings))
+        app = create_app(settings, database, kafka_config(settings), skipped=skipped)
     except Exception as error:
         raise ConsoleError(f"the console could not be built: {error}") from error
     config = uvicorn.Config(

@@ -51,6 +51,12 @@ class StoreMetrics(ServiceMetrics):
             ["table"],
             registry=r,
         )
+        self.console_skipped_records = Counter(
+            "stream_worker_store_console_skipped_records",
+            "Records of a topic the console follows that it could not use (wrong types), by topic.",
+            ["topic"],
+            registry=r,
+        )
         self.database_up = Gauge(
             "stream_worker_store_database_up", "1 while the last transaction succeeded.", registry=r
         )

@@ -33,6 +33,39 @@ def test_records_that_are_not_statuses_are_refused(value):
         decode_status(b"x", value)
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("decoded_fps", "fast"),
+        ("frames_published", 1.5),
+        ("reconnects", True),
+        ("state", 7),
+        ("last_error", ["x"]),
+        ("updated_at", None),
+        ("motion_share", "half"),
+        ("frames_dropped", 10**30 * 1.0),
+    ],
+)
+def test_a_field_of_the_wrong_type_refuses_the_record_without_showing_its_value(field, value):
+    record = orjson.loads(status().to_json())
+    with pytest.raises(ValueError, match=f"'{field}'") as refused:
+        decode_status(b"gate-1", orjson.dumps({**record, field: value}))
+    assert str(value) not in str(refused.value)
+
+
+def test_long_texts_are_cut_and_unknown_or_later_fields_tolerated():
+    record = orjson.loads(status().to_json())
+    del record["static_markers"]  # an older connector's record
+    record.update(last_error="E" * 1_000_000, source="s" * 5000, shed_frames=12, lag={"s": 3})
+    _, back = decode_status(b"gate-1", orjson.dumps(record))
+    assert len(back.last_error) == len(back.source) == 1000 and back.last_error.endswith("…")
+    assert back.static_markers is None and back.decoded_fps == 25.0
+    with pytest.raises(ValueError, match="'reconnects' missing"):
+        decode_status(b"gate-1", orjson.dumps({k: v for k, v in record.items() if k != "reconnects"}))
+    with pytest.raises(ValueError, match="key longer"):
+        decode_status(b"k" * 300, None)
+
+
 def test_rates_between_two_records():
     meter = RateMeter()
     assert meter.rate(100, NOW) == 0.0

@@ -11,16 +11,20 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from stream_worker.service.compacted import (
+    READ_FETCH_WAIT_MS,
     CompactedFollower,
     CompactedTopicError,
+    CompactedView,
     FollowerThread,
     SkippedRecord,
     ensure_compacted_topic,
+    first_offset_since,
     read_compacted,
+    side_consumer,
     topic_partitions,
     write_compacted,
 )
@@ -233,8 +237,12 @@ class StandIn:
         self.fail_load = fail_load
         self.polls = polls
         self.values: dict[str, str] = {}
+        self.applied: dict[int, int] = {}
         self.loaded = False
         self.closed = False
+
+    def look_now(self) -> None:
+        pass
 
     def load(self) -> None:
         if self.fail_load:
@@ -311,3 +319,90 @@ def test_wait_until_caught_up_times_out_while_the_broker_is_away() -> None:
         assert thread.errors >= 1
     finally:
         thread.close()
+
+
+# --- the view: followed in memory, written with its echo -------------------------------------
+
+
+@pytest.mark.integration
+def test_a_view_write_returns_once_the_view_shows_it(kafka_bootstrap: str, unique_name: str) -> None:
+    skipped: list[int] = []
+    view = CompactedView(
+        kafka_bootstrap, unique_name, decode, on_skipped=lambda: skipped.append(1), timeout_s=15
+    )
+    view.start()
+    try:
+        assert view.read() == {}  # the topic does not exist yet: an empty view, not an error
+        view.write(records(a="one", b="two"))  # creates the topic: the view finds it at once
+        assert view.values == {"a": "one", "b": "two"}
+        view.write(records(a=None, c="three"))
+        assert view.values == {"b": "two", "c": "three"}
+        producer = Producer({"bootstrap.servers": kafka_bootstrap})
+        producer.produce(unique_name, key=b"b", value=b"LOUD")  # refused: b keeps "two", counted
+        assert producer.flush(30) == 0
+        view.write(records(d="four"))
+        assert view.values == {"b": "two", "c": "three", "d": "four"}
+        assert skipped == [1]
+    finally:
+        view.close()
+
+
+@pytest.mark.integration
+def test_a_write_the_view_never_reads_back_is_a_clear_error(kafka_bootstrap: str, unique_name: str) -> None:
+    view = CompactedView(kafka_bootstrap, unique_name, decode, timeout_s=15)
+    view.start()
+    assert view.wait_until_caught_up(15)
+    view.close()  # stops following: nothing written from now on is applied
+    with pytest.raises(CompactedTopicError, match=r"stored in topic .* but not read back within 1 s"):
+        view.write(records(a="one"), timeout_s=1)
+    assert read_compacted(kafka_bootstrap, unique_name, decode).values == {"a": "one"}
+
+
+def test_a_view_never_loaded_refuses_to_answer() -> None:
+    view = CompactedView(CLOSED, "settings", decode, timeout_s=0.5)
+    view.start()
+    try:
+        with pytest.raises(CompactedTopicError, match="has not been read yet"):
+            view.read(0.3)
+    finally:
+        view.close()
+
+
+# --- bounded reads: the records of the last seconds only -------------------------------------
+
+
+def stamped(topic: str, bootstrap: str, stamps_ms: list[int]) -> None:
+    """Records k0, k1... with the given timestamps, in one go."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for index, stamp in enumerate(stamps_ms):
+        producer.produce(topic, key=f"k{index % 7}".encode(), value=f"v{index}".encode(), timestamp=stamp)
+    assert producer.flush(30) == 0
+
+
+@pytest.mark.integration
+def test_the_first_offset_since_a_time_is_found_by_a_few_reads(
+    kafka_bootstrap: str, unique_name: str
+) -> None:
+    ensure_compacted_topic(kafka_bootstrap, unique_name)
+    start = int(time.time() * 1000) - 1_000_000
+    stamps = [start + 1000 * index for index in range(700)]  # one a second
+    stamped(unique_name, kafka_bootstrap, stamps)
+
+    def probe() -> Consumer:
+        return side_consumer(kafka_bootstrap, {"fetch.wait.max.ms": READ_FETCH_WAIT_MS}, "test")
+
+    for first in (0, 1, 9, 350, 691, 692, 699):
+        assert first_offset_since(probe, unique_name, 0, (0, 700), stamps[first] - 500, 15) == first
+    assert first_offset_since(probe, unique_name, 0, (0, 700), stamps[-1] + 1, 15) == 700
+    assert first_offset_since(probe, unique_name, 0, (100, 700), stamps[0], 15) == 100
+
+
+@pytest.mark.integration
+def test_a_bounded_read_reads_the_recent_records_only(kafka_bootstrap: str, unique_name: str) -> None:
+    ensure_compacted_topic(kafka_bootstrap, unique_name)
+    now = int(time.time() * 1000)
+    stamped(unique_name, kafka_bootstrap, [now - 3_600_000 + index for index in range(500)])  # an hour ago
+    write_compacted(kafka_bootstrap, unique_name, records(k1="new", x="fresh"))
+    snapshot = read_compacted(kafka_bootstrap, unique_name, decode, since_s=60)
+    assert (snapshot.values, snapshot.records) == ({"k1": "new", "x": "fresh"}, 2)
+    assert len(read_compacted(kafka_bootstrap, unique_name, decode).values) == 8

@@ -33,7 +33,7 @@ def built(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     """`create_app` replaced by a one-route app; the arguments it was called with."""
     calls: list[tuple] = []
 
-    def create_app(store_settings, database, config) -> FastAPI:
+    def create_app(store_settings, database, config, skipped=None) -> FastAPI:
         calls.append((store_settings, database, config))
         app = FastAPI()
         app.get("/")(lambda: {"console": "here"})

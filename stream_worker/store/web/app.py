@@ -7,7 +7,8 @@ bad input answered with a 4xx that says why, never a traceback."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, Request
@@ -39,10 +40,13 @@ def create_app(
     database: Database,
     kafka_config: Mapping[str, str],
     users: Users | None = None,
+    skipped: Callable[[str], None] = lambda topic: None,
 ) -> FastAPI:
     """The console over `database`, writing watch-list and camera changes to the broker that
     `kafka_config` (librdkafka settings, with bootstrap.servers) names. `users` default: the users
-    file, else the generated admin (users.load_or_create; a new password is printed once)."""
+    file, else the generated admin (users.load_or_create; a new password is printed once).
+    `skipped(topic)`: a record of a followed topic was not usable (the store counts them). The
+    followed topics (backend.Views) start with the app and stop with it."""
     if users is None:
         users, password = load_or_create(settings.users_file, settings.data_dir)
         if password is not None:
@@ -55,12 +59,15 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
+        lifespan=_following,
     )
     key = secret_key(settings.data_dir, settings.session_key_file)
     lifetimes = Lifetimes(settings.session_idle_s, settings.session_lifetime_s)
     sessions = SessionBook(database, users, lifetimes, key)
     limiter = SignInLimiter(settings.sign_in_clients, settings.sign_in_parallel)
-    app.state.backend = Backend(settings, database, kafka_config, users, sessions, sign_ins=limiter)
+    app.state.backend = Backend(
+        settings, database, kafka_config, users, sessions, sign_ins=limiter, skipped=skipped
+    )
     app.include_router(api.router)
     app.include_router(live.router)
     app.include_router(pages.router)
@@ -85,6 +92,16 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, limit_of=route_limits())
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: redirects and refusals get them too
     return app
+
+
+@asynccontextmanager
+async def _following(app: FastAPI) -> AsyncIterator[None]:
+    backend: Backend = app.state.backend
+    backend.views  # noqa: B018 - started now: the first page finds the topics read
+    try:
+        yield
+    finally:
+        backend.close()
 
 
 def _is_api(request: Request) -> bool:

@@ -1,37 +1,103 @@
 """What the console's routes share: the database, the broker's compacted topics (watch list,
 cameras, camera status, notification targets and their test requests), the delivery log and the
-audit of every change (a row through queries.add_audit and a log line)."""
+audit of every change (a row through queries.add_audit and a log line).
+
+The topics are followed from the console's start (`Views`, service/compacted.py's views), so a
+page answers from memory, never with a Kafka consumer of its own; a change is written through its
+view and returns once the view shows it. The cameras' status is read from the records of the last
+STATUS_WINDOW_S at the start (every live camera renews its record every few seconds), then
+followed: the start costs the same after a week of status history as after a minute."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 from fastapi import HTTPException, Request
 
-from stream_worker.cameras.status import CameraStatus, decode_status
-from stream_worker.cameras.store import CamerasStoreError, read_cameras, remove_settings, write_settings
+from stream_worker.cameras import records as camera_records
+from stream_worker.cameras.status import STATUS_WINDOW_S, CameraStatus, decode_status
+from stream_worker.cameras.store import DEFAULT_PARTITIONS as CAMERAS_PARTITIONS
+from stream_worker.contracts import notify as notify_records
+from stream_worker.contracts import watchlist as watchlist_records
 from stream_worker.contracts.cameras import CameraSettings
-from stream_worker.contracts.notify import NotifyDelivery, NotifyTarget, NotifyTest, decode_record
+from stream_worker.contracts.notify import NotifyDelivery, NotifyTarget, NotifyTest
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
-from stream_worker.service.compacted import CompactedTopicError, read_compacted, write_compacted
+from stream_worker.service.compacted import CompactedTopicError, CompactedView, write_compacted
 from stream_worker.store import queries
 from stream_worker.store.database import Database
 from stream_worker.store.settings import StoreSettings
-from stream_worker.store.web.delivery_log import recent_deliveries
+from stream_worker.store.web.delivery_log import DeliveryLog
 from stream_worker.store.web.frames import FrameCache, latest_frame
 from stream_worker.store.web.limiter import SignInLimiter
 from stream_worker.store.web.sessions import SessionBook
 from stream_worker.store.web.users import User, Users
-from stream_worker.watchlists.topic import WatchlistStoreError, read_watchlist, write_changes
 
 log = logging.getLogger("stream_worker.store.web")
 BROKER_TIMEOUT_S = 10.0
+K = TypeVar("K")
+V = TypeVar("V")
+Skipped = Callable[[str], None]  # a record of this topic was skipped (the store's metric)
+
+
+@dataclass
+class Views:
+    """The console's topics as it follows them."""
+
+    watchlist: CompactedView[str, WatchEntry]
+    cameras: CompactedView[str, CameraSettings]
+    statuses: CompactedView[str, CameraStatus]
+    targets: CompactedView[str, NotifyTarget]
+    deliveries: DeliveryLog
+
+    @classmethod
+    def of(
+        cls,
+        settings: StoreSettings,
+        bootstrap: str,
+        config: Mapping[str, str],
+        timeout_s: float,
+        skipped: Skipped,
+    ) -> Views:
+        def view(topic: str, decode: Any, name: str, **options: Any) -> CompactedView[Any, Any]:
+            return CompactedView(
+                bootstrap, topic, decode, config, name, lambda: skipped(topic), timeout_s, **options
+            )
+
+        return cls(
+            watchlist=view(settings.watchlist_topic, watchlist_records.decode_record, "watch list"),
+            cameras=view(
+                settings.cameras_topic,
+                camera_records.decode_record,
+                "camera settings",
+                partitions=CAMERAS_PARTITIONS,
+            ),
+            statuses=view(
+                settings.camera_status_topic, decode_status, "camera status", since_s=STATUS_WINDOW_S
+            ),
+            targets=view(settings.notify_targets_topic, notify_records.decode_record, "notify targets"),
+            deliveries=DeliveryLog(
+                bootstrap,
+                settings.notify_deliveries_topic,
+                config,
+                timeout_s,
+                lambda: skipped(settings.notify_deliveries_topic),
+            ),
+        )
+
+    def start(self) -> None:
+        for view in (self.watchlist, self.cameras, self.statuses, self.targets, self.deliveries):
+            view.start()
+
+    def close(self) -> None:
+        for view in (self.watchlist, self.cameras, self.statuses, self.targets, self.deliveries):
+            view.close(timeout_s=5.0)
 
 
 @dataclass
@@ -45,6 +111,39 @@ class Backend:
     extra: dict[str, Any] = field(default_factory=dict)
     sign_ins: SignInLimiter = field(default_factory=SignInLimiter)
     frames: FrameCache = field(default_factory=FrameCache)
+    skipped: Skipped = lambda topic: None
+    _views: Views | None = None
+    _views_made: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- the followed topics ------------------------------------------------------------------
+    @property
+    def views(self) -> Views:
+        """The topics followed since the app's start (or since first asked, outside one)."""
+        with self._views_made:
+            if self._views is None:
+                self._views = Views.of(
+                    self.settings, self.bootstrap_servers, self.client_config, self.timeout_s, self.skipped
+                )
+                self._views.start()
+            return self._views
+
+    def close(self) -> None:
+        with self._views_made:
+            views, self._views = self._views, None
+        if views is not None:
+            views.close()
+
+    def _read(self, view: CompactedView[K, V]) -> Mapping[K, V]:
+        try:
+            return view.read(self.timeout_s)
+        except CompactedTopicError as error:
+            raise _broker_unread(error) from None
+
+    def _write_to(self, view: CompactedView[Any, Any], records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        try:
+            view.write(records, self.timeout_s)
+        except (CompactedTopicError, KafkaException) as error:
+            raise _broker_down(error) from None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -73,28 +172,15 @@ class Backend:
 
     # --- watch list ---------------------------------------------------------------------------
     def watchlist(self) -> list[WatchEntry]:
-        try:
-            snapshot = read_watchlist(
-                self.bootstrap_servers, self.settings.watchlist_topic, self.client_config, self.timeout_s
-            )
-        except (WatchlistStoreError, KafkaException) as error:
-            raise _broker_down(error) from None
-        return sorted(snapshot.values.values(), key=lambda entry: (entry.list, entry.plate))
+        entries = self._read(self.views.watchlist).values()
+        return sorted(entries, key=lambda entry: (entry.list, entry.plate))
 
     def change_watchlist(
         self, user: User, action: str, entries: Sequence[WatchEntry] = (), removals: Sequence[str] = ()
     ) -> None:
-        try:
-            write_changes(
-                self.bootstrap_servers,
-                self.settings.watchlist_topic,
-                entries,
-                removals,
-                self.client_config,
-                self.timeout_s,
-            )
-        except (WatchlistStoreError, KafkaException) as error:
-            raise _broker_down(error) from None
+        records = [watchlist_records.encode_entry(entry) for entry in entries]
+        records += [watchlist_records.encode_removal(plate) for plate in removals]
+        self._write_to(self.views.watchlist, records)
         self.audit(
             user,
             action,
@@ -109,13 +195,7 @@ class Backend:
 
     # --- cameras ------------------------------------------------------------------------------
     def cameras(self) -> dict[str, CameraSettings]:
-        try:
-            snapshot = read_cameras(
-                self.bootstrap_servers, self.settings.cameras_topic, self.client_config, self.timeout_s
-            )
-        except (CamerasStoreError, KafkaException) as error:
-            raise _broker_down(error) from None
-        return dict(sorted(snapshot.values.items()))
+        return dict(sorted(self._read(self.views.cameras).items()))
 
     @property
     def frames_topic(self) -> str:
@@ -132,17 +212,7 @@ class Backend:
         )
 
     def set_camera(self, user: User, camera_id: str, settings: CameraSettings) -> None:
-        try:
-            write_settings(
-                self.bootstrap_servers,
-                camera_id,
-                settings,
-                self.settings.cameras_topic,
-                self.client_config,
-                self.timeout_s,
-            )
-        except (CamerasStoreError, KafkaException) as error:
-            raise _broker_down(error) from None
+        self._write_to(self.views.cameras, [camera_records.encode_settings(camera_id, settings)])
         self.audit(
             user,
             "camera.set",
@@ -154,53 +224,24 @@ class Backend:
         )
 
     def remove_camera(self, user: User, camera_id: str) -> None:
-        try:
-            remove_settings(
-                self.bootstrap_servers,
-                camera_id,
-                self.settings.cameras_topic,
-                self.client_config,
-                self.timeout_s,
-            )
-        except (CamerasStoreError, KafkaException) as error:
-            raise _broker_down(error) from None
+        self._write_to(self.views.cameras, [camera_records.encode_removal(camera_id)])
         self.audit(user, "camera.remove", {"camera_id": camera_id})
 
     def camera_states(self) -> dict[str, CameraStatus]:
         """Each camera's live state, as the connector last wrote it (`cameras status`'s reading)."""
-        try:
-            snapshot = read_compacted(
-                self.bootstrap_servers,
-                self.settings.camera_status_topic,
-                decode_status,
-                self.client_config,
-                self.timeout_s,
-            )
-        except (CompactedTopicError, KafkaException) as error:
-            raise _broker_down(error) from None
-        return dict(snapshot.values)
+        return dict(self._read(self.views.statuses))
 
     # --- notifications ------------------------------------------------------------------------
     def notify_targets(self) -> dict[str, NotifyTarget]:
         """The targets as stored: their secrets are ${NAME} references, never resolved here."""
-        try:
-            snapshot = read_compacted(
-                self.bootstrap_servers,
-                self.settings.notify_targets_topic,
-                decode_record,
-                self.client_config,
-                self.timeout_s,
-            )
-        except (CompactedTopicError, KafkaException) as error:
-            raise _broker_down(error) from None
-        return dict(sorted(snapshot.values.items()))
+        return dict(sorted(self._read(self.views.targets).items()))
 
     def set_notify_target(self, user: User, name: str, target: NotifyTarget) -> None:
-        self._write(self.settings.notify_targets_topic, name, target.to_json())
+        self._write_to(self.views.targets, [(name.encode(), target.to_json())])
         self.audit(user, "notify.target.set", {"name": name, "type": target.type.value})
 
     def remove_notify_target(self, user: User, name: str) -> None:
-        self._write(self.settings.notify_targets_topic, name, None)
+        self._write_to(self.views.targets, [(name.encode(), None)])
         self.audit(user, "notify.target.remove", {"name": name})
 
     def send_test(self, user: User, name: str) -> str:
@@ -212,15 +253,9 @@ class Backend:
 
     def deliveries(self, limit: int) -> list[NotifyDelivery]:
         try:
-            return recent_deliveries(
-                self.bootstrap_servers,
-                self.settings.notify_deliveries_topic,
-                self.client_config,
-                self.timeout_s,
-                limit,
-            )
-        except (CompactedTopicError, KafkaException) as error:
-            raise _broker_down(error) from None
+            return self.views.deliveries.read(limit, self.timeout_s)
+        except CompactedTopicError as error:
+            raise _broker_unread(error) from None
 
     def _write(self, topic: str, key: str, value: bytes | None) -> None:
         try:
@@ -229,6 +264,11 @@ class Backend:
             )
         except (CompactedTopicError, KafkaException) as error:
             raise _broker_down(error) from None
+
+
+def _broker_unread(error: Exception) -> HTTPException:
+    log.warning("console: a topic has not been read", extra={"error": str(error)[:300]})
+    return HTTPException(503, "the console is still reading its topics from the broker; try again shortly")
 
 
 def _broker_down(error: Exception) -> HTTPException:

@@ -41,6 +41,11 @@ class Console:
     database: Database
     settings: StoreSettings
 
+    def close(self) -> None:
+        """Stop following the topics (started by the first page that needed them), drop the store."""
+        self.app.state.backend.close()
+        self.database.dispose()
+
     def write(self, sightings: Sequence[PlateSighting] = (), alerts: Sequence[PlateAlert] = ()) -> None:
         with self.database.begin() as connection:
             write_batch(connection, list(sightings), list(alerts))
@@ -91,7 +96,7 @@ def make_console(
 def console(tmp_path: Path, users_file: Path) -> Iterator[Console]:
     made = make_console(tmp_path, users_file)
     yield made
-    made.database.dispose()
+    made.close()
 
 
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')

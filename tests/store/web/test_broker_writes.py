@@ -31,7 +31,7 @@ def console(tmp_path: Path, users_file: Path, kafka_bootstrap: str, unique_name:
     )
     made.app.state.backend.timeout_s = 15.0
     yield made
-    made.database.dispose()
+    made.close()
 
 
 def test_a_csv_imported_in_the_page_then_an_entry_removed_by_the_api(

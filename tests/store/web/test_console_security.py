@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -43,8 +44,14 @@ def _cursor(stamp: str, seq: int) -> str:
     return base64.urlsafe_b64encode(json.dumps([stamp, seq]).encode()).decode().rstrip("=")
 
 
-def _gate_configured(console: Console, bootstrap: str) -> None:
+def _gate_configured(console: Console, bootstrap: str, address: str) -> None:
+    """gate-1's settings on the topic, and on the served console's pages (it follows the topic)."""
     write_settings(bootstrap, "gate-1", GATE, console.settings.cameras_topic)
+    api = httpx.Client(base_url=address, headers={"authorization": f"Bearer {TOKENS['ada']}"}, timeout=30)
+    deadline = time.monotonic() + 30
+    while "gate-1" not in {camera["camera_id"] for camera in api.get("/api/cameras").json()}:
+        assert time.monotonic() < deadline, "the console never showed gate-1's settings"
+        time.sleep(0.2)
 
 
 def _audit_actions(console: Console) -> list[str]:
@@ -70,7 +77,7 @@ def test_an_alert_id_holding_a_path_cannot_turn_acknowledge_into_a_camera_remova
     from selenium.webdriver.common.by import By
 
     console, address = served
-    _gate_configured(console, kafka_bootstrap)
+    _gate_configured(console, kafka_bootstrap, address)
     stored_raw(console, alerts=[{"name": "hostile", "alert_id": "../cameras/gate-1/remove?"}])
     _sign_in(browser, address, "ada")
     browser.get(address + "/alerts")
@@ -212,7 +219,7 @@ def test_every_answer_has_the_csp_no_page_has_inline_script_and_plate_data_is_no
     served, kafka_bootstrap: str
 ) -> None:
     console, address = served
-    _gate_configured(console, kafka_bootstrap)
+    _gate_configured(console, kafka_bootstrap, address)
     console.write(
         [plate_sighting("s1", "B840OK197", picture=FAKE_JPEG), plate_sighting("s2", "A123BC77")],
         [
@@ -274,7 +281,7 @@ def test_the_pages_work_in_chromium_under_the_csp(served, browser, kafka_bootstr
     from selenium.webdriver.support.expected_conditions import alert_is_present
 
     console, address = served
-    _gate_configured(console, kafka_bootstrap)
+    _gate_configured(console, kafka_bootstrap, address)
     console.write([plate_sighting("s1", "B840OK197")], [plate_alert("a1", "B840CK197", sighting="s1")])
     _sign_in(browser, address, "ada")
     _no_violations(browser)

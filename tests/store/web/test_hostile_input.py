@@ -198,9 +198,17 @@ def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(
             ("/api/cameras/", "/frame"),
         )
     ]
+
+    def shown() -> str:
+        return client.get("/cameras").text + client.get("/notifications").text
+
+    # The console follows its topics: the hostile records are on its pages within seconds.
+    deadline = time.monotonic() + 30
+    while shown().count("{{7*7}}") < 4 or "W" * 1000 not in shown():
+        assert time.monotonic() < deadline, "the hostile topic records never reached the pages"
+        time.sleep(0.5)
     _get_all(client, LISTS + per_id + ["/notifications?edit=t-html", "/api/camera-status"])
-    shown = client.get("/cameras").text + client.get("/notifications").text
-    assert shown.count("{{7*7}}") >= 4 and "W" * 1000 in shown  # shown (escaped), not evaluated
+    assert shown().count("{{7*7}}") >= 4 and "W" * 1000 in shown()  # shown (escaped), not evaluated
     alerts = client.get("/alerts?show=all").text
     assert alerts.count("{{7*7}}") >= 4  # list, label, plate, candidate: shown, not evaluated
     assert "W" * 10_000 in alerts and "gate\u202e1-etag" in alerts
