@@ -18,8 +18,10 @@ Guarantees and how they are kept:
 - A dead or slow target delays only its own lane; the others go on. Deliveries not settled are
   bounded by `--max-pending` (reading pauses), which a dead target reaches only if events come
   faster than `max-pending / retry-budget-s`.
-- Secrets: resolved in webhook.py, mqtt.py and mail.py only; errors are redacted there before they reach a
-  log line, a metric (never: targets are labelled by name) or a DLQ header.
+- Secrets: only the target secrets (secrets.py: the secrets file, read again when it changes, and
+  STREAM_WORKER_SECRET_* variables), resolved in webhook.py, mqtt.py and mail.py only; errors are
+  redacted there before they reach a log line, a metric (never: targets are labelled by name) or a
+  DLQ header. A delivery whose secret is missing is held (lanes.py), never dead-lettered for it.
 - The delivery log: each outcome (sent, retried, failed, dropped) is one NotifyDelivery record on
   `--deliveries-topic`, keyed by target, published best effort (a lost log line loses no alert).
 - "Send a test" (the console): a new NotifyTest on the compacted `--tests-topic` for a target is one
@@ -72,6 +74,7 @@ from stream_worker.notify.rules import (
     sighting_facts,
     source_of,
 )
+from stream_worker.notify.secrets import Secrets
 from stream_worker.notify.settings import NotifySettings, load_settings
 from stream_worker.notify.trial import decode_test, trial_alert
 from stream_worker.notify.webhook import WebhookSender
@@ -118,6 +121,7 @@ class NotifyService(LoopService):
         super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
         self.metrics = NotifyMetrics()
+        self.secrets = Secrets(settings.secrets_file)
         self.loop_clock = LoopClock()
         # First, so that a busy --metrics-port fails before anything connects anywhere.
         self.http = HealthServer(
@@ -185,6 +189,8 @@ class NotifyService(LoopService):
             "group_id": self.settings.group_id,
             "sightings_group_id": self.settings.sightings_group_id,
             "allow_private_targets": self.settings.allow_private_targets,
+            "secrets_file": str(self.settings.secrets_file) if self.settings.secrets_file else None,
+            "secret_names": self.secrets.names(),
             "kafka_config": self.settings.redacted_kafka_config(),
         }
 
@@ -337,10 +343,10 @@ class NotifyService(LoopService):
         """The lane's own sender (its own connections: a hanging target holds none of another's)."""
         allow_private, ca_file = self.settings.allow_private_targets, self.settings.ca_file
         if target.type is TargetType.MQTT:
-            return MqttSender(name, allow_private, ca_file)
+            return MqttSender(name, allow_private, ca_file, self.secrets)
         if target.type is TargetType.EMAIL:
-            return MailSender(allow_private, ca_file)
-        return WebhookSender(allow_private, ca_file)
+            return MailSender(allow_private, ca_file, self.secrets)
+        return WebhookSender(allow_private, ca_file, self.secrets)
 
     def _count_retry(self, name: str) -> None:
         self.metrics.retried.labels(name).inc()
@@ -445,7 +451,7 @@ class NotifyService(LoopService):
     def _settle(self, outcome: Outcome) -> None:
         delivery = outcome.delivery
         if outcome.retrying:
-            self._log_delivery(outcome, DeliveryOutcome.RETRIED)
+            self._log_delivery(outcome, DeliveryOutcome.HELD if outcome.held else DeliveryOutcome.RETRIED)
             return
         if delivery.trial:
             self._settle_trial(outcome)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field, FilePath, field_validator, model_validator
@@ -22,8 +23,8 @@ ENV_PREFIX = "STREAM_WORKER_NOTIFY_"
 class NotifySettings(ServiceSettings):
     """Settings of `stream-worker notify`. Each --flag-name is also the env variable
     STREAM_WORKER_NOTIFY_FLAG_NAME (e.g. --retry-budget-s: STREAM_WORKER_NOTIFY_RETRY_BUDGET_S); a
-    flag wins over its env variable. The targets' secrets are other env variables, named by the
-    targets (${NAME}).
+    flag wins over its env variable. The targets' secrets (${NAME}) come from --secrets-file or
+    STREAM_WORKER_SECRET_<NAME> variables, never from any other variable.
 
     Examples:
       stream-worker notify --bootstrap-servers kafka:9092
@@ -89,6 +90,12 @@ class NotifySettings(ServiceSettings):
         None,
         description="PEM roots that https targets' certificates are verified against instead of the "
         "system's (a private CA). Verification is never off.",
+    )
+    secrets_file: Path | None = Field(
+        None,
+        description="The target secrets that targets name as ${NAME}: NAME=value lines, mode 0600 (refused "
+        "if others may read it), read again when it changes. Besides it, only STREAM_WORKER_SECRET_<NAME> "
+        "variables are target secrets; no other variable can be named.",
     )
     console_url: str | None = Field(
         None,
