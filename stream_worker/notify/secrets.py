@@ -173,3 +173,23 @@ def resolve(text: str, secrets: Mapping[str, str]) -> tuple[str, list[str]]:
         return resolve_references(text, secrets)
     except MissingCredential as error:
         raise MissingSecret(error.names) from None
+
+
+FILE_HEADER = """\
+# The secrets notification targets name as ${NAME}: one NAME=value line each (the value is the
+# rest of the line, as written). The notify service reads this file again when it changes; keep it
+# readable by its owner only (chmod 600), or it is refused. Example:
+# GATE_WEBHOOK_SECRET=...
+"""
+
+
+def create_secrets_file(path: Path) -> bool:
+    """Create an empty secrets file (mode 0600, a header saying how to fill it) unless there is one;
+    whether it was created."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(FILE_HEADER)
+    return True

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stream_worker.notify.secrets import MissingSecret, Secrets, parse_secrets, resolve
+from stream_worker.notify.secrets import MissingSecret, Secrets, create_secrets_file, parse_secrets, resolve
 
 
 def secrets_file(path: Path, text: str, mode: int = 0o600) -> Path:
@@ -53,3 +53,11 @@ def test_a_file_others_may_read_is_refused(tmp_path: Path, mode: int) -> None:
 
 def test_lines_that_are_not_name_value_are_skipped_by_number() -> None:
     assert parse_secrets("A=1\nnot a line\n\n  # note\nB=\n") == ({"A": "1", "B": ""}, [2])
+
+
+def test_up_creates_an_empty_file_only_its_owner_reads_and_never_overwrites_one(tmp_path: Path) -> None:
+    path = tmp_path / "notify-secrets.env"
+    assert create_secrets_file(path) is True
+    assert path.stat().st_mode & 0o777 == 0o600 and Secrets(path, {}).names() == []
+    path.write_text("A=1\n")
+    assert create_secrets_file(path) is False and path.read_text() == "A=1\n"

@@ -213,3 +213,30 @@ def test_the_cameras_page_shows_each_cameras_live_state(console: Console, kafka_
     states = {s["camera_id"]: s for s in _api(console, "vic").get("/api/camera-status").json()}
     assert states["yard"]["state"] == "unauthorized" and states["gate"]["decoded_fps"] == 12.5
     assert (states["gate"]["stale"], states["dock"]["stale"]) == (False, True)
+
+
+def test_a_secret_url_is_stored_only_as_a_reference_and_a_viewer_sees_no_secret_path(
+    console: Console, kafka_bootstrap: str
+) -> None:
+    """A chat webhook's URL is its credential: in clear it is refused (nothing echoed, nothing
+    written); marked secret (url: ${NAME}, the URL whole in notify's secrets) it is stored and shown
+    as that reference only, to viewers in the API and the page."""
+    api = _api(console, "ada")
+    slack = "https://hooks.slack.com/services/T000/B000/XsEcReTpAtH"
+    refused = api.put("/api/notify/targets/chat", json={"type": "webhook", "url": slack, "format": "slack"})
+    assert refused.status_code == 422 and "url: ${NAME}" in refused.text, refused.text
+    assert "XsEcReTpAtH" not in refused.text
+    admin, token = signed_in(console.app, "ada")
+    teams = "type: webhook\nurl: https://func.example.net/api/notify?code=XsEcReTpAtH\n"
+    answer = admin.post("/notifications/targets", data={"csrf_token": token, "name": "chat", "target": teams})
+    assert answer.status_code == 422 and "XsEcReTpAtH" not in answer.text
+    assert _targets(console, kafka_bootstrap) == {}
+
+    saved = api.put(
+        "/api/notify/targets/chat", json={"type": "webhook", "url": "${SLACK_WEBHOOK_URL}", "format": "slack"}
+    )
+    assert saved.status_code == 200, saved.text
+    viewer, _ = signed_in(console.app, "vic")
+    [shown] = _api(console, "vic").get("/api/notify/targets").json()
+    assert shown["target"]["url"] == "${SLACK_WEBHOOK_URL}"
+    assert "${SLACK_WEBHOOK_URL}" in viewer.get("/notifications").text
