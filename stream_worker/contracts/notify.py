@@ -456,3 +456,49 @@ class NotifyDelivery(BaseModel):
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json"))
+
+
+MAX_SECRET_NAMES = 1000
+STATUS_KEY = "notify"  # the key of the notify service's record on `notify-status`
+
+
+def secret_names(target: NotifyTarget) -> list[str]:
+    """The target secrets `target` names (its signing secret, password, secret URL), each once."""
+    fields = (
+        target.secret,
+        target.password,
+        target.url if target.url and is_secret_url(target.url) else None,
+    )
+    return list(dict.fromkeys(name for value in fields if value for name in references(value)))
+
+
+class NotifyStatus(BaseModel):
+    """What the notify service says of itself on the compacted `notify-status` topic (key `notify`):
+    the NAMES of the target secrets it has (never a value), so that `notify targets set` and the
+    console warn of a target naming one it lacks."""
+
+    model_config = ConfigDict(title="NotifyStatus", extra="forbid", frozen=True)
+
+    secrets: tuple[str, ...] = Field((), max_length=MAX_SECRET_NAMES, description="Names only, sorted.")
+    secrets_problem: str | None = Field(
+        None, max_length=500, description="Why its secrets file is not used (readable by others...), if not."
+    )
+    at: datetime
+
+    def missing(self, target: NotifyTarget) -> list[str]:
+        """The secrets `target` names that notify does not have."""
+        return [name for name in secret_names(target) if name not in self.secrets]
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json"))
+
+
+def decode_status(key: bytes | None, value: bytes | None) -> tuple[str, NotifyStatus | None]:
+    """A `notify-status` record for the compacted readers; ValueError when it is not one."""
+    name = (key or b"").decode("utf-8", "replace")
+    if value is None:
+        return name, None
+    try:
+        return name, NotifyStatus.model_validate_json(value)
+    except ValidationError as error:
+        raise ValueError(f"not a NotifyStatus: {str(error)[:200]}") from None

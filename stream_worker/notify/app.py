@@ -49,8 +49,10 @@ from pydantic import ValidationError
 from stream_worker.contracts import PlateAlert, PlateSighting
 from stream_worker.contracts.frames import DeadLetterHeader
 from stream_worker.contracts.notify import (
+    STATUS_KEY,
     DeliveryOutcome,
     NotifyDelivery,
+    NotifyStatus,
     NotifyTarget,
     NotifyTest,
     TargetType,
@@ -81,7 +83,7 @@ from stream_worker.notify.webhook import WebhookSender
 from stream_worker.plates.matching import Matcher
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
-from stream_worker.service.compacted import CompactedFollower, CompactedTopicError
+from stream_worker.service.compacted import CompactedFollower, CompactedTopicError, write_compacted
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
@@ -100,6 +102,7 @@ KIND_HEADER = "notify.kind"
 ATTEMPTS_HEADER = "notify.attempts"
 STATUS_HEADER = "notify.status"
 TOP_CANDIDATES = 3  # a sighting's best texts matched against the allow lists (its voted text too)
+STATUS_CHECK_S = 1.0  # how often the secrets' names are compared with those last published
 
 
 @dataclass
@@ -150,6 +153,8 @@ class NotifyService(LoopService):
             name="test requests",
         )
         self.trials_sent: dict[str, str] = {}  # target -> the last test_id seen (sent or baseline)
+        self.status_said: tuple[tuple[str, ...], str | None] | None = None  # (names, problem) published
+        self.status_checked_at = float("-inf")
         self.allowed = Matcher({}, settings.allow_max_distance, WatchKind.ALLOW)
         self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s)
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
@@ -186,6 +191,7 @@ class NotifyService(LoopService):
             "dlq_topic": self.settings.dlq_topic,
             "deliveries_topic": self.settings.deliveries_topic,
             "tests_topic": self.settings.tests_topic,
+            "status_topic": self.settings.status_topic,
             "group_id": self.settings.group_id,
             "sightings_group_id": self.settings.sightings_group_id,
             "allow_private_targets": self.settings.allow_private_targets,
@@ -204,6 +210,7 @@ class NotifyService(LoopService):
         if not self.trials.loaded:
             self._load(self.trials, self._baseline_trials)
             return
+        self._say_status()
         if self.targets.poll():
             self._follow_targets()
         if self.watchlist.poll():
@@ -347,6 +354,32 @@ class NotifyService(LoopService):
         if target.type is TargetType.EMAIL:
             return MailSender(allow_private, ca_file, self.secrets)
         return WebhookSender(allow_private, ca_file, self.secrets)
+
+    def _say_status(self) -> None:
+        """Publish the names of the target secrets (never a value) when they changed; a write the
+        broker refuses is tried again on the next check."""
+        now = time.monotonic()
+        if now - self.status_checked_at < STATUS_CHECK_S:
+            return
+        self.status_checked_at = now
+        said = (tuple(self.secrets.names()), self.secrets.problem)
+        if said == self.status_said:
+            return
+        status = NotifyStatus(secrets=said[0], secrets_problem=said[1], at=datetime.now(UTC))
+        try:
+            write_compacted(
+                self.settings.bootstrap_servers,
+                self.settings.status_topic,
+                [(STATUS_KEY.encode(), status.to_json())],
+                self.settings.kafka_config,
+            )
+        except (CompactedTopicError, KafkaException) as error:
+            log.warning("cannot publish the secrets' names yet", extra={"error": str(error)})
+            return
+        finally:
+            self.loop_clock.tick()
+        self.status_said = said
+        log.info("target secrets", extra={"names": list(said[0]), "problem": said[1]})
 
     def _count_retry(self, name: str) -> None:
         self.metrics.retried.labels(name).inc()

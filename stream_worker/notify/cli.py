@@ -85,8 +85,9 @@ TARGETS_TOPIC_OPTION = typer.Option(
     "set",
     epilog=(
         "Example: stream-worker notify targets set gate --file gate.yaml\n\n"
-        "The file (JSON or YAML) replaces the target whole: type (webhook), url, secret (only as "
-        "${NAME}, read from notify's environment), timeout_s, enabled, rules (lists, cameras, zones, "
+        "The file (JSON or YAML) replaces the target whole: type (webhook), url (a secret one whole "
+        "as ${NAME}), secret (only as ${NAME}, one of notify's target secrets: a missing one is "
+        "warned of), timeout_s, enabled, rules (lists, cameras, zones, "
         "directions, min_confidence, timezone, active_hours, cooldown_s); see README.md, "
         "Notifications. A bad file is refused whole, each problem named.\n\n" + SETTINGS_EXIT_CODES
     ),
@@ -98,14 +99,21 @@ def targets_set(
     ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = TARGETS_TOPIC_OPTION,
+    status_topic: str = typer.Option(
+        "notify-status",
+        "--status-topic",
+        envvar="STREAM_WORKER_NOTIFY_STATUS_TOPIC",
+        help="Where notify says which target secrets it has (names only): a missing one is warned of.",
+    ),
     client_config: list[str] = SETTINGS_CONFIG_OPTION,
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
-    """Define a target from a file (replaces any target of that name)."""
+    """Define a target from a file (replaces any target of that name); warns of a secret it names
+    that notify lacks."""
     from stream_worker.notify.commands import set_target
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(set_target(connection, name, file, typer.echo, echo_err))
+    raise typer.Exit(set_target(connection, name, file, typer.echo, echo_err, status_topic))
 
 
 @targets_app.command(

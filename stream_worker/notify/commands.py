@@ -11,7 +11,14 @@ from pathlib import Path
 import orjson
 from confluent_kafka import KafkaException
 
-from stream_worker.contracts.notify import NotifyTarget, NotifyTargetError, parse_target_text
+from stream_worker.contracts.notify import (
+    STATUS_KEY,
+    NotifyTarget,
+    NotifyTargetError,
+    decode_status,
+    parse_target_text,
+    secret_names,
+)
 from stream_worker.notify.targets import (
     TargetsSnapshot,
     TargetsStoreError,
@@ -28,6 +35,7 @@ from stream_worker.service.commands import (
     Echo,
     read_settings_topic,
 )
+from stream_worker.service.compacted import CompactedTopicError, read_compacted
 
 
 def load_target_file(path: Path) -> NotifyTarget:
@@ -40,8 +48,14 @@ def load_target_file(path: Path) -> NotifyTarget:
     return parse_target_text(text, source)
 
 
-def set_target(connection: Connection, name: str, path: Path, out: Echo, err: Echo) -> int:
-    """Check the file whole, then store it as the target `name` (replacing any it had)."""
+STATUS_TOPIC = "notify-status"
+
+
+def set_target(
+    connection: Connection, name: str, path: Path, out: Echo, err: Echo, status_topic: str = STATUS_TOPIC
+) -> int:
+    """Check the file whole, then store it as the target `name` (replacing any it had); warn when a
+    secret it names is one that notify says it lacks."""
     try:
         name = validate_name(name)
         target = load_target_file(path)
@@ -61,7 +75,38 @@ def set_target(connection: Connection, name: str, path: Path, out: Echo, err: Ec
         err(f"error: {error}")
         return BROKER_FAILED
     out(f"set {name}: {summary(target)}")
+    warning = missing_secrets(connection, status_topic, target)
+    if warning is not None:
+        err(f"warning: {warning}")
     return OK
+
+
+def missing_secrets(connection: Connection, status_topic: str, target: NotifyTarget) -> str | None:
+    """What to say when notify (its `notify-status` record: the names of its target secrets) lacks
+    a secret the target names, or cannot say; None when it has them all."""
+    names = secret_names(target)
+    if not names:
+        return None
+    try:
+        snapshot = read_compacted(
+            connection.bootstrap_servers, status_topic, decode_status, connection.config, connection.timeout_s
+        )
+    except (CompactedTopicError, KafkaException) as error:
+        return f"could not ask which secrets notify has: {error}"
+    status = snapshot.values.get(STATUS_KEY)
+    if status is None:
+        return (
+            f"notify has not said which secrets it has (not started yet?): {', '.join(names)} must be in "
+            "its secrets file (or STREAM_WORKER_SECRET_<NAME>)"
+        )
+    missing = status.missing(target)
+    if not missing:
+        return None
+    problem = f"; its secrets file is refused: {status.secrets_problem}" if status.secrets_problem else ""
+    return (
+        f"notify has no secret {', '.join(missing)}: this target's deliveries are held until it is in "
+        f"notify's secrets file (or STREAM_WORKER_SECRET_<NAME>){problem}"
+    )
 
 
 def get_target(connection: Connection, name: str, out: Echo, err: Echo) -> int:

@@ -80,6 +80,12 @@ class NotifySettings(ServiceSettings):
         description='Compacted topic of the console\'s "send a test" requests (NotifyTest by target '
         "name): each new one, while this service runs, is a test alert delivered to that target.",
     )
+    status_topic: str = Field(
+        "notify-status",
+        min_length=1,
+        description="Compacted topic where the service says which target secrets it has (their names, "
+        "never a value), so that `notify targets set` and the console warn of a missing one.",
+    )
     allow_private_targets: bool = Field(
         False,
         description="Deliver to targets whose address is loopback, private, link-local or a cloud "
@@ -138,11 +144,12 @@ class NotifySettings(ServiceSettings):
             self.dlq_topic,
             self.deliveries_topic,
             self.tests_topic,
+            self.status_topic,
         }
-        if len(topics) != 7:
+        if len(topics) != 8:
             raise ValueError(
                 "--input-topic, --sightings-topic, --watchlist-topic, --targets-topic, --dlq-topic, "
-                "--deliveries-topic and --tests-topic must be seven different topics"
+                "--deliveries-topic, --tests-topic and --status-topic must be eight different topics"
             )
         if self.sightings_group_id == self.group_id:
             raise ValueError("--sightings-group-id must differ from --group-id")

@@ -18,16 +18,18 @@ from confluent_kafka import Producer
 from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets, wait_until
 from store_records import FAKE_JPEG, T0, plate_sighting, sighting_id
 from support import serve_http
+from typer.testing import CliRunner, Result
 
+from stream_worker.cli import app
 from stream_worker.contracts import Box, PlateAlert, Source
 from stream_worker.contracts.alerts import MatchKind
-from stream_worker.contracts.notify import NotifyDelivery, NotifyTest, parse_target
+from stream_worker.contracts.notify import NotifyDelivery, NotifyTest, decode_status, parse_target
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.launchers.broker import create_topics
 from stream_worker.launchers.mosquitto import Mosquitto, Subscriber
 from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
-from stream_worker.notify.targets import write_target
-from stream_worker.service.compacted import write_compacted
+from stream_worker.notify.targets import read_targets, write_target
+from stream_worker.service.compacted import read_compacted, write_compacted
 from stream_worker.store.web.delivery_log import recent_deliveries
 from stream_worker.watchlists.topic import write_changes
 from tests.notify.receivers import SECRET, Hook
@@ -557,3 +559,38 @@ def test_secrets_change_without_a_restart_and_a_missing_one_holds_deliveries(
     assert set(hook.paths) == {"/services/T0/B0/ChatPathToken"} and hook.bad_signatures == 0
     text = service.log_path.read_text().lower()
     assert "chatpathtoken" not in text and "s3cret" not in text
+
+
+def test_targets_set_warns_of_a_secret_that_notify_lacks(
+    kafka_bootstrap, topics, start_notify, unique_name, tmp_path
+) -> None:
+    """notify says which target secrets it has (names only, on the status topic); `targets set`
+    warns of a target naming one it lacks, before any alert is held, and stores it all the same."""
+    status_topic = f"{unique_name}-status"
+    secrets = tmp_path / "notify-secrets.env"
+    secrets.write_text(f"HOOK_SECRET={SECRET}\n")
+    secrets.chmod(0o600)
+    service = start_notify("--secrets-file", str(secrets), "--status-topic", status_topic)
+    service.wait_ready(WAIT_S)
+    runner = CliRunner()
+
+    def set_target_file(name: str, text: str) -> Result:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        args = ["notify", "targets", "set", name, "--file", str(path), "--status-topic", status_topic]
+        args += ["--bootstrap-servers", kafka_bootstrap, "--topic", topics.targets, "--timeout", "10"]
+        return runner.invoke(app, args)
+
+    def has_status() -> bool:
+        return bool(read_compacted(kafka_bootstrap, status_topic, decode_status).values)
+
+    wait_until(has_status, "notify did not say which secrets it has", service)
+    good = set_target_file("good", "type: webhook\nurl: https://a.example/x\nsecret: ${HOOK_SECRET}\n")
+    assert good.exit_code == 0 and "warning" not in good.output, good.output
+    lacking = set_target_file("lacking", "type: webhook\nurl: ${CHAT_URL}\nsecret: ${HOOK_SECRET}\n")
+    assert lacking.exit_code == 0, lacking.output
+    assert "warning: notify has no secret CHAT_URL" in lacking.output and "held" in lacking.output
+    assert set(read_targets(kafka_bootstrap, topics.targets).values) == {"good", "lacking"}
+    [status] = read_compacted(kafka_bootstrap, status_topic, decode_status).values.values()
+    assert status.secrets == ("HOOK_SECRET", SECRET_ENV) and SECRET not in status.model_dump_json()
+    assert service.stop() == 0

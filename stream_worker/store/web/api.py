@@ -87,6 +87,9 @@ class CameraState(BaseModel):
 class Target(BaseModel):
     name: str
     target: NotifyTarget
+    # The secrets it names that notify says it lacks (its deliveries are held); None: notify has not
+    # said (not started yet).
+    missing_secrets: list[str] | None = None
 
 
 class SentTest(BaseModel):
@@ -386,7 +389,12 @@ def target_or_422(data: dict[str, Any] | str) -> NotifyTarget:
 @router.get("/notify/targets", response_model=list[Target])
 def list_targets(user: Reader, store: Store) -> list[Target]:
     """The targets as stored: secrets as their ${NAME} references only (never resolved here)."""
-    return [Target(name=name, target=target) for name, target in store.notify_targets().items()]
+    targets = store.notify_targets()
+    missing = store.missing_secrets(targets) or {}
+    return [
+        Target(name=name, target=target, missing_secrets=missing.get(name))
+        for name, target in targets.items()
+    ]
 
 
 @router.put("/notify/targets/{name}", response_model=Target)
@@ -395,7 +403,8 @@ def put_target(name: str, user: Admin, store: Store, target: Annotated[dict[str,
     name = target_name_or_422(name)
     parsed = target_or_422(target)
     store.set_notify_target(user, name, parsed)
-    return Target(name=name, target=parsed)
+    missing = (store.missing_secrets({name: parsed}) or {}).get(name)
+    return Target(name=name, target=parsed, missing_secrets=missing)
 
 
 @router.delete("/notify/targets/{name}", response_model=Changed)

@@ -20,6 +20,7 @@ from stream_worker.cameras.status import CameraStatus
 from stream_worker.contracts.notify import (
     DeliveryOutcome,
     NotifyDelivery,
+    NotifyStatus,
     NotifyTest,
     decode_record,
 )
@@ -240,3 +241,31 @@ def test_a_secret_url_is_stored_only_as_a_reference_and_a_viewer_sees_no_secret_
     [shown] = _api(console, "vic").get("/api/notify/targets").json()
     assert shown["target"]["url"] == "${SLACK_WEBHOOK_URL}"
     assert "${SLACK_WEBHOOK_URL}" in viewer.get("/notifications").text
+
+
+def test_the_console_warns_of_a_secret_that_notify_lacks(console: Console, kafka_bootstrap: str) -> None:
+    """From notify's status record (the names of its target secrets, as the service writes it): a
+    target naming a secret notify lacks is flagged in the API, on the page and when saved."""
+    api = _api(console, "ada")
+    assert (
+        api.put("/api/notify/targets/gate", json={"type": "webhook", "url": "https://a.example"}).json()[
+            "missing_secrets"
+        ]
+        is None
+    )  # notify has not said yet
+    status = NotifyStatus(secrets=("GATE_SECRET",), at=datetime.now(UTC))
+    write_compacted(kafka_bootstrap, console.settings.notify_status_topic, [(b"notify", status.to_json())])
+    saved = api.put(
+        "/api/notify/targets/chat", json={"type": "webhook", "url": "${CHAT_URL}", "secret": "${GATE_SECRET}"}
+    )
+    assert saved.status_code == 200 and saved.json()["missing_secrets"] == ["CHAT_URL"], saved.text
+    listed = {t["name"]: t["missing_secrets"] for t in _api(console, "vic").get("/api/notify/targets").json()}
+    assert listed == {"chat": ["CHAT_URL"], "gate": []}
+    admin, token = signed_in(console.app, "ada")
+    page = admin.post(
+        "/notifications/targets",
+        data={"csrf_token": token, "name": "mail", "target": GATE_YAML.replace("GATE_SECRET", "MAIL_SECRET")},
+        follow_redirects=True,
+    ).text
+    assert "Notify has no secret MAIL_SECRET" in page
+    assert "missing where notify runs: CHAT_URL" in admin.get("/notifications").text
