@@ -28,6 +28,9 @@ Guarantees and how they are kept:
   test alert (trial.py) on that target's lane, past its rules and cooldown; it holds back no
   offset and is never dead-lettered, only logged. Requests made while the service was down are
   not sent when it starts (read as the baseline).
+- Replays (`notify dlq replay`, replays.py): each record of `--replays-topic` is its dead letter
+  sent again to its target's lane, same event id, past its rules; it holds back no offset (the
+  dead letter stays in the DLQ) and one that fails again is dead-lettered again.
 - Rebalance and SIGTERM/SIGINT: what settles within the drain time is committed; the rest is
   left uncommitted and delivered again by whoever reads the partition next.
 """
@@ -43,7 +46,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from pydantic import ValidationError
 
 from stream_worker.contracts import PlateAlert, PlateSighting
@@ -66,6 +69,9 @@ from stream_worker.notify.metrics import NotifyMetrics
 from stream_worker.notify.mqtt import MqttSender
 from stream_worker.notify.pictures import alert_picture_url, sighting_picture_url, with_picture_url
 from stream_worker.notify.progress import Progress
+from stream_worker.notify.replays import EVENT_HEADER as REPLAY_EVENT_HEADER
+from stream_worker.notify.replays import KIND_HEADER as REPLAY_KIND_HEADER
+from stream_worker.notify.replays import ensure_topic as ensure_replays_topic
 from stream_worker.notify.rules import (
     Cooldown,
     EventKind,
@@ -153,6 +159,14 @@ class NotifyService(LoopService):
             name="test requests",
         )
         self.trials_sent: dict[str, str] = {}  # target -> the last test_id seen (sent or baseline)
+        self.replays = Consumer(
+            {
+                **kafka.consumer_config(settings, f"{settings.group_id}-replays"),
+                "auto.offset.reset": "earliest",
+            }
+        )
+        self.replays_subscribed = False
+        self.replays_tried_at = float("-inf")
         self.status_said: tuple[tuple[str, ...], str | None] | None = None  # (names, problem) published
         self.status_checked_at = float("-inf")
         self.allowed = Matcher({}, settings.allow_max_distance, WatchKind.ALLOW)
@@ -192,6 +206,7 @@ class NotifyService(LoopService):
             "deliveries_topic": self.settings.deliveries_topic,
             "tests_topic": self.settings.tests_topic,
             "status_topic": self.settings.status_topic,
+            "replays_topic": self.settings.replays_topic,
             "group_id": self.settings.group_id,
             "sightings_group_id": self.settings.sightings_group_id,
             "allow_private_targets": self.settings.allow_private_targets,
@@ -217,6 +232,7 @@ class NotifyService(LoopService):
             self._follow_watchlist()
         if self.trials.poll():
             self._send_trials()
+        self._take_replays()
         for record in self.alerts.consumer.consume(CONSUME_CHUNK, POLL_S):
             self._accept_alert(record)
         for record in self.sightings.consumer.consume(CONSUME_CHUNK, 0):
@@ -268,6 +284,10 @@ class NotifyService(LoopService):
             self.sightings.consumer.close()
         except KafkaException as error:
             log.warning("could not leave the sightings group cleanly", extra={"error": str(error)})
+        try:
+            self.replays.close()
+        except KafkaException as error:
+            log.warning("could not leave the replays group cleanly", extra={"error": str(error)})
         self.targets.close()
         self.watchlist.close()
         self.trials.close()
@@ -345,6 +365,57 @@ class NotifyService(LoopService):
                 )
             )
             log.info("test alert queued", extra={"target": name, "event_id": alert.alert_id})
+
+    def _take_replays(self) -> None:
+        """Each new replay request (a dead letter to send again) onto its target's lane."""
+        if not self.replays_subscribed:
+            if not self._replays_due():
+                return
+            try:
+                ensure_replays_topic(
+                    self.settings.bootstrap_servers,
+                    self.settings.replays_topic,
+                    self.settings.kafka_config,
+                    10.0,
+                )
+            except (CompactedTopicError, KafkaException) as error:
+                log.warning("cannot read the replays topic yet", extra={"error": str(error)})
+                return
+            finally:
+                self.loop_clock.tick()
+            self.replays.subscribe([self.settings.replays_topic])
+            self.replays_subscribed = True
+        messages = self.replays.consume(100, 0)
+        for message in messages:
+            if message.error() is None:
+                self._replay(message)
+        if messages:
+            self.replays.commit(asynchronous=True)
+
+    def _replays_due(self) -> bool:
+        now = time.monotonic()
+        if now - self.replays_tried_at < LOAD_RETRY_S:
+            return False
+        self.replays_tried_at = now
+        return True
+
+    def _replay(self, message: Message) -> None:
+        name = (message.key() or b"").decode("utf-8", "replace")
+        headers = dict(message.headers() or ())
+        event_id = (headers.get(REPLAY_EVENT_HEADER) or b"").decode("utf-8", "replace")
+        try:
+            kind = EventKind((headers.get(REPLAY_KIND_HEADER) or b"").decode("utf-8", "replace"))
+        except ValueError:
+            log.warning("skipped a replay that names no event kind", extra={"target": name})
+            return
+        lane = self.lanes.get(name)
+        if lane is None or not event_id:
+            log.warning("replay for a target that is absent or disabled: not sent", extra={"target": name})
+            return
+        now = datetime.now(UTC)
+        deadline = time.monotonic() + self.settings.retry_budget_s
+        lane.put(Delivery(kind, name, event_id, message.value() or b"", 0, 0, 0, now, deadline, replay=True))
+        log.info("dead letter replayed", extra={"target": name, "event_id": event_id, "kind": kind.value})
 
     def _sender(self, name: str, target: NotifyTarget) -> Sender:
         """The lane's own sender (its own connections: a hanging target holds none of another's)."""
@@ -490,16 +561,18 @@ class NotifyService(LoopService):
             self._settle_trial(outcome)
             return
         source = self.inputs[source_of(delivery.kind)]
-        if not self._current(delivery):
+        if not delivery.replay and not self._current(delivery):
             return  # its partition was revoked meanwhile: whoever owns it now delivers it again
         if outcome.ok:
             self.metrics.sent.labels(delivery.target).inc()
             self.metrics.latency.labels(delivery.target).observe(outcome.seconds)
-            source.progress.settle(delivery.partition, delivery.offset)
+            if not delivery.replay:
+                source.progress.settle(delivery.partition, delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.SENT)
         elif outcome.dropped:
             self.metrics.dropped.labels(delivery.target).inc()
-            source.progress.settle(delivery.partition, delivery.offset)
+            if not delivery.replay:
+                source.progress.settle(delivery.partition, delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.DROPPED)
         else:
             log.warning(
@@ -556,7 +629,7 @@ class NotifyService(LoopService):
             (KIND_HEADER, delivery.kind.value.encode()),
             (ATTEMPTS_HEADER, str(delivery.attempts).encode()),
             (DeadLetterHeader.DETAIL.value, (outcome.error or "").encode()),
-            (DeadLetterHeader.SOURCE_TOPIC.value, self.inputs[source_of(delivery.kind)].topic.encode()),
+            (DeadLetterHeader.SOURCE_TOPIC.value, self._source_topic(delivery).encode()),
             (DeadLetterHeader.SOURCE_PARTITION.value, str(delivery.partition).encode()),
             (DeadLetterHeader.SOURCE_OFFSET.value, str(delivery.offset).encode()),
         ]
@@ -565,11 +638,15 @@ class NotifyService(LoopService):
         record = OutputRecord(self.settings.dlq_topic, delivery.event_id.encode(), delivery.body, headers)
         self.publisher.publish(record, lambda error: self._dead_lettered(outcome, error))
 
+    def _source_topic(self, delivery: Delivery) -> str:
+        return self.settings.replays_topic if delivery.replay else self.inputs[source_of(delivery.kind)].topic
+
     def _dead_lettered(self, outcome: Outcome, error: KafkaError | None) -> None:
         delivery = outcome.delivery
         if error is None:
             self.metrics.failed.labels(delivery.target).inc()
-            self.inputs[source_of(delivery.kind)].progress.settle(delivery.partition, delivery.offset)
+            if not delivery.replay:
+                self.inputs[source_of(delivery.kind)].progress.settle(delivery.partition, delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.FAILED)
             return
         self.metrics.publish_errors.inc()
@@ -580,7 +657,7 @@ class NotifyService(LoopService):
             "broker refused a dead letter, publishing it again",
             extra={"event_id": delivery.event_id, "error": error.str()},
         )
-        if self._current(delivery):
+        if delivery.replay or self._current(delivery):
             self._dead_letter(outcome)
 
     # --- rebalance -------------------------------------------------------------------------

@@ -6,6 +6,8 @@ nothing written). What they print is what is stored: secrets only as their ${NAM
 
 from __future__ import annotations
 
+from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -19,6 +21,7 @@ from stream_worker.contracts.notify import (
     parse_target_text,
     secret_names,
 )
+from stream_worker.notify.replays import choose, publish_replays, read_dead_letters
 from stream_worker.notify.targets import (
     TargetsSnapshot,
     TargetsStoreError,
@@ -186,3 +189,40 @@ def _read(connection: Connection, err: Echo) -> TargetsSnapshot | None:
 
 def _row(name: str, kind: str, enabled: str, address: str) -> str:
     return f"{name:<24} {kind:<8} {enabled:<8} {address}".rstrip()
+
+
+def replay(
+    connection: Connection, replays_topic: str, target: str | None, since: str | None, out: Echo, err: Echo
+) -> int:
+    """Send the dead letters (of `target`, since `since`) again, with their event ids: each onto the
+    replays topic, which the notify service delivers from (replays.py)."""
+    try:
+        since_at = parse_time(since) if since else None
+    except ValueError:
+        err(f"error: --since {since!r} is not an ISO 8601 time (e.g. 2026-12-06T10:00:00Z)")
+        return BAD_INPUT
+    try:
+        letters = read_dead_letters(
+            connection.bootstrap_servers, connection.topic, connection.config, connection.timeout_s
+        )
+        chosen = choose(letters, target, since_at)
+        if chosen:
+            publish_replays(
+                connection.bootstrap_servers, replays_topic, chosen, connection.config, connection.timeout_s
+            )
+    except (TargetsStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return BROKER_FAILED
+    counts = Counter(letter.target for letter in chosen)
+    detail = ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+    out(
+        f"replayed {len(chosen)} dead letter(s) of {len(letters)} on {connection.topic}"
+        + (f": {detail}" if detail else "")
+    )
+    return OK
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time; UTC when it names no offset."""
+    at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)

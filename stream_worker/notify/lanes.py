@@ -66,6 +66,7 @@ class Delivery:
     attempts: int = 0
     trial: bool = False  # the console's "send a test": holds back no offset, never dead-lettered
     held_mark: float = 0.0  # the lane's held time when it was queued: its budget stops while held
+    replay: bool = False  # a dead letter sent again (replays.py): holds back no offset
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,6 +86,12 @@ class NotifySettings(ServiceSettings):
         description="Compacted topic where the service says which target secrets it has (their names, "
         "never a value), so that `notify targets set` and the console warn of a missing one.",
     )
+    replays_topic: str = Field(
+        "notify.replays",
+        min_length=1,
+        description="Dead letters sent again (`notify dlq replay`), read in the group --group-id + "
+        "'-replays': each goes to its target with the same event id.",
+    )
     allow_private_targets: bool = Field(
         False,
         description="Deliver to targets whose address is loopback, private, link-local or a cloud "
@@ -145,11 +151,13 @@ class NotifySettings(ServiceSettings):
             self.deliveries_topic,
             self.tests_topic,
             self.status_topic,
+            self.replays_topic,
         }
-        if len(topics) != 8:
+        if len(topics) != 9:
             raise ValueError(
                 "--input-topic, --sightings-topic, --watchlist-topic, --targets-topic, --dlq-topic, "
-                "--deliveries-topic, --tests-topic and --status-topic must be eight different topics"
+                "--deliveries-topic, --tests-topic, --status-topic and --replays-topic must be nine "
+                "different topics"
             )
         if self.sightings_group_id == self.group_id:
             raise ValueError("--sightings-group-id must differ from --group-id")

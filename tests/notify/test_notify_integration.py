@@ -594,3 +594,42 @@ def test_targets_set_warns_of_a_secret_that_notify_lacks(
     [status] = read_compacted(kafka_bootstrap, status_topic, decode_status).values.values()
     assert status.secrets == ("HOOK_SECRET", SECRET_ENV) and SECRET not in status.model_dump_json()
     assert service.stop() == 0
+
+
+def test_dlq_replay_sends_a_targets_dead_letters_again_with_their_event_ids(
+    kafka_bootstrap, topics, start_notify, unique_name
+) -> None:
+    gate, other = Hook(mode="fail"), Hook(mode="fail")
+    replays_topic = f"{unique_name}-replays"
+    runner = CliRunner()
+
+    def replay(*args: str) -> Result:
+        common = ["--dlq-topic", topics.dlq, "--replays-topic", replays_topic]
+        common += ["--bootstrap-servers", kafka_bootstrap, "--timeout", "20"]
+        return runner.invoke(app, ["notify", "dlq", "replay", *args, *common])
+
+    with serve_http(gate.handler()) as gate_port, serve_http(other.handler()) as other_port:
+        set_target(kafka_bootstrap, topics.targets, "gate", gate_port)
+        set_target(kafka_bootstrap, topics.targets, "other", other_port)
+        service = start_notify("--retry-budget-s", "1", "--replays-topic", replays_topic)
+        service.wait_ready(WAIT_S)
+        sent = alerts(3)
+        produce(kafka_bootstrap, topics.alerts, sent)
+        ids = {alert.alert_id for alert in sent}
+        dlq = TopicReader(kafka_bootstrap, topics.dlq, PARTITIONS)
+        try:
+            wait_until(lambda: dlq.poll(0.2) or len(dlq.records) >= 6, "no dead letters", service, 60)
+        finally:
+            dlq.close()
+        gate.healed.set()
+        other.healed.set()
+        later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+        none = replay("--target", "gate", "--since", later)
+        assert none.exit_code == 0 and "replayed 0 dead letter(s)" in none.output, none.output
+        replayed = replay("--target", "gate")
+        assert replayed.exit_code == 0 and "replayed 3 dead letter(s)" in replayed.output, replayed.output
+        wait_until(lambda: set(gate.acknowledged) == ids, "the dead letters were not sent again", service)
+        time.sleep(2)
+        assert service.stop() == 0
+    assert other.acknowledged == []  # another target's dead letters are not replayed
+    assert Counter(gate.acknowledged) == Counter(ids) and gate.bad_signatures == 0
