@@ -475,13 +475,17 @@ def secret_names(target: NotifyTarget) -> list[str]:
 class NotifyStatus(BaseModel):
     """What the notify service says of itself on the compacted `notify-status` topic (key `notify`):
     the NAMES of the target secrets it has (never a value), so that `notify targets set` and the
-    console warn of a target naming one it lacks."""
+    console warn of a target naming one it lacks; and the dead letters of each target."""
 
     model_config = ConfigDict(title="NotifyStatus", extra="forbid", frozen=True)
 
     secrets: tuple[str, ...] = Field((), max_length=MAX_SECRET_NAMES, description="Names only, sorted.")
     secrets_problem: str | None = Field(
         None, max_length=500, description="Why its secrets file is not used (readable by others...), if not."
+    )
+    dead_letters: dict[str, int] = Field(
+        default_factory=dict,
+        description="Per target, the records on the DLQ: those there when notify started, and those since.",
     )
     at: datetime
 

@@ -41,6 +41,7 @@ import contextlib
 import logging
 import queue
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -72,6 +73,7 @@ from stream_worker.notify.progress import Progress
 from stream_worker.notify.replays import EVENT_HEADER as REPLAY_EVENT_HEADER
 from stream_worker.notify.replays import KIND_HEADER as REPLAY_KIND_HEADER
 from stream_worker.notify.replays import ensure_topic as ensure_replays_topic
+from stream_worker.notify.replays import read_dead_letters
 from stream_worker.notify.rules import (
     Cooldown,
     EventKind,
@@ -167,7 +169,10 @@ class NotifyService(LoopService):
         )
         self.replays_subscribed = False
         self.replays_tried_at = float("-inf")
-        self.status_said: tuple[tuple[str, ...], str | None] | None = None  # (names, problem) published
+        # (names, problem, dead letters) as last published; the dead letters per target, counted
+        # from the DLQ when the service starts, then as it dead-letters.
+        self.status_said: tuple[tuple[str, ...], str | None, tuple[tuple[str, int], ...]] | None = None
+        self.dead_letters: Counter[str] | None = None
         self.status_checked_at = float("-inf")
         self.allowed = Matcher({}, settings.allow_max_distance, WatchKind.ALLOW)
         self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s)
@@ -433,10 +438,15 @@ class NotifyService(LoopService):
         if now - self.status_checked_at < STATUS_CHECK_S:
             return
         self.status_checked_at = now
-        said = (tuple(self.secrets.names()), self.secrets.problem)
+        if self.dead_letters is None:
+            self.dead_letters = self._count_dead_letters()
+        counts = tuple(sorted(self.dead_letters.items()))
+        said = (tuple(self.secrets.names()), self.secrets.problem, counts)
         if said == self.status_said:
             return
-        status = NotifyStatus(secrets=said[0], secrets_problem=said[1], at=datetime.now(UTC))
+        status = NotifyStatus(
+            secrets=said[0], secrets_problem=said[1], dead_letters=dict(counts), at=datetime.now(UTC)
+        )
         try:
             write_compacted(
                 self.settings.bootstrap_servers,
@@ -449,8 +459,22 @@ class NotifyService(LoopService):
             return
         finally:
             self.loop_clock.tick()
+        if said[:2] != (self.status_said or ((), None))[:2]:
+            log.info("target secrets", extra={"names": list(said[0]), "problem": said[1]})
         self.status_said = said
-        log.info("target secrets", extra={"names": list(said[0]), "problem": said[1]})
+
+    def _count_dead_letters(self) -> Counter[str]:
+        """The dead letters per target on the DLQ now (read once, at the start)."""
+        try:
+            letters = read_dead_letters(
+                self.settings.bootstrap_servers, self.settings.dlq_topic, self.settings.kafka_config, 30.0
+            )
+        except (CompactedTopicError, KafkaException) as error:
+            log.warning("cannot count the dead letters: counting from now", extra={"error": str(error)})
+            return Counter()
+        finally:
+            self.loop_clock.tick()
+        return Counter(letter.target for letter in letters if letter.target)
 
     def _count_retry(self, name: str) -> None:
         self.metrics.retried.labels(name).inc()
@@ -645,6 +669,8 @@ class NotifyService(LoopService):
         delivery = outcome.delivery
         if error is None:
             self.metrics.failed.labels(delivery.target).inc()
+            if self.dead_letters is not None:
+                self.dead_letters[delivery.target] += 1
             if not delivery.replay:
                 self.inputs[source_of(delivery.kind)].progress.settle(delivery.partition, delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.FAILED)

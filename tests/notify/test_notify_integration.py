@@ -611,7 +611,10 @@ def test_dlq_replay_sends_a_targets_dead_letters_again_with_their_event_ids(
     with serve_http(gate.handler()) as gate_port, serve_http(other.handler()) as other_port:
         set_target(kafka_bootstrap, topics.targets, "gate", gate_port)
         set_target(kafka_bootstrap, topics.targets, "other", other_port)
-        service = start_notify("--retry-budget-s", "1", "--replays-topic", replays_topic)
+        status_topic = f"{unique_name}-status"
+        service = start_notify(
+            "--retry-budget-s", "1", "--replays-topic", replays_topic, "--status-topic", status_topic
+        )
         service.wait_ready(WAIT_S)
         sent = alerts(3)
         produce(kafka_bootstrap, topics.alerts, sent)
@@ -621,6 +624,16 @@ def test_dlq_replay_sends_a_targets_dead_letters_again_with_their_event_ids(
             wait_until(lambda: dlq.poll(0.2) or len(dlq.records) >= 6, "no dead letters", service, 60)
         finally:
             dlq.close()
+
+        def dead_letters() -> dict[str, int] | None:
+            status = read_compacted(kafka_bootstrap, status_topic, decode_status).values.get("notify")
+            return status.dead_letters if status is not None else None
+
+        wait_until(
+            lambda: dead_letters() == {"gate": 3, "other": 3},
+            "notify did not count the dead letters",
+            service,
+        )
         gate.healed.set()
         other.healed.set()
         later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()

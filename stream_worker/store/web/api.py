@@ -18,6 +18,7 @@ from stream_worker.cameras.status import STATUS_INTERVAL_S, CameraStatus, is_sta
 from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
 from stream_worker.contracts.notify import (
     NotifyDelivery,
+    NotifyStatus,
     NotifyTarget,
     NotifyTargetError,
     parse_target,
@@ -87,9 +88,10 @@ class CameraState(BaseModel):
 class Target(BaseModel):
     name: str
     target: NotifyTarget
-    # The secrets it names that notify says it lacks (its deliveries are held); None: notify has not
-    # said (not started yet).
+    # The secrets it names that notify says it lacks (its deliveries are held), and its dead letters
+    # on the DLQ; None: notify has not said (not started yet).
     missing_secrets: list[str] | None = None
+    dead_letters: int | None = None
 
 
 class SentTest(BaseModel):
@@ -389,12 +391,15 @@ def target_or_422(data: dict[str, Any] | str) -> NotifyTarget:
 @router.get("/notify/targets", response_model=list[Target])
 def list_targets(user: Reader, store: Store) -> list[Target]:
     """The targets as stored: secrets as their ${NAME} references only (never resolved here)."""
-    targets = store.notify_targets()
-    missing = store.missing_secrets(targets) or {}
-    return [
-        Target(name=name, target=target, missing_secrets=missing.get(name))
-        for name, target in targets.items()
-    ]
+    status = store.notify_status()
+    return [_target(name, target, status) for name, target in store.notify_targets().items()]
+
+
+def _target(name: str, target: NotifyTarget, status: NotifyStatus | None) -> Target:
+    if status is None:
+        return Target(name=name, target=target)
+    missing, dead = status.missing(target), status.dead_letters.get(name, 0)
+    return Target(name=name, target=target, missing_secrets=missing, dead_letters=dead)
 
 
 @router.put("/notify/targets/{name}", response_model=Target)
@@ -403,8 +408,7 @@ def put_target(name: str, user: Admin, store: Store, target: Annotated[dict[str,
     name = target_name_or_422(name)
     parsed = target_or_422(target)
     store.set_notify_target(user, name, parsed)
-    missing = (store.missing_secrets({name: parsed}) or {}).get(name)
-    return Target(name=name, target=parsed, missing_secrets=missing)
+    return _target(name, parsed, store.notify_status())
 
 
 @router.delete("/notify/targets/{name}", response_model=Changed)

@@ -18,7 +18,13 @@ from stream_worker.cameras.status import CameraStatus, decode_status
 from stream_worker.cameras.store import CamerasStoreError, read_cameras, remove_settings, write_settings
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.contracts.notify import STATUS_KEY as NOTIFY_STATUS_KEY
-from stream_worker.contracts.notify import NotifyDelivery, NotifyTarget, NotifyTest, decode_record
+from stream_worker.contracts.notify import (
+    NotifyDelivery,
+    NotifyStatus,
+    NotifyTarget,
+    NotifyTest,
+    decode_record,
+)
 from stream_worker.contracts.notify import decode_status as decode_notify_status
 from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.service.compacted import CompactedTopicError, read_compacted, write_compacted
@@ -195,9 +201,9 @@ class Backend:
             raise _broker_down(error) from None
         return dict(sorted(snapshot.values.items()))
 
-    def missing_secrets(self, targets: dict[str, NotifyTarget]) -> dict[str, list[str]] | None:
-        """Per target, the secrets it names that notify says it lacks (its `notify-status` record:
-        names only); None when notify has not said (not started yet) or the broker cannot tell."""
+    def notify_status(self) -> NotifyStatus | None:
+        """What notify says of itself (`notify-status`: the names of its target secrets, the dead
+        letters per target); None when it has not said (not started yet) or the broker cannot tell."""
         try:
             snapshot = read_compacted(
                 self.bootstrap_servers,
@@ -208,10 +214,7 @@ class Backend:
             )
         except (CompactedTopicError, KafkaException):
             return None
-        status = snapshot.values.get(NOTIFY_STATUS_KEY)
-        if status is None:
-            return None
-        return {name: status.missing(target) for name, target in targets.items()}
+        return snapshot.values.get(NOTIFY_STATUS_KEY)
 
     def set_notify_target(self, user: User, name: str, target: NotifyTarget) -> None:
         self._write(self.settings.notify_targets_topic, name, target.to_json())

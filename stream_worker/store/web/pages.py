@@ -357,7 +357,7 @@ def notifications_page(
         request,
         "notifications.html",
         targets=targets,
-        missing=store.missing_secrets(targets) or {},
+        status=store.notify_status(),
         shown={name: _indented(t) for name, t in targets.items()},
         deliveries=store.deliveries(DELIVERIES_SHOWN),
         edit_name=edit if editing is not None else "",
@@ -381,7 +381,8 @@ def target_set(
     name = target_name_or_422(name)
     parsed = target_or_422(target)
     store.set_notify_target(user, name, parsed)
-    missing = (store.missing_secrets({name: parsed}) or {}).get(name)
+    status = store.notify_status()
+    missing = status.missing(parsed) if status is not None else []
     warning = (
         f" Notify has no secret {', '.join(missing)}: its deliveries are held until it does."
         if missing

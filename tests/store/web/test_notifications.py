@@ -243,9 +243,12 @@ def test_a_secret_url_is_stored_only_as_a_reference_and_a_viewer_sees_no_secret_
     assert "${SLACK_WEBHOOK_URL}" in viewer.get("/notifications").text
 
 
-def test_the_console_warns_of_a_secret_that_notify_lacks(console: Console, kafka_bootstrap: str) -> None:
-    """From notify's status record (the names of its target secrets, as the service writes it): a
-    target naming a secret notify lacks is flagged in the API, on the page and when saved."""
+def test_the_console_warns_of_a_missing_secret_and_shows_dead_letters(
+    console: Console, kafka_bootstrap: str
+) -> None:
+    """From notify's status record (the names of its target secrets, its dead letters per target,
+    as the service writes it): a target naming a secret notify lacks is flagged in the API, on the
+    page and when saved; each target's dead-letter count is shown."""
     api = _api(console, "ada")
     assert (
         api.put("/api/notify/targets/gate", json={"type": "webhook", "url": "https://a.example"}).json()[
@@ -253,14 +256,17 @@ def test_the_console_warns_of_a_secret_that_notify_lacks(console: Console, kafka
         ]
         is None
     )  # notify has not said yet
-    status = NotifyStatus(secrets=("GATE_SECRET",), at=datetime.now(UTC))
+    status = NotifyStatus(secrets=("GATE_SECRET",), dead_letters={"chat": 7}, at=datetime.now(UTC))
     write_compacted(kafka_bootstrap, console.settings.notify_status_topic, [(b"notify", status.to_json())])
     saved = api.put(
         "/api/notify/targets/chat", json={"type": "webhook", "url": "${CHAT_URL}", "secret": "${GATE_SECRET}"}
     )
     assert saved.status_code == 200 and saved.json()["missing_secrets"] == ["CHAT_URL"], saved.text
-    listed = {t["name"]: t["missing_secrets"] for t in _api(console, "vic").get("/api/notify/targets").json()}
-    assert listed == {"chat": ["CHAT_URL"], "gate": []}
+    listed = {
+        t["name"]: (t["missing_secrets"], t["dead_letters"])
+        for t in _api(console, "vic").get("/api/notify/targets").json()
+    }
+    assert listed == {"chat": (["CHAT_URL"], 7), "gate": ([], 0)}
     admin, token = signed_in(console.app, "ada")
     page = admin.post(
         "/notifications/targets",
@@ -268,4 +274,6 @@ def test_the_console_warns_of_a_secret_that_notify_lacks(console: Console, kafka
         follow_redirects=True,
     ).text
     assert "Notify has no secret MAIL_SECRET" in page
-    assert "missing where notify runs: CHAT_URL" in admin.get("/notifications").text
+    shown = admin.get("/notifications").text
+    assert "missing where notify runs: CHAT_URL" in shown
+    assert '<td class="dead-letters">7</td>' in shown
