@@ -178,6 +178,7 @@ def targets_remove(
 
 dlq_app = typer.Typer(
     help="The dead letters (notify.dlq): what a target did not take; send them again.",
+    epilog="Example:\n\n  stream-worker notify dlq replay --target gate --since 2026-12-06T10:00:00Z",
     no_args_is_help=True,
 )
 notify_app.add_typer(dlq_app, name="dlq")
