@@ -51,15 +51,15 @@ def signature(body: bytes, secret: str) -> str:
 
 
 def url_secrets(stored: str, url: str) -> list[str]:
-    """A secret URL's parts to redact besides the whole (an error may quote the path or the query
-    alone); none for a URL in clear."""
+    """A secret URL's parts to redact besides the whole (an error may quote its user info, path or
+    query alone); none for a URL in clear."""
     if stored == url:
         return []
     parsed = httpx.URL(url) if "://" in url else None
     if parsed is None:
         return []
     path = parsed.raw_path.decode("ascii", "replace")
-    return [
+    return [parsed.userinfo.decode("ascii", "replace"), parsed.password or ""] + [
         part
         for part in (path, path.split("?", 1)[0], parsed.query.decode("ascii", "replace"))
         if len(part) > 1
