@@ -579,6 +579,8 @@ class NotifyService(LoopService):
     def _settle(self, outcome: Outcome) -> None:
         delivery = outcome.delivery
         if outcome.retrying:
+            if outcome.held:
+                self.metrics.held.labels(delivery.target).inc()
             self._log_delivery(outcome, DeliveryOutcome.HELD if outcome.held else DeliveryOutcome.RETRIED)
             return
         if delivery.trial:

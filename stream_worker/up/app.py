@@ -28,6 +28,7 @@ from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
 from stream_worker.notify.secrets import create_secrets_file
+from stream_worker.notify.secrets import file_problem as secrets_file_problem
 from stream_worker.service.compacted import CompactedTopicError
 from stream_worker.up import status as up_status
 from stream_worker.up import topics as up_topics
@@ -199,6 +200,9 @@ def run_up(options: UpOptions, console: Console | None = None) -> int:
     options.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     options.logs_dir.mkdir(exist_ok=True, mode=0o700)  # the store's log holds a first start's password
     create_secrets_file(options.secrets_path)  # the targets' secrets, added to it while up runs
+    problem = secrets_file_problem(options.secrets_path)
+    if problem is not None:
+        console.error(f"warning: {options.secrets_path} {problem}; notify refuses it until it is fixed")
     lock = up_status.DataDirLock(options.lock_path)
     try:
         lock.acquire()

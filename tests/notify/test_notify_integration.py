@@ -543,6 +543,7 @@ def test_secrets_change_without_a_restart_and_a_missing_one_holds_deliveries(
         service.wait_for_log(lambda line: "secrets file refused" in line.get("msg", ""), "the refusal")
         time.sleep(2)
         assert hook.received == []
+        assert service.metric('stream_worker_notify_held_total{target="chat"}') >= 1
         secrets.chmod(0o600)
         wait_until(lambda: set(hook.acknowledged) == ids, "the held alerts were not delivered", service)
         wait_until(
