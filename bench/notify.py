@@ -44,6 +44,7 @@ from stream_worker.contracts.notify import parse_target
 from stream_worker.launchers.broker import LocalBroker, create_topics, free_port
 from stream_worker.launchers.mosquitto import Mosquitto, MosquittoError, Subscriber
 from stream_worker.launchers.service import ServiceChild, ServiceStartError
+from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from stream_worker.notify.targets import write_target
 from stream_worker.notify.webhook import EVENT_HEADER, SIGNATURE_HEADER, signature
 
@@ -229,7 +230,7 @@ def run(args: argparse.Namespace, bootstrap: str, folder: Path) -> dict[str, Any
     }
     args_list = [part for flag, value in flags.items() for part in (flag, value)]
     service = ServiceChild("notify", [*args_list, "--allow-private-targets"], folder / "notify.log")
-    os.environ[SECRET_ENV] = SECRET  # the child inherits it
+    os.environ[SECRET_ENV_PREFIX + SECRET_ENV] = SECRET  # the child inherits it
     with receivers(arrivals, folder) as definitions:
         for target_name, definition in definitions.items():
             write_target(bootstrap, target_name, parse_target(definition), targets_topic)

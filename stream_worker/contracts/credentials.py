@@ -98,9 +98,10 @@ def resolve(url: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret replaced by ***, longest first (so a secret inside another goes too)."""
+    """`text` with every secret replaced by ***, longest first (so a secret inside another goes too),
+    whatever its letters' case: libraries lowercase what they print (an HTTP client, a URL's host)."""
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
+        text = re.sub(re.escape(secret), REDACTED, text, flags=re.IGNORECASE)
     return text
 
 

@@ -2,9 +2,11 @@
 `notify-targets`, read by `stream-worker notify`.
 
 A target says where an alert goes (`type` and its address) and which alerts are worth it (`rules`).
-Its secrets are never in the record: `secret` (and any secret part of `url`) are `${NAME}`
-references that the notify service resolves from its own environment, as camera source URLs do
-(credentials.py), so the topic, `notify targets get` and every log line show the reference only.
+Its secrets are never in the record: `secret`, `password` and a secret `url` (one that holds a
+secret in its path or query, written whole as one `${NAME}`) are references that the notify
+service resolves from its target secrets (its secrets file, `STREAM_WORKER_SECRET_<NAME>`), so the
+topic, `notify targets get`, the console and every log line show the reference only. A reference
+anywhere else (inside a URL, in its host) is refused.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from stream_worker.contracts.credentials import is_reference_only, url_problem
+from stream_worker.contracts.credentials import is_reference_only, references, url_problem
 from stream_worker.contracts.ids import Uuid
 from stream_worker.contracts.sightings import Direction
 
@@ -30,6 +32,13 @@ MAX_TIMEOUT_S = 60.0
 DEFAULT_TIMEOUT_S = 5.0
 TARGET_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 WEBHOOK_SCHEMES = ("http", "https")
+# URLs whose path or query is itself the credential (chat incoming webhooks, signed endpoints):
+# never stored in clear, only as a secret URL (url: ${NAME}).
+SECRET_URL = re.compile(
+    r"hooks\.slack\.com/(services|workflows|triggers)/|discord(app)?\.com/api/webhooks/"
+    r"|webhook\.office\.com/|\.logic\.azure\.com|[?&](code|sig|signature|sv|api[_-]?key)=",
+    re.IGNORECASE,
+)
 
 
 class TargetType(StrEnum):
@@ -179,8 +188,9 @@ class NotifyTarget(BaseModel):
         None,
         min_length=1,
         max_length=MAX_URL_LENGTH,
-        description="webhook: the http(s) URL POSTed to; a secret part of it written as ${NAME}.",
-        examples=["https://hooks.example.com/plates", "https://hooks.slack.com/services/${SLACK_PATH}"],
+        description="webhook: the http(s) URL POSTed to, in clear; or, when it holds a secret (a Slack or "
+        "Teams webhook, a ?code=), the whole URL as one ${NAME} of notify's target secrets.",
+        examples=["https://hooks.example.com/plates", "${SLACK_WEBHOOK_URL}"],
     )
     format: WebhookFormat | None = Field(
         None, description="webhook: json (default: the event's contract JSON), slack or teams (a message)."
@@ -188,7 +198,8 @@ class NotifyTarget(BaseModel):
     secret: str | None = Field(
         None,
         description="webhook: ${NAME} of the HMAC-SHA256 key the body is signed with "
-        "(X-Stream-Worker-Signature); NAME is read from the notify service's environment.",
+        "(X-Stream-Worker-Signature); NAME is one of notify's target secrets (its secrets file, or "
+        "STREAM_WORKER_SECRET_NAME).",
         examples=["${GATE_WEBHOOK_SECRET}"],
     )
     host: str | None = Field(
@@ -207,7 +218,7 @@ class NotifyTarget(BaseModel):
     )
     password: str | None = Field(
         None,
-        description="mqtt, email: ${NAME} of the password, read from the notify service's environment.",
+        description="mqtt, email: ${NAME} of the password, one of notify's target secrets.",
         examples=["${MQTT_PASSWORD}"],
     )
     sender: str | None = Field(None, max_length=254, description="email: the From address.")
@@ -241,7 +252,7 @@ class NotifyTarget(BaseModel):
     def _secret_is_reference(cls, value: str | None) -> str | None:
         if value is not None and not is_reference_only(value):
             raise ValueError(
-                "must be a ${NAME} reference, never the secret itself (set NAME in notify's env)"
+                "must be a ${NAME} reference, never the secret itself (NAME in notify's secrets file)"
             )
         return value
 
@@ -312,8 +323,23 @@ class NotifyTarget(BaseModel):
         return orjson.dumps(self.model_dump(mode="json", exclude_defaults=False))
 
 
+def is_secret_url(url: str) -> bool:
+    """Whether `url` is a secret URL: one ${NAME}, the whole URL being the secret."""
+    return is_reference_only(url) and len(references(url)) == 1 and url.count("${") == 1
+
+
 def webhook_url_problem(url: str) -> str | None:
-    """Why `url` cannot be a webhook's (not http(s), a secret in clear), or None."""
+    """Why `url` cannot be a webhook's (not http(s), a secret in clear, a reference inside it), or
+    None."""
+    if is_secret_url(url):
+        return None
+    if "${" in url:
+        return (
+            "has a ${NAME} inside it: a URL holding a secret is secret whole (its host, path and query): "
+            "put it in notify's secrets and write url: ${NAME}"
+        )
+    if SECRET_URL.search(url):
+        return "holds a secret in clear (a chat webhook's path, a signed query): write url: ${NAME}"
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme not in WEBHOOK_SCHEMES:
         return "must start with http:// or https://"
@@ -408,6 +434,7 @@ class NotifyTest(BaseModel):
 class DeliveryOutcome(StrEnum):
     SENT = "sent"  # the target acknowledged the event
     RETRIED = "retried"  # an attempt failed; another follows after the backoff
+    HELD = "held"  # a secret the target names is missing where notify runs: kept until it is set
     FAILED = "failed"  # given up (retry budget spent, or refused for good): in notify.dlq
     DROPPED = "dropped"  # the target was removed or disabled before it was delivered
 
@@ -429,3 +456,53 @@ class NotifyDelivery(BaseModel):
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json"))
+
+
+MAX_SECRET_NAMES = 1000
+STATUS_KEY = "notify"  # the key of the notify service's record on `notify-status`
+
+
+def secret_names(target: NotifyTarget) -> list[str]:
+    """The target secrets `target` names (its signing secret, password, secret URL), each once."""
+    fields = (
+        target.secret,
+        target.password,
+        target.url if target.url and is_secret_url(target.url) else None,
+    )
+    return list(dict.fromkeys(name for value in fields if value for name in references(value)))
+
+
+class NotifyStatus(BaseModel):
+    """What the notify service says of itself on the compacted `notify-status` topic (key `notify`):
+    the NAMES of the target secrets it has (never a value), so that `notify targets set` and the
+    console warn of a target naming one it lacks; and the dead letters of each target."""
+
+    model_config = ConfigDict(title="NotifyStatus", extra="forbid", frozen=True)
+
+    secrets: tuple[str, ...] = Field((), max_length=MAX_SECRET_NAMES, description="Names only, sorted.")
+    secrets_problem: str | None = Field(
+        None, max_length=500, description="Why its secrets file is not used (readable by others...), if not."
+    )
+    dead_letters: dict[str, int] = Field(
+        default_factory=dict,
+        description="Per target, the records on the DLQ: those there when notify started, and those since.",
+    )
+    at: datetime
+
+    def missing(self, target: NotifyTarget) -> list[str]:
+        """The secrets `target` names that notify does not have."""
+        return [name for name in secret_names(target) if name not in self.secrets]
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json"))
+
+
+def decode_status(key: bytes | None, value: bytes | None) -> tuple[str, NotifyStatus | None]:
+    """A `notify-status` record for the compacted readers; ValueError when it is not one."""
+    name = (key or b"").decode("utf-8", "replace")
+    if value is None:
+        return name, None
+    try:
+        return name, NotifyStatus.model_validate_json(value)
+    except ValidationError as error:
+        raise ValueError(f"not a NotifyStatus: {str(error)[:200]}") from None

@@ -69,6 +69,7 @@ from stream_worker.demo.webhook import SECRET_ENV, WebhookReceiver
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
+from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from stream_worker.service.compacted import CompactedTopicError
 from stream_worker.up.announcements import announcements
 
@@ -238,7 +239,7 @@ class Demo:
              "--deliveries-topic", topics.notify_deliveries, "--tests-topic", topics.notify_tests,
              "--allow-private-targets"],
             self.workdir,
-            env={SECRET_ENV: self.webhook.secret},
+            env={SECRET_ENV_PREFIX + SECRET_ENV: self.webhook.secret},
         )  # fmt: skip
         connector = connector_child(common, group, topics, self.workdir) if videos else None
         services = (store, worker, sightings, alerts, notify, *([connector] if connector is not None else []))

@@ -25,7 +25,7 @@ from stream_worker.notify.targets import write_target
 from stream_worker.notify.webhook import EVENT_HEADER, KIND_HEADER, SIGNATURE_HEADER, signature
 
 TARGET_NAME = "demo-webhook"
-SECRET_ENV = "STREAM_WORKER_DEMO_WEBHOOK_SECRET"
+SECRET_ENV = "DEMO_WEBHOOK_SECRET"  # in notify: STREAM_WORKER_SECRET_DEMO_WEBHOOK_SECRET
 PATH = "/hook"
 MAX_BODY_BYTES = 1 << 20
 

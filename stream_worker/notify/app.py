@@ -18,14 +18,19 @@ Guarantees and how they are kept:
 - A dead or slow target delays only its own lane; the others go on. Deliveries not settled are
   bounded by `--max-pending` (reading pauses), which a dead target reaches only if events come
   faster than `max-pending / retry-budget-s`.
-- Secrets: resolved in webhook.py, mqtt.py and mail.py only; errors are redacted there before they reach a
-  log line, a metric (never: targets are labelled by name) or a DLQ header.
+- Secrets: only the target secrets (secrets.py: the secrets file, read again when it changes, and
+  STREAM_WORKER_SECRET_* variables), resolved in webhook.py, mqtt.py and mail.py only; errors are
+  redacted there before they reach a log line, a metric (never: targets are labelled by name) or a
+  DLQ header. A delivery whose secret is missing is held (lanes.py), never dead-lettered for it.
 - The delivery log: each outcome (sent, retried, failed, dropped) is one NotifyDelivery record on
   `--deliveries-topic`, keyed by target, published best effort (a lost log line loses no alert).
 - "Send a test" (the console): a new NotifyTest on the compacted `--tests-topic` for a target is one
   test alert (trial.py) on that target's lane, past its rules and cooldown; it holds back no
   offset and is never dead-lettered, only logged. Requests made while the service was down are
   not sent when it starts (read as the baseline).
+- Replays (`notify dlq replay`, replays.py): each record of `--replays-topic` is its dead letter
+  sent again to its target's lane, same event id, past its rules; it holds back no offset (the
+  dead letter stays in the DLQ) and one that fails again is dead-lettered again.
 - Rebalance and SIGTERM/SIGINT: what settles within the drain time is committed; the rest is
   left uncommitted and delivered again by whoever reads the partition next.
 """
@@ -36,19 +41,22 @@ import contextlib
 import logging
 import queue
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from pydantic import ValidationError
 
 from stream_worker.contracts import PlateAlert, PlateSighting
 from stream_worker.contracts.frames import DeadLetterHeader
 from stream_worker.contracts.notify import (
+    STATUS_KEY,
     DeliveryOutcome,
     NotifyDelivery,
+    NotifyStatus,
     NotifyTarget,
     NotifyTest,
     TargetType,
@@ -62,6 +70,10 @@ from stream_worker.notify.metrics import NotifyMetrics
 from stream_worker.notify.mqtt import MqttSender
 from stream_worker.notify.pictures import alert_picture_url, sighting_picture_url, with_picture_url
 from stream_worker.notify.progress import Progress
+from stream_worker.notify.replays import EVENT_HEADER as REPLAY_EVENT_HEADER
+from stream_worker.notify.replays import KIND_HEADER as REPLAY_KIND_HEADER
+from stream_worker.notify.replays import ensure_topic as ensure_replays_topic
+from stream_worker.notify.replays import read_dead_letters
 from stream_worker.notify.rules import (
     Cooldown,
     EventKind,
@@ -72,13 +84,14 @@ from stream_worker.notify.rules import (
     sighting_facts,
     source_of,
 )
+from stream_worker.notify.secrets import Secrets
 from stream_worker.notify.settings import NotifySettings, load_settings
 from stream_worker.notify.trial import decode_test, trial_alert
 from stream_worker.notify.webhook import WebhookSender
 from stream_worker.plates.matching import Matcher
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
-from stream_worker.service.compacted import CompactedFollower, CompactedTopicError
+from stream_worker.service.compacted import CompactedFollower, CompactedTopicError, write_compacted
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
@@ -97,6 +110,7 @@ KIND_HEADER = "notify.kind"
 ATTEMPTS_HEADER = "notify.attempts"
 STATUS_HEADER = "notify.status"
 TOP_CANDIDATES = 3  # a sighting's best texts matched against the allow lists (its voted text too)
+STATUS_CHECK_S = 1.0  # how often the secrets' names are compared with those last published
 
 
 @dataclass
@@ -118,6 +132,7 @@ class NotifyService(LoopService):
         super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
         self.metrics = NotifyMetrics()
+        self.secrets = Secrets(settings.secrets_file)
         self.loop_clock = LoopClock()
         # First, so that a busy --metrics-port fails before anything connects anywhere.
         self.http = HealthServer(
@@ -146,6 +161,19 @@ class NotifyService(LoopService):
             name="test requests",
         )
         self.trials_sent: dict[str, str] = {}  # target -> the last test_id seen (sent or baseline)
+        self.replays = Consumer(
+            {
+                **kafka.consumer_config(settings, f"{settings.group_id}-replays"),
+                "auto.offset.reset": "earliest",
+            }
+        )
+        self.replays_subscribed = False
+        self.replays_tried_at = float("-inf")
+        # (names, problem, dead letters) as last published; the dead letters per target, counted
+        # from the DLQ when the service starts, then as it dead-letters.
+        self.status_said: tuple[tuple[str, ...], str | None, tuple[tuple[str, int], ...]] | None = None
+        self.dead_letters: Counter[str] | None = None
+        self.status_checked_at = float("-inf")
         self.allowed = Matcher({}, settings.allow_max_distance, WatchKind.ALLOW)
         self.backoff = Backoff(settings.initial_backoff_s, settings.max_backoff_s)
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
@@ -182,9 +210,13 @@ class NotifyService(LoopService):
             "dlq_topic": self.settings.dlq_topic,
             "deliveries_topic": self.settings.deliveries_topic,
             "tests_topic": self.settings.tests_topic,
+            "status_topic": self.settings.status_topic,
+            "replays_topic": self.settings.replays_topic,
             "group_id": self.settings.group_id,
             "sightings_group_id": self.settings.sightings_group_id,
             "allow_private_targets": self.settings.allow_private_targets,
+            "secrets_file": str(self.settings.secrets_file) if self.settings.secrets_file else None,
+            "secret_names": self.secrets.names(),
             "kafka_config": self.settings.redacted_kafka_config(),
         }
 
@@ -198,12 +230,14 @@ class NotifyService(LoopService):
         if not self.trials.loaded:
             self._load(self.trials, self._baseline_trials)
             return
+        self._say_status()
         if self.targets.poll():
             self._follow_targets()
         if self.watchlist.poll():
             self._follow_watchlist()
         if self.trials.poll():
             self._send_trials()
+        self._take_replays()
         for record in self.alerts.consumer.consume(CONSUME_CHUNK, POLL_S):
             self._accept_alert(record)
         for record in self.sightings.consumer.consume(CONSUME_CHUNK, 0):
@@ -255,6 +289,10 @@ class NotifyService(LoopService):
             self.sightings.consumer.close()
         except KafkaException as error:
             log.warning("could not leave the sightings group cleanly", extra={"error": str(error)})
+        try:
+            self.replays.close()
+        except KafkaException as error:
+            log.warning("could not leave the replays group cleanly", extra={"error": str(error)})
         self.targets.close()
         self.watchlist.close()
         self.trials.close()
@@ -333,14 +371,110 @@ class NotifyService(LoopService):
             )
             log.info("test alert queued", extra={"target": name, "event_id": alert.alert_id})
 
+    def _take_replays(self) -> None:
+        """Each new replay request (a dead letter to send again) onto its target's lane."""
+        if not self.replays_subscribed:
+            if not self._replays_due():
+                return
+            try:
+                ensure_replays_topic(
+                    self.settings.bootstrap_servers,
+                    self.settings.replays_topic,
+                    self.settings.kafka_config,
+                    10.0,
+                )
+            except (CompactedTopicError, KafkaException) as error:
+                log.warning("cannot read the replays topic yet", extra={"error": str(error)})
+                return
+            finally:
+                self.loop_clock.tick()
+            self.replays.subscribe([self.settings.replays_topic])
+            self.replays_subscribed = True
+        messages = self.replays.consume(100, 0)
+        for message in messages:
+            if message.error() is None:
+                self._replay(message)
+        if messages:
+            self.replays.commit(asynchronous=True)
+
+    def _replays_due(self) -> bool:
+        now = time.monotonic()
+        if now - self.replays_tried_at < LOAD_RETRY_S:
+            return False
+        self.replays_tried_at = now
+        return True
+
+    def _replay(self, message: Message) -> None:
+        name = (message.key() or b"").decode("utf-8", "replace")
+        headers = dict(message.headers() or ())
+        event_id = (headers.get(REPLAY_EVENT_HEADER) or b"").decode("utf-8", "replace")
+        try:
+            kind = EventKind((headers.get(REPLAY_KIND_HEADER) or b"").decode("utf-8", "replace"))
+        except ValueError:
+            log.warning("skipped a replay that names no event kind", extra={"target": name})
+            return
+        lane = self.lanes.get(name)
+        if lane is None or not event_id:
+            log.warning("replay for a target that is absent or disabled: not sent", extra={"target": name})
+            return
+        now = datetime.now(UTC)
+        deadline = time.monotonic() + self.settings.retry_budget_s
+        lane.put(Delivery(kind, name, event_id, message.value() or b"", 0, 0, 0, now, deadline, replay=True))
+        log.info("dead letter replayed", extra={"target": name, "event_id": event_id, "kind": kind.value})
+
     def _sender(self, name: str, target: NotifyTarget) -> Sender:
         """The lane's own sender (its own connections: a hanging target holds none of another's)."""
         allow_private, ca_file = self.settings.allow_private_targets, self.settings.ca_file
         if target.type is TargetType.MQTT:
-            return MqttSender(name, allow_private, ca_file)
+            return MqttSender(name, allow_private, ca_file, self.secrets)
         if target.type is TargetType.EMAIL:
-            return MailSender(allow_private, ca_file)
-        return WebhookSender(allow_private, ca_file)
+            return MailSender(allow_private, ca_file, self.secrets)
+        return WebhookSender(allow_private, ca_file, self.secrets)
+
+    def _say_status(self) -> None:
+        """Publish the names of the target secrets (never a value) when they changed; a write the
+        broker refuses is tried again on the next check."""
+        now = time.monotonic()
+        if now - self.status_checked_at < STATUS_CHECK_S:
+            return
+        self.status_checked_at = now
+        if self.dead_letters is None:
+            self.dead_letters = self._count_dead_letters()
+        counts = tuple(sorted(self.dead_letters.items()))
+        said = (tuple(self.secrets.names()), self.secrets.problem, counts)
+        if said == self.status_said:
+            return
+        status = NotifyStatus(
+            secrets=said[0], secrets_problem=said[1], dead_letters=dict(counts), at=datetime.now(UTC)
+        )
+        try:
+            write_compacted(
+                self.settings.bootstrap_servers,
+                self.settings.status_topic,
+                [(STATUS_KEY.encode(), status.to_json())],
+                self.settings.kafka_config,
+            )
+        except (CompactedTopicError, KafkaException) as error:
+            log.warning("cannot publish the secrets' names yet", extra={"error": str(error)})
+            return
+        finally:
+            self.loop_clock.tick()
+        if said[:2] != (self.status_said or ((), None))[:2]:
+            log.info("target secrets", extra={"names": list(said[0]), "problem": said[1]})
+        self.status_said = said
+
+    def _count_dead_letters(self) -> Counter[str]:
+        """The dead letters per target on the DLQ now (read once, at the start)."""
+        try:
+            letters = read_dead_letters(
+                self.settings.bootstrap_servers, self.settings.dlq_topic, self.settings.kafka_config, 30.0
+            )
+        except (CompactedTopicError, KafkaException) as error:
+            log.warning("cannot count the dead letters: counting from now", extra={"error": str(error)})
+            return Counter()
+        finally:
+            self.loop_clock.tick()
+        return Counter(letter.target for letter in letters if letter.target)
 
     def _count_retry(self, name: str) -> None:
         self.metrics.retried.labels(name).inc()
@@ -445,22 +579,26 @@ class NotifyService(LoopService):
     def _settle(self, outcome: Outcome) -> None:
         delivery = outcome.delivery
         if outcome.retrying:
-            self._log_delivery(outcome, DeliveryOutcome.RETRIED)
+            if outcome.held:
+                self.metrics.held.labels(delivery.target).inc()
+            self._log_delivery(outcome, DeliveryOutcome.HELD if outcome.held else DeliveryOutcome.RETRIED)
             return
         if delivery.trial:
             self._settle_trial(outcome)
             return
         source = self.inputs[source_of(delivery.kind)]
-        if not self._current(delivery):
+        if not delivery.replay and not self._current(delivery):
             return  # its partition was revoked meanwhile: whoever owns it now delivers it again
         if outcome.ok:
             self.metrics.sent.labels(delivery.target).inc()
             self.metrics.latency.labels(delivery.target).observe(outcome.seconds)
-            source.progress.settle(delivery.partition, delivery.offset)
+            if not delivery.replay:
+                source.progress.settle(delivery.partition, delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.SENT)
         elif outcome.dropped:
             self.metrics.dropped.labels(delivery.target).inc()
-            source.progress.settle(delivery.partition, delivery.offset)
+            if not delivery.replay:
+                source.progress.settle(delivery.partition, delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.DROPPED)
         else:
             log.warning(
@@ -517,7 +655,7 @@ class NotifyService(LoopService):
             (KIND_HEADER, delivery.kind.value.encode()),
             (ATTEMPTS_HEADER, str(delivery.attempts).encode()),
             (DeadLetterHeader.DETAIL.value, (outcome.error or "").encode()),
-            (DeadLetterHeader.SOURCE_TOPIC.value, self.inputs[source_of(delivery.kind)].topic.encode()),
+            (DeadLetterHeader.SOURCE_TOPIC.value, self._source_topic(delivery).encode()),
             (DeadLetterHeader.SOURCE_PARTITION.value, str(delivery.partition).encode()),
             (DeadLetterHeader.SOURCE_OFFSET.value, str(delivery.offset).encode()),
         ]
@@ -526,11 +664,17 @@ class NotifyService(LoopService):
         record = OutputRecord(self.settings.dlq_topic, delivery.event_id.encode(), delivery.body, headers)
         self.publisher.publish(record, lambda error: self._dead_lettered(outcome, error))
 
+    def _source_topic(self, delivery: Delivery) -> str:
+        return self.settings.replays_topic if delivery.replay else self.inputs[source_of(delivery.kind)].topic
+
     def _dead_lettered(self, outcome: Outcome, error: KafkaError | None) -> None:
         delivery = outcome.delivery
         if error is None:
             self.metrics.failed.labels(delivery.target).inc()
-            self.inputs[source_of(delivery.kind)].progress.settle(delivery.partition, delivery.offset)
+            if self.dead_letters is not None:
+                self.dead_letters[delivery.target] += 1
+            if not delivery.replay:
+                self.inputs[source_of(delivery.kind)].progress.settle(delivery.partition, delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.FAILED)
             return
         self.metrics.publish_errors.inc()
@@ -541,7 +685,7 @@ class NotifyService(LoopService):
             "broker refused a dead letter, publishing it again",
             extra={"event_id": delivery.event_id, "error": error.str()},
         )
-        if self._current(delivery):
+        if delivery.replay or self._current(delivery):
             self._dead_letter(outcome)
 
     # --- rebalance -------------------------------------------------------------------------

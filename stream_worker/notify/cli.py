@@ -85,8 +85,9 @@ TARGETS_TOPIC_OPTION = typer.Option(
     "set",
     epilog=(
         "Example: stream-worker notify targets set gate --file gate.yaml\n\n"
-        "The file (JSON or YAML) replaces the target whole: type (webhook), url, secret (only as "
-        "${NAME}, read from notify's environment), timeout_s, enabled, rules (lists, cameras, zones, "
+        "The file (JSON or YAML) replaces the target whole: type (webhook), url (a secret one whole "
+        "as ${NAME}), secret (only as ${NAME}, one of notify's target secrets: a missing one is "
+        "warned of), timeout_s, enabled, rules (lists, cameras, zones, "
         "directions, min_confidence, timezone, active_hours, cooldown_s); see README.md, "
         "Notifications. A bad file is refused whole, each problem named.\n\n" + SETTINGS_EXIT_CODES
     ),
@@ -98,14 +99,21 @@ def targets_set(
     ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = TARGETS_TOPIC_OPTION,
+    status_topic: str = typer.Option(
+        "notify-status",
+        "--status-topic",
+        envvar="STREAM_WORKER_NOTIFY_STATUS_TOPIC",
+        help="Where notify says which target secrets it has (names only): a missing one is warned of.",
+    ),
     client_config: list[str] = SETTINGS_CONFIG_OPTION,
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
-    """Define a target from a file (replaces any target of that name)."""
+    """Define a target from a file (replaces any target of that name); warns of a secret it names
+    that notify lacks."""
     from stream_worker.notify.commands import set_target
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(set_target(connection, name, file, typer.echo, echo_err))
+    raise typer.Exit(set_target(connection, name, file, typer.echo, echo_err, status_topic))
 
 
 @targets_app.command(
@@ -166,3 +174,45 @@ def targets_remove(
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(remove(connection, name, typer.echo, echo_err))
+
+
+dlq_app = typer.Typer(
+    help="The dead letters (notify.dlq): what a target did not take; send them again.",
+    epilog="Example:\n\n  stream-worker notify dlq replay --target gate --since 2026-12-06T10:00:00Z",
+    no_args_is_help=True,
+)
+notify_app.add_typer(dlq_app, name="dlq")
+
+
+@dlq_app.command(
+    "replay",
+    epilog=(
+        "Examples:\n\n  stream-worker notify dlq replay --target gate\n\n"
+        "  stream-worker notify dlq replay --since 2026-12-06T10:00:00Z\n\n"
+        "Each dead letter (each target and event once) goes to its target again, through the running "
+        "notify service, with the same event id; the dead letters stay in the DLQ.\n\n" + SETTINGS_EXIT_CODES
+    ),
+)
+def dlq_replay(
+    target: str | None = typer.Option(None, "--target", help="Only this target's dead letters."),
+    since: str | None = typer.Option(
+        None, "--since", help="Only those dead-lettered at or after this ISO 8601 time (UTC unless it says)."
+    ),
+    dlq_topic: str = typer.Option(
+        "notify.dlq", "--dlq-topic", envvar="STREAM_WORKER_NOTIFY_DLQ_TOPIC", help="The dead letters' topic."
+    ),
+    replays_topic: str = typer.Option(
+        "notify.replays",
+        "--replays-topic",
+        envvar="STREAM_WORKER_NOTIFY_REPLAYS_TOPIC",
+        help="Where notify takes replays from.",
+    ),
+    bootstrap_servers: str = BOOTSTRAP_OPTION,
+    client_config: list[str] = SETTINGS_CONFIG_OPTION,
+    timeout: float = SETTINGS_TIMEOUT_OPTION,
+) -> None:
+    """Send dead-lettered deliveries again (same event ids)."""
+    from stream_worker.notify.commands import replay
+
+    connection = settings_connection(bootstrap_servers, dlq_topic, client_config, timeout)
+    raise typer.Exit(replay(connection, replays_topic, target, since, typer.echo, echo_err))

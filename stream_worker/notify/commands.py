@@ -6,12 +6,22 @@ nothing written). What they print is what is stored: secrets only as their ${NAM
 
 from __future__ import annotations
 
+from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 from confluent_kafka import KafkaException
 
-from stream_worker.contracts.notify import NotifyTarget, NotifyTargetError, parse_target_text
+from stream_worker.contracts.notify import (
+    STATUS_KEY,
+    NotifyTarget,
+    NotifyTargetError,
+    decode_status,
+    parse_target_text,
+    secret_names,
+)
+from stream_worker.notify.replays import choose, publish_replays, read_dead_letters
 from stream_worker.notify.targets import (
     TargetsSnapshot,
     TargetsStoreError,
@@ -28,6 +38,7 @@ from stream_worker.service.commands import (
     Echo,
     read_settings_topic,
 )
+from stream_worker.service.compacted import CompactedTopicError, read_compacted
 
 
 def load_target_file(path: Path) -> NotifyTarget:
@@ -40,8 +51,14 @@ def load_target_file(path: Path) -> NotifyTarget:
     return parse_target_text(text, source)
 
 
-def set_target(connection: Connection, name: str, path: Path, out: Echo, err: Echo) -> int:
-    """Check the file whole, then store it as the target `name` (replacing any it had)."""
+STATUS_TOPIC = "notify-status"
+
+
+def set_target(
+    connection: Connection, name: str, path: Path, out: Echo, err: Echo, status_topic: str = STATUS_TOPIC
+) -> int:
+    """Check the file whole, then store it as the target `name` (replacing any it had); warn when a
+    secret it names is one that notify says it lacks."""
     try:
         name = validate_name(name)
         target = load_target_file(path)
@@ -61,7 +78,38 @@ def set_target(connection: Connection, name: str, path: Path, out: Echo, err: Ec
         err(f"error: {error}")
         return BROKER_FAILED
     out(f"set {name}: {summary(target)}")
+    warning = missing_secrets(connection, status_topic, target)
+    if warning is not None:
+        err(f"warning: {warning}")
     return OK
+
+
+def missing_secrets(connection: Connection, status_topic: str, target: NotifyTarget) -> str | None:
+    """What to say when notify (its `notify-status` record: the names of its target secrets) lacks
+    a secret the target names, or cannot say; None when it has them all."""
+    names = secret_names(target)
+    if not names:
+        return None
+    try:
+        snapshot = read_compacted(
+            connection.bootstrap_servers, status_topic, decode_status, connection.config, connection.timeout_s
+        )
+    except (CompactedTopicError, KafkaException) as error:
+        return f"could not ask which secrets notify has: {error}"
+    status = snapshot.values.get(STATUS_KEY)
+    if status is None:
+        return (
+            f"notify has not said which secrets it has (not started yet?): {', '.join(names)} must be in "
+            "its secrets file (or STREAM_WORKER_SECRET_<NAME>)"
+        )
+    missing = status.missing(target)
+    if not missing:
+        return None
+    problem = f"; its secrets file is refused: {status.secrets_problem}" if status.secrets_problem else ""
+    return (
+        f"notify has no secret {', '.join(missing)}: this target's deliveries are held until it is in "
+        f"notify's secrets file (or STREAM_WORKER_SECRET_<NAME>){problem}"
+    )
 
 
 def get_target(connection: Connection, name: str, out: Echo, err: Echo) -> int:
@@ -141,3 +189,40 @@ def _read(connection: Connection, err: Echo) -> TargetsSnapshot | None:
 
 def _row(name: str, kind: str, enabled: str, address: str) -> str:
     return f"{name:<24} {kind:<8} {enabled:<8} {address}".rstrip()
+
+
+def replay(
+    connection: Connection, replays_topic: str, target: str | None, since: str | None, out: Echo, err: Echo
+) -> int:
+    """Send the dead letters (of `target`, since `since`) again, with their event ids: each onto the
+    replays topic, which the notify service delivers from (replays.py)."""
+    try:
+        since_at = parse_time(since) if since else None
+    except ValueError:
+        err(f"error: --since {since!r} is not an ISO 8601 time (e.g. 2026-12-06T10:00:00Z)")
+        return BAD_INPUT
+    try:
+        letters = read_dead_letters(
+            connection.bootstrap_servers, connection.topic, connection.config, connection.timeout_s
+        )
+        chosen = choose(letters, target, since_at)
+        if chosen:
+            publish_replays(
+                connection.bootstrap_servers, replays_topic, chosen, connection.config, connection.timeout_s
+            )
+    except (TargetsStoreError, KafkaException) as error:
+        err(f"error: {error}")
+        return BROKER_FAILED
+    counts = Counter(letter.target for letter in chosen)
+    detail = ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+    out(
+        f"replayed {len(chosen)} dead letter(s) of {len(letters)} on {connection.topic}"
+        + (f": {detail}" if detail else "")
+    )
+    return OK
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time; UTC when it names no offset."""
+    at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)

@@ -2,10 +2,13 @@
 
 A lane takes its deliveries in the order the alerts came and tries each until the target takes
 it, refuses it for good, or the delivery's retry budget (counted from its arrival) is spent; the
-wait between attempts doubles from `initial_s` up to `max_s`. While its target is down, a lane
-does not spend a whole budget on each queued delivery in turn: one whose budget ran out while it
-waited is settled at once with the last error, so a dead target's queue moves as fast as alerts
-come. Outcomes (and each failed attempt that is retried, for the delivery log) go to the service's
+wait between attempts doubles from `initial_s` up to `max_s`. A delivery whose target names a
+secret that is missing is held: tried again at the same pace for as long as it takes, its budget
+(and that of every delivery queued behind it) stopped meanwhile, never dead-lettered for it, so
+that adding the secret (secrets.py reads it without a restart) sends it. While its target is
+down, a lane does not spend a whole budget on each queued delivery in turn: one whose budget ran
+out while it waited is settled at once with the last error, so a dead target's queue moves as fast
+as alerts come. Outcomes (and each failed attempt that is retried, for the delivery log) go to the service's
 thread through `outcomes`; the lane never touches Kafka.
 """
 
@@ -62,6 +65,8 @@ class Delivery:
     deadline: float  # monotonic: the end of its retry budget
     attempts: int = 0
     trial: bool = False  # the console's "send a test": holds back no offset, never dead-lettered
+    held_mark: float = 0.0  # the lane's held time when it was queued: its budget stops while held
+    replay: bool = False  # a dead letter sent again (replays.py): holds back no offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,7 @@ class Outcome:
     error: str | None = None
     dropped: bool = False  # the target was removed or disabled: nobody to deliver to
     retrying: bool = False  # not settled: this attempt failed, another follows (the delivery log)
+    held: bool = False  # with retrying: held until a secret the target names is set
     seconds: float = field(default=0.0)  # from the alert's alerted_at to the target's answer
 
 
@@ -96,6 +102,7 @@ class Lane:
         self._discard = False
         self._down_since: float | None = None  # its last attempt failed
         self._last_error: str | None = None
+        self._held_s = 0.0  # how long this lane has held deliveries for a missing secret, in all
         self._thread = threading.Thread(target=self._run, name=f"notify-{name}", daemon=True)
 
     def start(self) -> Lane:
@@ -103,6 +110,7 @@ class Lane:
         return self
 
     def put(self, delivery: Delivery) -> None:
+        delivery.held_mark = self._held_s
         self._queue.put(delivery)
 
     def queued(self) -> int:
@@ -131,11 +139,15 @@ class Lane:
         finally:
             self._sender.close()
 
+    def _deadline(self, delivery: Delivery) -> float:
+        """The end of its retry budget, later by the time the lane held deliveries since it came."""
+        return delivery.deadline + self._held_s - delivery.held_mark
+
     def _deliver(self, delivery: Delivery) -> None:
-        failures = 0
+        failures = holds = 0
         while not self._stop.is_set():
             now = time.monotonic()
-            if self._down_since is not None and now >= delivery.deadline:
+            if self._down_since is not None and now >= self._deadline(delivery):
                 self._settle(delivery, Attempt(False, retry=False, error=self._last_error))
                 return
             attempt = self._attempt(delivery)
@@ -144,6 +156,10 @@ class Lane:
                 self._down_since = None
                 self._settle(delivery, attempt)
                 return
+            if attempt.hold:
+                holds += 1
+                self._hold(delivery, attempt, holds)
+                continue
             if not attempt.retry:  # refused for good: the target is up, the alert is not wanted
                 self._settle(delivery, attempt)
                 return
@@ -151,7 +167,7 @@ class Lane:
             self._down_since = self._down_since or time.monotonic()
             self._last_error = attempt.error
             wait_s = self._backoff.wait_s(failures)
-            if time.monotonic() + wait_s > delivery.deadline:
+            if time.monotonic() + wait_s > self._deadline(delivery):
                 self._settle(delivery, attempt)
                 return
             self._on_retry(self.name)
@@ -170,6 +186,19 @@ class Lane:
             self._stop.wait(wait_s)
         if self._discard:
             self._outcomes.put(Outcome(delivery, ok=False, dropped=True))
+
+    def _hold(self, delivery: Delivery, attempt: Attempt, holds: int) -> None:
+        """Wait for the missing secret (its budget stopped meanwhile); said once per delivery."""
+        self._down_since = None  # the target is not known to be down: nothing was sent to it
+        if holds == 1:
+            self._outcomes.put(Outcome(delivery, False, None, attempt.error, retrying=True, held=True))
+            log.warning(
+                "delivery held: a secret the target names is missing",
+                extra={"target": self.name, "event_id": delivery.event_id, "error": attempt.error},
+            )
+        started = time.monotonic()
+        self._stop.wait(self._backoff.wait_s(holds))
+        self._held_s += time.monotonic() - started
 
     def _attempt(self, delivery: Delivery) -> Attempt:
         """One attempt; a sender's unexpected exception is a final failure named by its type only

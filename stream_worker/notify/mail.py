@@ -4,7 +4,7 @@ The message says what happened in its subject and first lines, attaches the even
 plate picture when the event carries one (a sighting's best read; an alert carries none). The
 SMTP server's address is checked by the SSRF guard (addresses.py) and the connection goes to that
 checked address, while STARTTLS verifies the certificate against the host name. The password is
-resolved from the environment here only, and every error is redacted. Accepted by the server
+resolved from the target secrets (secrets.py) here only, and every error is redacted. Accepted by the server
 (250 to the end of DATA) is acknowledged; a 4xx or a lost connection is retried, a 5xx is final.
 
 The connection (connect, EHLO, STARTTLS, AUTH) is kept for the target's next message, as
@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import os
 import smtplib
 import ssl
 import time
@@ -31,12 +30,13 @@ from typing import Any
 
 import orjson
 
-from stream_worker.contracts.credentials import MissingCredential, redact, resolve
+from stream_worker.contracts.credentials import redact
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.notify.addresses import TargetRefused
 from stream_worker.notify.addresses import resolve as resolve_address
 from stream_worker.notify.messages import headline
 from stream_worker.notify.rules import EventKind
+from stream_worker.notify.secrets import MissingSecret, Secrets, resolve
 from stream_worker.notify.webhook import MAX_ERROR_CHARS, Attempt
 
 # A kept connection idle longer than this is replaced before use, not tried: servers drop idle
@@ -103,12 +103,12 @@ class MailSender:
         self,
         allow_private: bool,
         ca_file: Path | None = None,
-        environ: Mapping[str, str] = os.environ,
+        secrets: Mapping[str, str] | None = None,
         idle_limit_s: float = IDLE_LIMIT_S,
     ) -> None:
         self._allow_private = allow_private
         self._ca_file = ca_file
-        self._environ = environ
+        self._secret_values = Secrets() if secrets is None else secrets
         self._idle_limit_s = idle_limit_s
         self._connection: _Connection | None = None
         self._connected_for: NotifyTarget | None = None
@@ -120,8 +120,8 @@ class MailSender:
     ) -> Attempt:
         try:
             self._deliver(target, compose(target, event_id, body, kind))
-        except MissingCredential as error:
-            return Attempt(False, retry=False, error=str(error))
+        except MissingSecret as error:
+            return Attempt(False, retry=True, error=str(error), hold=True)
         except TargetRefused as error:
             return Attempt(False, retry=False, error=str(error)[:MAX_ERROR_CHARS])
         except smtplib.SMTPResponseException as error:
@@ -179,7 +179,7 @@ class MailSender:
         self._secrets = []
         password = None
         if target.password is not None:
-            password, self._secrets = resolve(target.password, self._environ)
+            password, self._secrets = resolve(target.password, self._secret_values)
         host, port = target.host or "", target.broker_port
         address = resolve_address(host, port, self._allow_private)
         connection = _Connection(timeout=target.timeout_s)

@@ -48,6 +48,12 @@ class NotifyMetrics(ServiceMetrics):
             ["target"],
             registry=r,
         )
+        self.held = Counter(
+            "stream_worker_notify_held",
+            "Deliveries held because a secret their target names is missing (those queued behind wait too).",
+            ["target"],
+            registry=r,
+        )
         self.dropped = Counter(
             "stream_worker_notify_dropped",
             "Deliveries left undelivered because their target was removed or disabled meanwhile.",
@@ -78,5 +84,5 @@ class NotifyMetrics(ServiceMetrics):
 
     def show_target(self, name: str) -> None:
         """Export a target's counters at 0 before its first delivery, so that 0 reads as none."""
-        for counter in (self.sent, self.retried, self.failed, self.dropped):
+        for counter in (self.sent, self.retried, self.failed, self.held, self.dropped):
             counter.labels(name)

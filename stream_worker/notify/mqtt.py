@@ -8,12 +8,12 @@ connection and reconnects. An attempt is acknowledged once the broker answered e
 (PUBACK) within the target's timeout; otherwise it is retried by the lane (a duplicate is possible:
 at-least-once, the payload carries the alert id). The broker's address is checked by the SSRF guard
 (addresses.py); without TLS the client connects to that checked address, with TLS to the host name
-(its certificate is verified against it). The password is resolved from the environment here only.
+(its certificate is verified against it). The password is resolved from the target secrets
+(secrets.py) here only.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import ssl
 import threading
@@ -24,11 +24,12 @@ from pathlib import Path
 import orjson
 import paho.mqtt.client as paho
 
-from stream_worker.contracts.credentials import MissingCredential, redact, resolve
+from stream_worker.contracts.credentials import redact
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.notify.addresses import TargetRefused
 from stream_worker.notify.addresses import resolve as resolve_address
 from stream_worker.notify.rules import EventKind
+from stream_worker.notify.secrets import MissingSecret, Secrets, resolve
 from stream_worker.notify.webhook import MAX_ERROR_CHARS, Attempt
 
 KEEPALIVE_S = 30
@@ -73,12 +74,12 @@ class MqttSender:
         name: str,
         allow_private: bool,
         ca_file: Path | None = None,
-        environ: Mapping[str, str] = os.environ,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         self._name = name
         self._allow_private = allow_private
         self._ca_file = ca_file
-        self._environ = environ
+        self._secret_values = Secrets() if secrets is None else secrets
         self._client: paho.Client | None = None
         self._connected_for: NotifyTarget | None = None
         self._announced: set[str] = set()  # cameras whose discovery config the broker acknowledged
@@ -100,8 +101,8 @@ class MqttSender:
                 self._announced.add(camera)
             self._publish(client, f"{level}/alert", body, False, target.timeout_s)
             self._publish(client, f"{level}/last_plate", body, True, target.timeout_s)
-        except MissingCredential as error:
-            return Attempt(False, retry=False, error=str(error))
+        except MissingSecret as error:
+            return Attempt(False, retry=True, error=str(error), hold=True)
         except TargetRefused as error:
             return Attempt(False, retry=False, error=str(error)[:MAX_ERROR_CHARS])
         except _Failed as error:
@@ -132,7 +133,7 @@ class MqttSender:
         if target.username is not None:
             password = None
             if target.password is not None:
-                password, self._secrets = resolve(target.password, self._environ)
+                password, self._secrets = resolve(target.password, self._secret_values)
             client.username_pw_set(target.username, password)
         if target.uses_tls:
             client.tls_set_context(

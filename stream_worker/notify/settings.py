@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field, FilePath, field_validator, model_validator
@@ -22,8 +23,8 @@ ENV_PREFIX = "STREAM_WORKER_NOTIFY_"
 class NotifySettings(ServiceSettings):
     """Settings of `stream-worker notify`. Each --flag-name is also the env variable
     STREAM_WORKER_NOTIFY_FLAG_NAME (e.g. --retry-budget-s: STREAM_WORKER_NOTIFY_RETRY_BUDGET_S); a
-    flag wins over its env variable. The targets' secrets are other env variables, named by the
-    targets (${NAME}).
+    flag wins over its env variable. The targets' secrets (${NAME}) come from --secrets-file or
+    STREAM_WORKER_SECRET_<NAME> variables, never from any other variable.
 
     Examples:
       stream-worker notify --bootstrap-servers kafka:9092
@@ -79,6 +80,18 @@ class NotifySettings(ServiceSettings):
         description='Compacted topic of the console\'s "send a test" requests (NotifyTest by target '
         "name): each new one, while this service runs, is a test alert delivered to that target.",
     )
+    status_topic: str = Field(
+        "notify-status",
+        min_length=1,
+        description="Compacted topic where the service says which target secrets it has (their names, "
+        "never a value), so that `notify targets set` and the console warn of a missing one.",
+    )
+    replays_topic: str = Field(
+        "notify.replays",
+        min_length=1,
+        description="Dead letters sent again (`notify dlq replay`), read in the group --group-id + "
+        "'-replays': each goes to its target with the same event id.",
+    )
     allow_private_targets: bool = Field(
         False,
         description="Deliver to targets whose address is loopback, private, link-local or a cloud "
@@ -89,6 +102,12 @@ class NotifySettings(ServiceSettings):
         None,
         description="PEM roots that https targets' certificates are verified against instead of the "
         "system's (a private CA). Verification is never off.",
+    )
+    secrets_file: Path | None = Field(
+        None,
+        description="The target secrets that targets name as ${NAME}: NAME=value lines, mode 0600 (refused "
+        "if others may read it), read again when it changes. Besides it, only STREAM_WORKER_SECRET_<NAME> "
+        "variables are target secrets; no other variable can be named.",
     )
     console_url: str | None = Field(
         None,
@@ -131,11 +150,14 @@ class NotifySettings(ServiceSettings):
             self.dlq_topic,
             self.deliveries_topic,
             self.tests_topic,
+            self.status_topic,
+            self.replays_topic,
         }
-        if len(topics) != 7:
+        if len(topics) != 9:
             raise ValueError(
                 "--input-topic, --sightings-topic, --watchlist-topic, --targets-topic, --dlq-topic, "
-                "--deliveries-topic and --tests-topic must be seven different topics"
+                "--deliveries-topic, --tests-topic, --status-topic and --replays-topic must be nine "
+                "different topics"
             )
         if self.sightings_group_id == self.group_id:
             raise ValueError("--sightings-group-id must differ from --group-id")

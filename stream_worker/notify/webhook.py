@@ -6,12 +6,13 @@ retry: the receiver's idempotency key), `webhook-timestamp` (this attempt's unix
 `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`. Also `X-Stream-Worker-Event`
 (the id again), `X-Stream-Worker-Kind` (alert or unknown_vehicle) and the legacy
 `X-Stream-Worker-Signature: sha256=<hex HMAC-SHA256 of the raw body alone with the target's
-secret>`, which proves who sent a body but not when. The URL's and the secret's `${NAME}`
-references are resolved from the service's environment here and nowhere else; every error
-message goes through `redact`. TLS is verified against the URL's host name (sent as SNI) while
-the connection goes to the checked address; redirects are not followed (a redirect could point
-inside the network). A target with `format: slack` or `teams` gets a one-line message instead of
-the JSON (messages.py), signed the same way.
+secret>`, which proves who sent a body but not when. The secret's `${NAME}` (and a secret URL's,
+written whole as `${NAME}`) is resolved from the target secrets (secrets.py) here and nowhere else;
+every error message goes through `redact`, and a missing secret holds the delivery instead of
+failing it. TLS is verified against the URL's host name (sent as SNI) while the connection goes to
+the checked address; redirects are not followed (a redirect could point inside the network). A
+target with `format: slack` or `teams` gets a one-line message instead of the JSON (messages.py),
+signed the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import os
 import ssl
 import time
 from collections.abc import Mapping
@@ -29,12 +29,13 @@ from pathlib import Path
 
 import httpx
 
-from stream_worker.contracts.credentials import MissingCredential, redact, resolve
+from stream_worker.contracts.credentials import redact
 from stream_worker.contracts.notify import NotifyTarget, WebhookFormat
 from stream_worker.notify.addresses import TargetRefused
 from stream_worker.notify.addresses import resolve as resolve_address
 from stream_worker.notify.messages import chat_body
 from stream_worker.notify.rules import EventKind
+from stream_worker.notify.secrets import MissingSecret, Secrets, resolve
 
 EVENT_HEADER = "X-Stream-Worker-Event"
 KIND_HEADER = "X-Stream-Worker-Kind"
@@ -53,6 +54,7 @@ class Attempt:
     retry: bool  # a failure worth trying again (timeouts, refusals, 5xx); else final
     status: int | None = None
     error: str | None = None  # never holds a secret
+    hold: bool = False  # a secret the target names is missing: kept and tried again, never failed
 
 
 def signature(body: bytes, secret: str) -> str:
@@ -85,14 +87,30 @@ def standard_signature(event_id: str, timestamp: int, body: bytes, secret: str) 
     return "v1," + base64.b64encode(digest.digest()).decode("ascii")
 
 
+def url_secrets(stored: str, url: str) -> list[str]:
+    """A secret URL's parts to redact besides the whole (an error may quote its user info, path or
+    query alone); none for a URL in clear."""
+    if stored == url:
+        return []
+    parsed = httpx.URL(url) if "://" in url else None
+    if parsed is None:
+        return []
+    path = parsed.raw_path.decode("ascii", "replace")
+    return [parsed.userinfo.decode("ascii", "replace"), parsed.password or ""] + [
+        part
+        for part in (path, path.split("?", 1)[0], parsed.query.decode("ascii", "replace"))
+        if len(part) > 1
+    ]
+
+
 class WebhookSender:
     """Sends attempts over one keep-alive client (safe to share between the lanes' threads)."""
 
     def __init__(
-        self, allow_private: bool, ca_file: Path | None = None, environ: Mapping[str, str] = os.environ
+        self, allow_private: bool, ca_file: Path | None = None, secrets: Mapping[str, str] | None = None
     ) -> None:
         self._allow_private = allow_private
-        self._environ = environ
+        self._secrets = Secrets() if secrets is None else secrets
         verify = ssl.create_default_context(cafile=str(ca_file)) if ca_file is not None else True
         self._client = httpx.Client(verify=verify, follow_redirects=False, trust_env=False)
 
@@ -101,7 +119,10 @@ class WebhookSender:
     ) -> Attempt:
         secrets: list[str] = []
         try:
-            url, secrets = resolve(target.url or "", self._environ)
+            url, secrets = resolve(target.url or "", self._secrets)
+            secrets += url_secrets(target.url or "", url)
+            if not url.lower().startswith(("http://", "https://")):
+                return Attempt(False, retry=False, error=f"the secret URL {target.url} is not http(s)")
             timestamp = int(time.time())
             headers = {
                 "Content-Type": "application/json",
@@ -113,16 +134,18 @@ class WebhookSender:
             if target.format not in (None, WebhookFormat.JSON):
                 body = chat_body(target.format, kind, body)
             if target.secret is not None:
-                secret, more = resolve(target.secret, self._environ)
+                secret, more = resolve(target.secret, self._secrets)
                 secrets += more
                 headers[STANDARD_SIGNATURE_HEADER] = standard_signature(event_id, timestamp, body, secret)
                 headers[SIGNATURE_HEADER] = signature(body, secret)
             request = self._request(url, headers, body, target.timeout_s)
             answer = self._client.send(request, stream=True)  # the status is all we need:
             answer.close()  # a body, however large, is never read
-        except (MissingCredential, UnusableSecret) as error:
+        except MissingSecret as error:
+            return Attempt(False, retry=True, error=str(error), hold=True)
+        except UnusableSecret as error:
             return Attempt(False, retry=False, error=str(error))
-        except TargetRefused as error:
+        except (TargetRefused, httpx.InvalidURL) as error:
             return Attempt(False, retry=False, error=redact(str(error), secrets)[:MAX_ERROR_CHARS])
         except httpx.HTTPError as error:
             text = f"{type(error).__name__}: {error}"

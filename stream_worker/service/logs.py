@@ -13,6 +13,9 @@ from datetime import UTC, datetime
 import orjson
 
 _STANDARD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+# Libraries whose INFO/DEBUG lines print whole URLs (httpx: "HTTP Request: POST <url>"), and a
+# webhook's URL may be a secret: they log warnings and errors only, whatever the services' level.
+QUIET_LIBRARIES = ("httpx", "httpcore", "urllib3", "paho", "hpack")
 
 
 class JsonFormatter(logging.Formatter):
@@ -37,3 +40,5 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

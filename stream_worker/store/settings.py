@@ -77,6 +77,12 @@ class StoreSettings(ServiceSettings):
         min_length=1,
         description="The notify service's delivery log (sent, retried, failed): the console shows its tail.",
     )
+    notify_status_topic: str = Field(
+        "notify-status",
+        min_length=1,
+        description="Compacted: the names of the target secrets notify has (never a value): the console "
+        "warns of a target naming one it lacks.",
+    )
     data_dir: Path = Field(
         default_factory=default_data_dir,
         description="Where the SQLite database (history.db) and the console's keys and first user live.",

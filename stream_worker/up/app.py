@@ -27,6 +27,8 @@ from stream_worker.launchers.triton import TritonLaunchError
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
+from stream_worker.notify.secrets import create_secrets_file
+from stream_worker.notify.secrets import file_problem as secrets_file_problem
 from stream_worker.service.compacted import CompactedTopicError
 from stream_worker.up import status as up_status
 from stream_worker.up import topics as up_topics
@@ -139,7 +141,9 @@ class Up:
         # sighting, which is what an operator checking a sighting or an alert looks at first.
         worker_args = [*common, "--triton-url", self.triton_url, "--plate-images"]
         # Each notification's JSON then carries `picture_url`, its sighting's picture in this console.
-        notify_args = [*common, "--console-url", options.console_url]
+        # Its targets' secrets: a file in the data dir, read again when it changes (no restart).
+        notify_args = [*common, "--console-url", options.console_url,
+                       "--secrets-file", str(options.secrets_path)]  # fmt: skip
         return [
             ServiceProcess("store", "store", store_args, logs, timeout),
             ServiceProcess("alerts", "alerts", common, logs, timeout),
@@ -159,6 +163,11 @@ class Up:
                               style="dim")  # fmt: skip
         store = next(service for service in self.services if service.name == "store")
         self.console.line(f"console: {options.console_url}", style="bold")
+        self.console.line(
+            f"notification secrets: {options.secrets_path} (NAME=value lines for the targets' ${{NAME}}; "
+            "read again when it changes)",
+            style="dim",
+        )
         for line in announcements(store.child):
             self.console.line(line, style="bold")
         self.console.line(
@@ -194,6 +203,10 @@ def run_up(options: UpOptions, console: Console | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     options.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     options.logs_dir.mkdir(exist_ok=True, mode=0o700)  # the store's log holds a first start's password
+    create_secrets_file(options.secrets_path)  # the targets' secrets, added to it while up runs
+    problem = secrets_file_problem(options.secrets_path)
+    if problem is not None:
+        console.error(f"warning: {options.secrets_path} {problem}; notify refuses it until it is fixed")
     lock = up_status.DataDirLock(options.lock_path)
     try:
         lock.acquire()

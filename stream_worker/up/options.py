@@ -43,6 +43,11 @@ class UpOptions:
         return self.data_dir / "logs"
 
     @property
+    def secrets_path(self) -> Path:
+        """The notify service's secrets file (targets' ${NAME}s), read again when it changes."""
+        return self.data_dir / "notify-secrets.env"
+
+    @property
     def status_path(self) -> Path:
         return self.data_dir / "up.json"
 

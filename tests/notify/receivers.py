@@ -39,6 +39,7 @@ class Hook:
     fail_first: int = 0
     healed: threading.Event = field(default_factory=threading.Event)
     received: list[str] = field(default_factory=list)  # event ids, in order, every attempt
+    paths: list[str] = field(default_factory=list)  # each request's path (and query)
     kinds: list[str] = field(default_factory=list)
     acknowledged: list[str] = field(default_factory=list)
     bodies: dict[str, dict] = field(default_factory=dict)  # event id -> the JSON body last received
@@ -56,6 +57,7 @@ class Hook:
                 event_id = self.headers[EVENT_HEADER]
                 with hook.lock:
                     hook.received.append(event_id)
+                    hook.paths.append(self.path)
                     hook.kinds.append(self.headers[KIND_HEADER])
                     hook.bodies[event_id] = orjson.loads(body)
                     hook.bad_signatures += not signed

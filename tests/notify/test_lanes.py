@@ -139,3 +139,19 @@ def test_a_sender_that_raises_fails_the_delivery_not_the_lane() -> None:
     lane.stop(discard=False)
     assert [o.delivery.event_id for o in settled] == ["e1", "e2"]  # the lane went on
     assert all(not o.ok and o.error == "unexpected ValueError" for o in settled)  # no message: no secret
+
+
+def test_a_missing_secret_holds_every_delivery_past_its_budget_then_they_go_out() -> None:
+    """Held (a secret the target names is missing): never settled as failed, however long; the
+    budget of the deliveries queued behind stops too, so that they are tried once it is set."""
+    held = Attempt(False, retry=True, error="secret(s) not set where notify runs: HOOK", hold=True)
+    send = Script(*[held] * 12, OK)
+    lane, outcomes, _retried = run_lane(send, Backoff(0.05, 0.1))
+    for k in range(3):
+        lane.put(delivery(f"a-{k}", budget_s=0.3))
+    logged: list[Outcome] = []
+    settled = outcomes_of(outcomes, 3, retrying=logged)
+    lane.stop(discard=False)
+    assert [o.delivery.event_id for o in settled] == ["a-0", "a-1", "a-2"] and all(o.ok for o in settled)
+    assert [o.held for o in logged] == [True]  # said once, not on every try
+    assert send.asked.count("a-0") == 13

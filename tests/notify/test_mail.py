@@ -35,7 +35,7 @@ def target(port: int, **extra: object):
 def test_an_unknown_vehicle_by_mail_with_its_picture(smtp) -> None:
     port, inbox, ca, _controller = smtp
     sighting = plate_sighting("visitor", "X999YX99", picture=FAKE_JPEG)
-    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
+    sender = MailSender(allow_private=True, ca_file=ca, secrets=ENV)
     attempt = sender.send(target(port), sighting.sighting_id, sighting.to_json(), EventKind.UNKNOWN_VEHICLE)
     assert attempt.ok, attempt.error
     [(mail_from, recipients, message)] = inbox.messages
@@ -51,7 +51,7 @@ def test_an_unknown_vehicle_by_mail_with_its_picture(smtp) -> None:
 
 def test_a_wrong_password_is_final_and_never_echoed(smtp) -> None:
     port, inbox, ca, _controller = smtp
-    sender = MailSender(allow_private=True, ca_file=ca, environ={"SMTP_PASSWORD": "wrong " + SECRET})
+    sender = MailSender(allow_private=True, ca_file=ca, secrets={"SMTP_PASSWORD": "wrong " + SECRET})
     attempt = sender.send(
         target(port), "e-1", plate_sighting("v", "X999YX99").to_json(), EventKind.UNKNOWN_VEHICLE
     )
@@ -63,12 +63,12 @@ def test_a_wrong_password_is_final_and_never_echoed(smtp) -> None:
 def test_untrusted_certificate_and_a_closed_port_are_retried(smtp) -> None:
     port, inbox, _ca, _controller = smtp
     body = plate_sighting("v", "X999YX99").to_json()
-    untrusted = MailSender(allow_private=True, environ=ENV).send(
+    untrusted = MailSender(allow_private=True, secrets=ENV).send(
         target(port), "e-1", body, EventKind.UNKNOWN_VEHICLE
     )
     assert (untrusted.ok, untrusted.retry) == (False, True)
     assert "CERTIFICATE_VERIFY_FAILED" in (untrusted.error or "")
-    closed = MailSender(allow_private=True, environ=ENV).send(
+    closed = MailSender(allow_private=True, secrets=ENV).send(
         target(free_port()), "e-1", body, EventKind.UNKNOWN_VEHICLE
     )
     assert (closed.ok, closed.retry) == (False, True)
@@ -78,7 +78,7 @@ def test_untrusted_certificate_and_a_closed_port_are_retried(smtp) -> None:
 def test_a_private_server_is_refused_without_the_flag(smtp) -> None:
     port, _inbox, ca, _controller = smtp
     body = plate_sighting("v", "X999YX99").to_json()
-    attempt = MailSender(allow_private=False, ca_file=ca, environ=ENV).send(
+    attempt = MailSender(allow_private=False, ca_file=ca, secrets=ENV).send(
         target(port), "e-1", body, EventKind.ALERT
     )
     assert (attempt.ok, attempt.retry) == (False, False)
@@ -96,7 +96,7 @@ def alert_body(n: int) -> bytes:
 
 def test_messages_share_one_connection_until_the_sender_closes(smtp) -> None:
     port, inbox, ca, _controller = smtp
-    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
+    sender = MailSender(allow_private=True, ca_file=ca, secrets=ENV)
     for n in range(3):
         attempt = sender.send(target(port), f"e-{n}", alert_body(n), EventKind.ALERT)
         assert attempt.ok, attempt.error
@@ -109,7 +109,7 @@ def test_messages_share_one_connection_until_the_sender_closes(smtp) -> None:
 
 def test_a_connection_the_server_dropped_is_replaced_within_the_attempt(smtp) -> None:
     port, inbox, ca, controller = smtp
-    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
+    sender = MailSender(allow_private=True, ca_file=ca, secrets=ENV)
     assert sender.send(target(port), "e-0", alert_body(0), EventKind.ALERT).ok
     drop_connections(controller, inbox)
     for n in (1, 2):
@@ -123,7 +123,7 @@ def test_a_connection_the_server_dropped_is_replaced_within_the_attempt(smtp) ->
 
 def test_a_421_mid_session_reconnects_and_the_message_goes_once(smtp) -> None:
     port, inbox, ca, _controller = smtp
-    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
+    sender = MailSender(allow_private=True, ca_file=ca, secrets=ENV)
     assert sender.send(target(port), "e-0", alert_body(0), EventKind.ALERT).ok
     inbox.refuse_mail = 1
     attempt = sender.send(target(port), "e-1", alert_body(1), EventKind.ALERT)
@@ -137,7 +137,7 @@ def test_a_421_mid_session_reconnects_and_the_message_goes_once(smtp) -> None:
 def test_a_connection_lost_after_data_is_not_resent_in_the_attempt(smtp) -> None:
     """The server may have accepted the message: the lane's retry decides, not a silent resend."""
     port, inbox, ca, _controller = smtp
-    sender = MailSender(allow_private=True, ca_file=ca, environ={"SMTP_PASSWORD": SECRET})
+    sender = MailSender(allow_private=True, ca_file=ca, secrets={"SMTP_PASSWORD": SECRET})
     assert sender.send(target(port), "e-0", alert_body(0), EventKind.ALERT).ok
     inbox.drop_after_data = True
     attempt = sender.send(target(port), "e-1", alert_body(1), EventKind.ALERT)
@@ -152,7 +152,7 @@ def test_a_connection_lost_after_data_is_not_resent_in_the_attempt(smtp) -> None
 
 def test_a_changed_target_gets_a_new_connection_and_the_old_one_quits(smtp) -> None:
     port, inbox, ca, _controller = smtp
-    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV)
+    sender = MailSender(allow_private=True, ca_file=ca, secrets=ENV)
     assert sender.send(target(port), "e-0", alert_body(0), EventKind.ALERT).ok
     changed = target(port, sender="gate@example.com")
     for n in (1, 2):
@@ -169,7 +169,7 @@ def test_a_changed_target_gets_a_new_connection_and_the_old_one_quits(smtp) -> N
 
 def test_a_connection_idle_past_the_limit_is_replaced_before_use(smtp) -> None:
     port, inbox, ca, _controller = smtp
-    sender = MailSender(allow_private=True, ca_file=ca, environ=ENV, idle_limit_s=0.0)
+    sender = MailSender(allow_private=True, ca_file=ca, secrets=ENV, idle_limit_s=0.0)
     for n in (0, 1):
         assert sender.send(target(port), f"e-{n}", alert_body(n), EventKind.ALERT).ok
     assert inbox.connections() == [0, 1]

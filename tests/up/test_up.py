@@ -247,6 +247,10 @@ def test_a_pass_reaches_the_store(up: Up, ports: tuple[int, int], car_jpeg: byte
     (notify_pid,) = up.child("notify")["pids"]
     notify_args = Path(f"/proc/{notify_pid}/cmdline").read_bytes().split(b"\0")
     assert notify_args[notify_args.index(b"--console-url") + 1] == status["console_url"].encode()
+    # Its targets' secrets: a file in the data dir that only its owner reads, read again on change.
+    secrets = up.data_dir / "notify-secrets.env"
+    assert notify_args[notify_args.index(b"--secrets-file") + 1] == str(secrets).encode()
+    assert secrets.stat().st_mode & 0o777 == 0o600 and f"notification secrets: {secrets}" in up.output()
     drive_pass(status["bootstrap_servers"], "cam-first", car_jpeg)
     assert len(wait_stored(up, "cam-first")) == 1
     # The worker sends each plate's picture, so the console shows the sighting with it.

@@ -18,6 +18,7 @@ from stream_worker.cameras.status import STATUS_INTERVAL_S, CameraStatus, is_sta
 from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
 from stream_worker.contracts.notify import (
     NotifyDelivery,
+    NotifyStatus,
     NotifyTarget,
     NotifyTargetError,
     parse_target,
@@ -92,6 +93,10 @@ class CameraState(BaseModel):
 class Target(BaseModel):
     name: str
     target: NotifyTarget
+    # The secrets it names that notify says it lacks (its deliveries are held), and its dead letters
+    # on the DLQ; None: notify has not said (not started yet).
+    missing_secrets: list[str] | None = None
+    dead_letters: int | None = None
 
 
 class SentTest(BaseModel):
@@ -405,7 +410,15 @@ def target_or_422(data: dict[str, Any] | str) -> NotifyTarget:
 @router.get("/notify/targets", response_model=list[Target])
 def list_targets(user: Reader, store: Store) -> list[Target]:
     """The targets as stored: secrets as their ${NAME} references only (never resolved here)."""
-    return [Target(name=name, target=target) for name, target in store.notify_targets().items()]
+    status = store.notify_status()
+    return [_target(name, target, status) for name, target in store.notify_targets().items()]
+
+
+def _target(name: str, target: NotifyTarget, status: NotifyStatus | None) -> Target:
+    if status is None:
+        return Target(name=name, target=target)
+    missing, dead = status.missing(target), status.dead_letters.get(name, 0)
+    return Target(name=name, target=target, missing_secrets=missing, dead_letters=dead)
 
 
 @router.put("/notify/targets/{name}", response_model=Target)
@@ -414,7 +427,7 @@ def put_target(name: str, user: Admin, store: Store, target: Annotated[dict[str,
     name = target_name_or_422(name)
     parsed = target_or_422(target)
     store.set_notify_target(user, name, parsed)
-    return Target(name=name, target=parsed)
+    return _target(name, parsed, store.notify_status())
 
 
 @router.delete("/notify/targets/{name}", response_model=Changed)

@@ -27,7 +27,9 @@ from stream_worker.cameras.store import DEFAULT_PARTITIONS as CAMERAS_PARTITIONS
 from stream_worker.contracts import notify as notify_records
 from stream_worker.contracts import watchlist as watchlist_records
 from stream_worker.contracts.cameras import CameraSettings
-from stream_worker.contracts.notify import NotifyDelivery, NotifyTarget, NotifyTest
+from stream_worker.contracts.notify import STATUS_KEY as NOTIFY_STATUS_KEY
+from stream_worker.contracts.notify import NotifyDelivery, NotifyStatus, NotifyTarget, NotifyTest
+from stream_worker.contracts.notify import decode_status as decode_notify_status
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.service.compacted import CompactedTopicError, CompactedView, write_compacted
 from stream_worker.store import queries
@@ -54,6 +56,7 @@ class Views:
     cameras: CompactedView[str, CameraSettings]
     statuses: CompactedView[str, CameraStatus]
     targets: CompactedView[str, NotifyTarget]
+    notify_status: CompactedView[str, NotifyStatus]
     deliveries: DeliveryLog
 
     @classmethod
@@ -82,6 +85,7 @@ class Views:
                 settings.camera_status_topic, decode_status, "camera status", since_s=STATUS_WINDOW_S
             ),
             targets=view(settings.notify_targets_topic, notify_records.decode_record, "notify targets"),
+            notify_status=view(settings.notify_status_topic, decode_notify_status, "notify status"),
             deliveries=DeliveryLog(
                 bootstrap,
                 settings.notify_deliveries_topic,
@@ -91,12 +95,16 @@ class Views:
             ),
         )
 
+    def _all(self) -> tuple[CompactedView[Any, Any] | DeliveryLog, ...]:
+        views = (self.watchlist, self.cameras, self.statuses, self.targets, self.notify_status)
+        return (*views, self.deliveries)
+
     def start(self) -> None:
-        for view in (self.watchlist, self.cameras, self.statuses, self.targets, self.deliveries):
+        for view in self._all():
             view.start()
 
     def close(self) -> None:
-        for view in (self.watchlist, self.cameras, self.statuses, self.targets, self.deliveries):
+        for view in self._all():
             view.close(timeout_s=5.0)
 
 
@@ -235,6 +243,14 @@ class Backend:
     def notify_targets(self) -> dict[str, NotifyTarget]:
         """The targets as stored: their secrets are ${NAME} references, never resolved here."""
         return dict(sorted(self._read(self.views.targets).items()))
+
+    def notify_status(self) -> NotifyStatus | None:
+        """What notify says of itself (`notify-status`: the names of its target secrets, the dead
+        letters per target); None when it has not said (not started yet) or the broker cannot tell."""
+        try:
+            return self.views.notify_status.read(self.timeout_s).get(NOTIFY_STATUS_KEY)
+        except CompactedTopicError:
+            return None
 
     def set_notify_target(self, user: User, name: str, target: NotifyTarget) -> None:
         self._write_to(self.views.targets, [(name.encode(), target.to_json())])

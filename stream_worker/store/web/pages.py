@@ -371,6 +371,7 @@ def notifications_page(
         request,
         "notifications.html",
         targets=targets,
+        status=store.notify_status(),
         shown={name: _indented(t) for name, t in targets.items()},
         deliveries=store.deliveries(DELIVERIES_SHOWN),
         edit_name=edit if editing is not None else "",
@@ -392,8 +393,16 @@ def target_set(
 ) -> RedirectResponse:
     """Add or replace the target `name` from its JSON or YAML (checked whole: 422 with why)."""
     name = target_name_or_422(name)
-    store.set_notify_target(user, name, target_or_422(target))
-    return back(request, "/notifications", f"Saved the target {name}.")
+    parsed = target_or_422(target)
+    store.set_notify_target(user, name, parsed)
+    status = store.notify_status()
+    missing = status.missing(parsed) if status is not None else []
+    warning = (
+        f" Notify has no secret {', '.join(missing)}: its deliveries are held until it does."
+        if missing
+        else ""
+    )
+    return back(request, "/notifications", f"Saved the target {name}.{warning}")
 
 
 @router.post("/notifications/targets/{name}/remove")

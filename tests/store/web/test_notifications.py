@@ -22,6 +22,7 @@ from stream_worker.contracts.cameras import CameraSettings, CameraSource
 from stream_worker.contracts.notify import (
     DeliveryOutcome,
     NotifyDelivery,
+    NotifyStatus,
     NotifyTest,
     decode_record,
 )
@@ -253,3 +254,70 @@ def test_a_camera_that_sheds_shows_it_and_its_page_shows_its_state_source_and_fr
     assert "s ago" in page
     state = {s["camera_id"]: s for s in _api(console, "vic").get("/api/camera-status").json()}["dash"]
     assert (state["offered_fps"], state["frames_shed"], state["delay_s"]) == (10.0, 360, 2.3)
+
+
+def test_a_secret_url_is_stored_only_as_a_reference_and_a_viewer_sees_no_secret_path(
+    console: Console, kafka_bootstrap: str
+) -> None:
+    """A chat webhook's URL is its credential: in clear it is refused (nothing echoed, nothing
+    written); marked secret (url: ${NAME}, the URL whole in notify's secrets) it is stored and shown
+    as that reference only, to viewers in the API and the page."""
+    api = _api(console, "ada")
+    slack = "https://hooks.slack.com/services/T000/B000/XsEcReTpAtH"
+    refused = api.put("/api/notify/targets/chat", json={"type": "webhook", "url": slack, "format": "slack"})
+    assert refused.status_code == 422 and "url: ${NAME}" in refused.text, refused.text
+    assert "XsEcReTpAtH" not in refused.text
+    admin, token = signed_in(console.app, "ada")
+    teams = "type: webhook\nurl: https://func.example.net/api/notify?code=XsEcReTpAtH\n"
+    answer = admin.post("/notifications/targets", data={"csrf_token": token, "name": "chat", "target": teams})
+    assert answer.status_code == 422 and "XsEcReTpAtH" not in answer.text
+    assert _targets(console, kafka_bootstrap) == {}
+
+    saved = api.put(
+        "/api/notify/targets/chat", json={"type": "webhook", "url": "${SLACK_WEBHOOK_URL}", "format": "slack"}
+    )
+    assert saved.status_code == 200, saved.text
+    viewer, _ = signed_in(console.app, "vic")
+    [shown] = _api(console, "vic").get("/api/notify/targets").json()
+    assert shown["target"]["url"] == "${SLACK_WEBHOOK_URL}"
+    assert "${SLACK_WEBHOOK_URL}" in viewer.get("/notifications").text
+
+
+def test_the_console_warns_of_a_missing_secret_and_shows_dead_letters(
+    console: Console, kafka_bootstrap: str
+) -> None:
+    """From notify's status record (the names of its target secrets, its dead letters per target,
+    as the service writes it): a target naming a secret notify lacks is flagged in the API, on the
+    page and when saved; each target's dead-letter count is shown."""
+    api = _api(console, "ada")
+    assert (
+        api.put("/api/notify/targets/gate", json={"type": "webhook", "url": "https://a.example"}).json()[
+            "missing_secrets"
+        ]
+        is None
+    )  # notify has not said yet
+    status = NotifyStatus(secrets=("GATE_SECRET",), dead_letters={"chat": 7}, at=datetime.now(UTC))
+    write_compacted(kafka_bootstrap, console.settings.notify_status_topic, [(b"notify", status.to_json())])
+    deadline = time.monotonic() + 30  # the console follows notify-status: the record shows within seconds
+    while api.get("/api/notify/targets").json()[0]["missing_secrets"] is None:
+        assert time.monotonic() < deadline, "notify's status record never reached the console"
+        time.sleep(0.5)
+    saved = api.put(
+        "/api/notify/targets/chat", json={"type": "webhook", "url": "${CHAT_URL}", "secret": "${GATE_SECRET}"}
+    )
+    assert saved.status_code == 200 and saved.json()["missing_secrets"] == ["CHAT_URL"], saved.text
+    listed = {
+        t["name"]: (t["missing_secrets"], t["dead_letters"])
+        for t in _api(console, "vic").get("/api/notify/targets").json()
+    }
+    assert listed == {"chat": (["CHAT_URL"], 7), "gate": ([], 0)}
+    admin, token = signed_in(console.app, "ada")
+    page = admin.post(
+        "/notifications/targets",
+        data={"csrf_token": token, "name": "mail", "target": GATE_YAML.replace("GATE_SECRET", "MAIL_SECRET")},
+        follow_redirects=True,
+    ).text
+    assert "Notify has no secret MAIL_SECRET" in page
+    shown = admin.get("/notifications").text
+    assert "missing where notify runs: CHAT_URL" in shown
+    assert '<td class="dead-letters">7</td>' in shown
