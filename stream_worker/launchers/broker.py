@@ -4,7 +4,9 @@ Used by the tests, the demo and `stream-worker broker`, so that no Docker engine
 Tansu is a single static binary that speaks enough of the Kafka protocol for confluent-kafka
 (topics, idempotent producer, consumer groups, commits). It keeps everything in memory unless given
 a data directory: then it stores through its S3 engine into a local object store on that directory
-(objectstore.py), so topics, records and committed offsets survive a restart or a kill.
+(objectstore.py), so topics, records and committed offsets survive a restart or a kill, and
+the topics' retention is applied there (retention.py). Tansu itself never deletes a record, and
+DeleteRecords makes it panic: never send it one.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from types import TracebackType
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from stream_worker.launchers.objectstore import LocalObjectStore, ObjectStoreError
+from stream_worker.launchers.objectstore import RETENTION_INTERVAL_S, LocalObjectStore, ObjectStoreError
 from stream_worker.launchers.process import LoggedProcess
 
 log = logging.getLogger(__name__)
@@ -67,11 +69,18 @@ def free_port() -> int:
 
 
 class LocalBroker:
-    """Tansu on 127.0.0.1: in memory (gone when it stops), or durable in `data_dir`."""
+    """Tansu on 127.0.0.1: in memory (gone when it stops), or durable in `data_dir`, where the
+    topics' retention.ms / retention.bytes are applied every `retention_interval_s` (retention.py)."""
 
-    def __init__(self, port: int | None = None, data_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        data_dir: Path | None = None,
+        retention_interval_s: float = RETENTION_INTERVAL_S,
+    ) -> None:
         self.port = port if port is not None else free_port()
         self.data_dir = data_dir
+        self.retention_interval_s = retention_interval_s
         self._store: LocalObjectStore | None = None
         self._process: LoggedProcess | None = None
 
@@ -108,7 +117,7 @@ class LocalBroker:
             command += ["--storage-engine", "memory://tansu/"]
         else:
             if self._store is None or not self._store.is_running():
-                self._store = LocalObjectStore(self.data_dir, free_port())
+                self._store = LocalObjectStore(self.data_dir, free_port(), self.retention_interval_s)
                 try:
                     self._store.start()
                 except ObjectStoreError as error:
