@@ -23,8 +23,9 @@ from pathlib import Path
 from types import TracebackType
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
+from stream_worker.contracts.topics import BY_NAME
 from stream_worker.launchers.objectstore import RETENTION_INTERVAL_S, LocalObjectStore, ObjectStoreError
 from stream_worker.launchers.process import LoggedProcess
 
@@ -245,6 +246,30 @@ def create_topics(
     _wait_for_partitions(admin, names, partitions, existing, timeout_s)
 
 
+def set_topic_configs(
+    bootstrap_servers: str, configs: Mapping[str, Mapping[str, str]], timeout_s: float = 30.0
+) -> None:
+    """Set each topic's configuration entries (others are left as they are), as Kafka's
+    `kafka-configs.sh --alter --add-config` does: a topic created before keeps up with the settings."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    resources = [
+        ConfigResource(
+            ConfigResource.Type.TOPIC,
+            name,
+            incremental_configs=[
+                ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+                for key, value in entries.items()
+            ],
+        )
+        for name, entries in configs.items()
+    ]
+    if not resources:
+        return
+    for resource, future in admin.incremental_alter_configs(resources, request_timeout=timeout_s).items():
+        if (error := future.exception(timeout=timeout_s)) is not None:
+            raise BrokerError(f"could not configure topic {resource.name!r} on {bootstrap_servers}: {error}")
+
+
 def _wait_for_partitions(
     admin: AdminClient, names: list[str], partitions: int, existing: set[str], timeout_s: float
 ) -> None:
@@ -273,6 +298,18 @@ def _wait_for_partitions(
             time.sleep(0.1)
 
 
+def create_declared_topics(bootstrap_servers: str, names: Iterable[str], partitions: int) -> None:
+    """The stack's topics as contracts/topics.py declares them (a stream with `partitions` and its
+    retention, a compacted topic with its own partitions); any other name as a plain stream."""
+    for name in names:
+        declared = BY_NAME.get(name)
+        if declared is None:
+            create_topics(bootstrap_servers, [name], partitions)
+        else:
+            count = declared.partitions if declared.compacted else partitions
+            create_topics(bootstrap_servers, [name], count, declared.config())
+
+
 def run_broker(port: int | None, partitions: int, topics: Iterable[str], data_dir: Path | None = None) -> int:
     """`stream-worker broker`: serve in the foreground until SIGINT/SIGTERM; the exit status."""
     stop_requested = threading.Event()
@@ -281,7 +318,7 @@ def run_broker(port: int | None, partitions: int, topics: Iterable[str], data_di
     started = time.monotonic()
     with LocalBroker(port, data_dir) as broker:
         topic_names = [name for name in topics if name]
-        broker.create_topics(topic_names, partitions)
+        create_declared_topics(broker.bootstrap_servers, topic_names, partitions)
         storage = "in memory" if data_dir is None else f"data in {data_dir}"
         print(
             f"broker ready in {time.monotonic() - started:.2f} s; bootstrap servers: "

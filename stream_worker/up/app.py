@@ -32,7 +32,7 @@ from stream_worker.up import status as up_status
 from stream_worker.up import topics as up_topics
 from stream_worker.up.announcements import announcements
 from stream_worker.up.children import BrokerChild, ServiceProcess, TritonChild
-from stream_worker.up.options import EXIT_FAILED, EXIT_OK, UpError, UpOptions
+from stream_worker.up.options import EXIT_FAILED, EXIT_OK, UpError, UpOptions, format_duration
 from stream_worker.up.restarts import RestartPolicy
 from stream_worker.up.supervisor import Supervisor
 
@@ -66,8 +66,9 @@ class Up:
         self.supervisor = Supervisor(self.watchdog, RestartPolicy(), self.stopping, self._say)
         self.broker = BrokerChild(options.broker_port, options.broker_dir)
         self._step(f"starting the local Kafka broker (Tansu, durable in {options.broker_dir})", self.broker)
-        with self.console.step("creating the topics"):
-            up_topics.create(self.broker.bootstrap_servers, options.partitions)
+        kept = format_duration(options.frames_retention_ms)
+        with self.console.step(f"creating the topics (frames kept {kept})"):
+            up_topics.create(self.broker.bootstrap_servers, options.partitions, options.frames_retention_ms)
         if options.triton_url is None:
             self.triton = TritonChild(options.repository)
             self._step("starting the local Triton", self.triton)
