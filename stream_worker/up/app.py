@@ -21,6 +21,7 @@ from types import FrameType
 
 from stream_worker.children import Watchdog
 from stream_worker.console import Console
+from stream_worker.contracts import running_up
 from stream_worker.launchers.broker import BrokerError
 from stream_worker.launchers.service import ServiceStartError
 from stream_worker.launchers.triton import TritonLaunchError
@@ -82,12 +83,14 @@ class Up:
                 service.wait_ready(self.stopping)
         self._announce()  # before "running": whoever waits for that status finds the address said
         self._write_status("running")
+        self._point_the_cli()
         while not self.stopping.wait(CHECK_INTERVAL_S):
             self.supervisor.check()
             self._write_status("running")
 
     def stop(self) -> None:
         """Services first (newest first), then Triton and the broker; then release the watchdog."""
+        running_up.remove_pointer(self.options.status_path)
         self._write_status("stopping")
         if self.supervisor is not None:
             self.supervisor.stop()
@@ -159,10 +162,16 @@ class Up:
         for line in announcements(store.child):
             self.console.line(line, style="bold")
         self.console.line(
-            f"Kafka: {self.broker.bootstrap_servers} (e.g. stream-worker cameras set CAMERA --file cam.yaml "
-            f"--bootstrap-servers {self.broker.bootstrap_servers}); data in {options.data_dir}; "
-            f"status in {options.status_path}; Ctrl-C to stop"
+            f"Kafka: {self.broker.bootstrap_servers} (the CLI finds it: stream-worker cameras set CAMERA "
+            f"--file cam.yaml); data in {options.data_dir}; status in {options.status_path}; Ctrl-C to stop"
         )
+
+    def _point_the_cli(self) -> None:
+        """The CLI's commands reach this `up` without flags (contracts/running_up.py)."""
+        try:
+            running_up.write_pointer(self.options.status_path)
+        except OSError as error:
+            log.warning("cannot write %s: %s", running_up.pointer_path(), error)
 
     def _say(self, text: str) -> None:
         self.console.line(f"{datetime.now().strftime('%H:%M:%S')} {text}", style="yellow")
