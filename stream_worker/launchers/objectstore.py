@@ -31,6 +31,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -40,13 +41,19 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from stream_worker.launchers.process import LoggedProcess
-from stream_worker.launchers.retention import Batch, expired, read_retentions
+from stream_worker.launchers.retention import (
+    BATCH_SUFFIX,
+    Batch,
+    expired_in_partition,
+    partitions_prefix,
+    read_retentions,
+)
 
 TEMP_PREFIX = ".tmp-"
 READY_LINE = "object store listening on"  # printed once the socket accepts connections
 LIST_PAGE = 1000  # keys per ListObjectsV2 page, as S3
-RETENTION_INTERVAL_S = 30.0  # how often the expired record batches are deleted (retention.py)
-DELETE_CHUNK = 500  # objects deleted per hold of the lock, so that requests go on meanwhile
+RETENTION_INTERVAL_S = 60.0  # how often the expired record batches are deleted (retention.py)
+DELETE_CHUNK = 2000  # objects deleted per hold of the lock, so that requests go on meanwhile
 
 
 @dataclass(frozen=True)
@@ -126,17 +133,19 @@ class ObjectStore:
                 path.unlink(missing_ok=True)
 
     def trim(self, now_ns: int | None = None) -> tuple[int, int]:
-        """Delete the record batches past their topic's retention (retention.py); (objects, bytes)."""
+        """Delete the record batches past their topic's retention (retention.py); (objects, bytes).
+
+        The lock is held only to copy the names and to delete: requests go on while it decides."""
         retentions = read_retentions(self.root)
         if not retentions:
             return 0, 0
         with self._lock:
-            batches = [
-                Batch(name, entry.modified_ns, entry.size)
-                for name in self._names
-                if name.endswith(".batch") and (entry := self._entries.get(name)) is not None
-            ]
-        doomed = expired(batches, retentions, time.time_ns() if now_ns is None else now_ns)
+            names = self._names.copy()
+        doomed: list[str] = []
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        for (cluster, topic), retention in retentions.items():
+            for partition in self._partitions(names, partitions_prefix(cluster, topic)):
+                doomed += [batch.name for batch in expired_in_partition(partition, retention, now_ns)]
         freed = 0
         for start in range(0, len(doomed), DELETE_CHUNK):
             chunk = set(doomed[start : start + DELETE_CHUNK])
@@ -147,6 +156,24 @@ class ObjectStore:
                         self._path(name).unlink(missing_ok=True)
                 self._names = [name for name in self._names if name not in chunk]
         return len(doomed), freed
+
+    def _partitions(self, names: list[str], prefix: str) -> Iterator[list[Batch]]:
+        """The record batches of each partition under `prefix`, in name (base offset) order."""
+        index = bisect.bisect_left(names, prefix)
+        current, batches = "", []
+        while index < len(names) and names[index].startswith(prefix):
+            name = names[index]
+            index += 1
+            if not name.endswith(BATCH_SUFFIX) or (entry := self._entries.get(name)) is None:
+                continue
+            partition = name[: name.index("/", len(prefix))]
+            if partition != current:
+                if batches:
+                    yield batches
+                current, batches = partition, []
+            batches.append(Batch(name, entry.modified_ns, entry.size))
+        if batches:
+            yield batches
 
     def listing(self, bucket: str, prefix: str, start_after: str) -> list[tuple[str, Entry]]:
         """(key, entry) for the bucket's keys that start with `prefix`, after `start_after`, in order."""

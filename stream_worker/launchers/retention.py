@@ -62,8 +62,8 @@ def _integer(text: str | None) -> int | None:
 
 
 def read_retentions(root: Path) -> dict[tuple[str, str], Retention]:
-    """("<bucket>/<cluster>", topic) -> retention, for every topic that has one: Tansu writes each
-    cluster's topics with their configs to <bucket>/clusters/<cluster>/meta.json."""
+    """("<bucket>/clusters/<cluster>", topic) -> retention, for every topic that has one: Tansu
+    writes each cluster's topics with their configs to <bucket>/clusters/<cluster>/meta.json."""
     retentions: dict[tuple[str, str], Retention] = {}
     for meta in root.glob("*/clusters/*/meta.json"):
         try:
@@ -73,12 +73,12 @@ def read_retentions(root: Path) -> dict[tuple[str, str], Retention]:
         for name, entry in topics.items():
             configs = ((entry or {}).get("topic") or {}).get("configs") or []
             if (retention := topic_retention(configs)) is not None:
-                retentions[(f"{meta.parents[2].name}/{meta.parent.name}", name)] = retention
+                retentions[(meta.parent.relative_to(root).as_posix(), name)] = retention
     return retentions
 
 
 def partition_of(name: str) -> tuple[str, str, str] | None:
-    """("<bucket>/<cluster>", topic, partition path) for a record batch's object name, else None."""
+    """("<bucket>/clusters/<cluster>", topic, partition path) for a record batch's name, else None."""
     parts = name.split("/")
     # bucket/clusters/<cluster>/topics/<topic>/partitions/<partition>/records/<offset>.batch
     if (
@@ -89,7 +89,12 @@ def partition_of(name: str) -> tuple[str, str, str] | None:
         or not parts[8].endswith(BATCH_SUFFIX)
     ):
         return None
-    return f"{parts[0]}/{parts[2]}", parts[4], "/".join(parts[:7])
+    return "/".join(parts[:3]), parts[4], "/".join(parts[:7])
+
+
+def partitions_prefix(cluster: str, topic: str) -> str:
+    """What the names of a topic's objects start with (`cluster` as `read_retentions` gives it)."""
+    return f"{cluster}/topics/{topic}/partitions/"
 
 
 def expired(
@@ -104,11 +109,11 @@ def expired(
         by_partition.setdefault(where[2], (retention, []))[1].append(batch)
     doomed: list[str] = []
     for retention, partition in by_partition.values():
-        doomed.extend(batch.name for batch in _expired_in_partition(partition, retention, now_ns))
+        doomed.extend(batch.name for batch in expired_in_partition(partition, retention, now_ns))
     return doomed
 
 
-def _expired_in_partition(batches: list[Batch], retention: Retention, now_ns: int) -> list[Batch]:
+def expired_in_partition(batches: list[Batch], retention: Retention, now_ns: int) -> list[Batch]:
     newest = len(batches) - 1  # always stays
     keep_from = 0
     if retention.retention_ms is not None and retention.retention_ms >= 0:
@@ -121,4 +126,4 @@ def _expired_in_partition(batches: list[Batch], retention: Retention, now_ns: in
         while kept > retention.retention_bytes and keep_from < newest:
             kept -= batches[keep_from].size
             keep_from += 1
-    return batches[: min(keep_from, newest)]
+    return batches[: max(0, min(keep_from, newest))]

@@ -25,7 +25,7 @@ def _batches(topic: str, partition: int, ages_s: list[int], now_ns: int, size: i
 
 def test_batches_older_than_retention_ms_go_but_never_a_partitions_newest() -> None:
     now = 1000 * SECOND_NS
-    retentions = {("tansu/c", "frames"): Retention(60_000, None)}
+    retentions = {("tansu/clusters/c", "frames"): Retention(60_000, None)}
     young = _batches("frames", 0, [300, 200, 30, 10], now)
     old = _batches("frames", 1, [300, 200], now)
     assert expired([*young, *old], retentions, now) == [young[0].name, young[1].name, old[0].name]
@@ -34,13 +34,15 @@ def test_batches_older_than_retention_ms_go_but_never_a_partitions_newest() -> N
 def test_the_oldest_batches_go_while_a_partition_is_over_retention_bytes() -> None:
     now = 1000 * SECOND_NS
     batches = _batches("plates", 0, [5, 4, 3, 2, 1], now, size=100)
-    assert expired(batches, {("tansu/c", "plates"): Retention(-1, 250)}, now) == [b.name for b in batches[:3]]
+    assert expired(batches, {("tansu/clusters/c", "plates"): Retention(-1, 250)}, now) == [
+        b.name for b in batches[:3]
+    ]
 
 
 def test_topics_without_retention_and_other_objects_are_left_alone() -> None:
     now = 1000 * SECOND_NS
     batches = [*_batches("kept", 0, [500, 400], now), Batch("tansu/clusters/c/meta.json", 0, 10)]
-    assert expired(batches, {("tansu/c", "frames"): Retention(1, 1)}, now) == []
+    assert expired(batches, {("tansu/clusters/c", "frames"): Retention(1, 1)}, now) == []
 
 
 def test_compacted_or_unbounded_topics_have_no_retention() -> None:
@@ -65,4 +67,4 @@ def test_retentions_come_from_tansus_meta_json(tmp_path: Path) -> None:
         },
     }
     meta.write_bytes(orjson.dumps({"producers": {}, "topics": topics}))
-    assert read_retentions(tmp_path) == {("tansu/c", "frames"): Retention(3_600_000, None)}
+    assert read_retentions(tmp_path) == {("tansu/clusters/c", "frames"): Retention(3_600_000, None)}
