@@ -11,6 +11,7 @@ from dataclasses import astuple, dataclass
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from stream_worker.contracts.topics import topic as declared
 from stream_worker.contracts.watchlist import new_entry
 from stream_worker.demo.options import DemoError
 from stream_worker.launchers.broker import BrokerError, create_topics
@@ -58,10 +59,14 @@ class DemoTopics:
         """The topics of a run: the camera status too when the camera connector runs."""
         return (*self.names, self.camera_status) if connector else self.names
 
+    def declared(self) -> dict[str, str]:
+        """Each topic of this run by its name in the topology (contracts/topics.py)."""
+        return dict(zip(astuple(self), astuple(DemoTopics()), strict=True))
+
     @property
     def compacted(self) -> tuple[str, ...]:
         """The tables (latest value per key) rather than streams."""
-        return (self.watchlist, self.cameras, self.camera_status, self.notify_targets, self.notify_tests)
+        return tuple(name for name, default in self.declared().items() if declared(default).compacted)
 
     @property
     def viewed(self) -> tuple[str, ...]:
@@ -70,13 +75,16 @@ class DemoTopics:
 
 
 def create(bootstrap: str, topics: DemoTopics, partitions: int, connector: bool = False) -> None:
-    """The streams with `partitions` each, the watch list and the camera settings compacted (and
-    the camera status, for the connector); DemoError when the broker refuses."""
+    """The streams with `partitions` each and their declared retention, the tables compacted (the
+    camera status only for the connector); DemoError when the broker refuses."""
     names = topics.with_connector(connector)
+    defaults = topics.declared()
     try:
-        create_topics(bootstrap, [name for name in names if name not in topics.compacted], partitions)
-        for name in (name for name in names if name in topics.compacted):
-            ensure_compacted_topic(bootstrap, name)
+        for name in names:
+            if name in topics.compacted:
+                ensure_compacted_topic(bootstrap, name)
+            else:
+                create_topics(bootstrap, [name], partitions, declared(defaults[name]).config())
     except (BrokerError, KafkaException, CompactedTopicError) as error:
         raise DemoError(f"cannot create topics on --bootstrap-servers {bootstrap}: {error}") from error
 

@@ -4,7 +4,9 @@ Used by the tests, the demo and `stream-worker broker`, so that no Docker engine
 Tansu is a single static binary that speaks enough of the Kafka protocol for confluent-kafka
 (topics, idempotent producer, consumer groups, commits). It keeps everything in memory unless given
 a data directory: then it stores through its S3 engine into a local object store on that directory
-(objectstore.py), so topics, records and committed offsets survive a restart or a kill.
+(objectstore.py), so topics, records and committed offsets survive a restart or a kill, and
+the topics' retention is applied there (retention.py). Tansu itself never deletes a record, and
+DeleteRecords makes it panic: never send it one.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from pathlib import Path
 from types import TracebackType
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
-from stream_worker.launchers.objectstore import LocalObjectStore, ObjectStoreError
+from stream_worker.contracts.topics import BY_NAME
+from stream_worker.launchers.objectstore import RETENTION_INTERVAL_S, LocalObjectStore, ObjectStoreError
 from stream_worker.launchers.process import LoggedProcess
 
 log = logging.getLogger(__name__)
@@ -67,11 +70,18 @@ def free_port() -> int:
 
 
 class LocalBroker:
-    """Tansu on 127.0.0.1: in memory (gone when it stops), or durable in `data_dir`."""
+    """Tansu on 127.0.0.1: in memory (gone when it stops), or durable in `data_dir`, where the
+    topics' retention.ms / retention.bytes are applied every `retention_interval_s` (retention.py)."""
 
-    def __init__(self, port: int | None = None, data_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        data_dir: Path | None = None,
+        retention_interval_s: float = RETENTION_INTERVAL_S,
+    ) -> None:
         self.port = port if port is not None else free_port()
         self.data_dir = data_dir
+        self.retention_interval_s = retention_interval_s
         self._store: LocalObjectStore | None = None
         self._process: LoggedProcess | None = None
 
@@ -108,7 +118,7 @@ class LocalBroker:
             command += ["--storage-engine", "memory://tansu/"]
         else:
             if self._store is None or not self._store.is_running():
-                self._store = LocalObjectStore(self.data_dir, free_port())
+                self._store = LocalObjectStore(self.data_dir, free_port(), self.retention_interval_s)
                 try:
                     self._store.start()
                 except ObjectStoreError as error:
@@ -236,6 +246,30 @@ def create_topics(
     _wait_for_partitions(admin, names, partitions, existing, timeout_s)
 
 
+def set_topic_configs(
+    bootstrap_servers: str, configs: Mapping[str, Mapping[str, str]], timeout_s: float = 30.0
+) -> None:
+    """Set each topic's configuration entries (others are left as they are), as Kafka's
+    `kafka-configs.sh --alter --add-config` does: a topic created before keeps up with the settings."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    resources = [
+        ConfigResource(
+            ConfigResource.Type.TOPIC,
+            name,
+            incremental_configs=[
+                ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+                for key, value in entries.items()
+            ],
+        )
+        for name, entries in configs.items()
+    ]
+    if not resources:
+        return
+    for resource, future in admin.incremental_alter_configs(resources, request_timeout=timeout_s).items():
+        if (error := future.exception(timeout=timeout_s)) is not None:
+            raise BrokerError(f"could not configure topic {resource.name!r} on {bootstrap_servers}: {error}")
+
+
 def _wait_for_partitions(
     admin: AdminClient, names: list[str], partitions: int, existing: set[str], timeout_s: float
 ) -> None:
@@ -264,6 +298,18 @@ def _wait_for_partitions(
             time.sleep(0.1)
 
 
+def create_declared_topics(bootstrap_servers: str, names: Iterable[str], partitions: int) -> None:
+    """The stack's topics as contracts/topics.py declares them (a stream with `partitions` and its
+    retention, a compacted topic with its own partitions); any other name as a plain stream."""
+    for name in names:
+        declared = BY_NAME.get(name)
+        if declared is None:
+            create_topics(bootstrap_servers, [name], partitions)
+        else:
+            count = declared.partitions if declared.compacted else partitions
+            create_topics(bootstrap_servers, [name], count, declared.config())
+
+
 def run_broker(port: int | None, partitions: int, topics: Iterable[str], data_dir: Path | None = None) -> int:
     """`stream-worker broker`: serve in the foreground until SIGINT/SIGTERM; the exit status."""
     stop_requested = threading.Event()
@@ -272,7 +318,7 @@ def run_broker(port: int | None, partitions: int, topics: Iterable[str], data_di
     started = time.monotonic()
     with LocalBroker(port, data_dir) as broker:
         topic_names = [name for name in topics if name]
-        broker.create_topics(topic_names, partitions)
+        create_declared_topics(broker.bootstrap_servers, topic_names, partitions)
         storage = "in memory" if data_dir is None else f"data in {data_dir}"
         print(
             f"broker ready in {time.monotonic() - started:.2f} s; bootstrap servers: "

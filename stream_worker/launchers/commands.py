@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from stream_worker.contracts.topics import TOPICS
 from stream_worker.service.options import DEFAULT_REPOSITORY
 
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
@@ -54,9 +55,12 @@ def broker(
     port: int | None = typer.Option(
         None, "--port", min=1, max=65535, help="Listen port; a free one when omitted."
     ),
-    partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of each created topic."),
+    partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of each created stream."),
     topics: str = typer.Option(
-        "frames,plates,frames.dlq,sightings", "--topics", help="Comma-separated topics to create."
+        ",".join(topic.name for topic in TOPICS),
+        "--topics",
+        help="Comma-separated topics to create: the stack's with their retention or compaction "
+        "(contracts/topics.py), any other as a plain stream.",
     ),
     durable: bool = typer.Option(
         False, "--durable", help="Keep topics, records and committed offsets on disk across restarts."

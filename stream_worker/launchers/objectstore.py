@@ -31,6 +31,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -40,10 +41,19 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from stream_worker.launchers.process import LoggedProcess
+from stream_worker.launchers.retention import (
+    BATCH_SUFFIX,
+    Batch,
+    expired_in_partition,
+    partitions_prefix,
+    read_retentions,
+)
 
 TEMP_PREFIX = ".tmp-"
 READY_LINE = "object store listening on"  # printed once the socket accepts connections
 LIST_PAGE = 1000  # keys per ListObjectsV2 page, as S3
+RETENTION_INTERVAL_S = 30.0  # how often the expired record batches are deleted (retention.py)
+DELETE_CHUNK = 2000  # objects deleted per hold of the lock, so that requests go on meanwhile
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,49 @@ class ObjectStore:
             if self._entries.pop(name, None) is not None:
                 self._names.remove(name)
                 path.unlink(missing_ok=True)
+
+    def trim(self, now_ns: int | None = None) -> tuple[int, int]:
+        """Delete the record batches past their topic's retention (retention.py); (objects, bytes).
+
+        The lock is held only to copy the names and to delete: requests go on while it decides."""
+        retentions = read_retentions(self.root)
+        if not retentions:
+            return 0, 0
+        with self._lock:
+            names = self._names.copy()
+        doomed: list[str] = []
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        for (cluster, topic), retention in retentions.items():
+            for partition in self._partitions(names, partitions_prefix(cluster, topic)):
+                doomed += [batch.name for batch in expired_in_partition(partition, retention, now_ns)]
+        freed = 0
+        for start in range(0, len(doomed), DELETE_CHUNK):
+            chunk = set(doomed[start : start + DELETE_CHUNK])
+            with self._lock:
+                for name in chunk:
+                    if (entry := self._entries.pop(name, None)) is not None:
+                        freed += entry.size
+                        self._path(name).unlink(missing_ok=True)
+                self._names = [name for name in self._names if name not in chunk]
+        return len(doomed), freed
+
+    def _partitions(self, names: list[str], prefix: str) -> Iterator[list[Batch]]:
+        """The record batches of each partition under `prefix`, in name (base offset) order."""
+        index = bisect.bisect_left(names, prefix)
+        current, batches = "", []
+        while index < len(names) and names[index].startswith(prefix):
+            name = names[index]
+            index += 1
+            if not name.endswith(BATCH_SUFFIX) or (entry := self._entries.get(name)) is None:
+                continue
+            partition = name[: name.index("/", len(prefix))]
+            if partition != current:
+                if batches:
+                    yield batches
+                current, batches = partition, []
+            batches.append(Batch(name, entry.modified_ns, entry.size))
+        if batches:
+            yield batches
 
     def listing(self, bucket: str, prefix: str, start_after: str) -> list[tuple[str, Entry]]:
         """(key, entry) for the bucket's keys that start with `prefix`, after `start_after`, in order."""
@@ -280,11 +333,13 @@ class ObjectStoreError(RuntimeError):
 
 
 class LocalObjectStore:
-    """This module's server as a child process on `port`, keeping its objects in `data_dir`."""
+    """This module's server as a child process on `port`, keeping its objects in `data_dir` and
+    deleting the record batches past their topic's retention every `retention_interval_s`."""
 
-    def __init__(self, data_dir: Path, port: int) -> None:
+    def __init__(self, data_dir: Path, port: int, retention_interval_s: float = RETENTION_INTERVAL_S) -> None:
         self.data_dir = data_dir
         self.port = port
+        self.retention_interval_s = retention_interval_s
         self._process: LoggedProcess | None = None
 
     @property
@@ -299,7 +354,8 @@ class LocalObjectStore:
         return self._process is not None and self._process.is_running()
 
     def start(self, timeout_s: float = 30.0) -> None:
-        command = [sys.executable, "-m", __name__, "--data-dir", str(self.data_dir), "--port", str(self.port)]
+        command = [sys.executable, "-m", __name__, "--data-dir", str(self.data_dir), "--port", str(self.port),
+                   "--retention-interval-s", str(self.retention_interval_s)]  # fmt: skip
         self._process = LoggedProcess(command, "objectstore-")
         deadline = time.monotonic() + timeout_s
         while not (READY_LINE in self.log_tail() and self._answers()):
@@ -330,10 +386,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--retention-interval-s", type=float, default=RETENTION_INTERVAL_S)
     arguments = parser.parse_args()
-    server = StoreServer(arguments.port, ObjectStore(arguments.data_dir))
+    store = ObjectStore(arguments.data_dir)
+    server = StoreServer(arguments.port, store)
+    threading.Thread(target=_trim_forever, args=(store, arguments.retention_interval_s), daemon=True).start()
     print(f"{READY_LINE} 127.0.0.1:{arguments.port}, data in {arguments.data_dir}", flush=True)
     server.serve_forever()
+
+
+def _trim_forever(store: ObjectStore, interval_s: float) -> None:
+    """Apply retention now and then; an error is said and the next pass tries again."""
+    while True:
+        time.sleep(interval_s)
+        try:
+            objects, freed = store.trim()
+        except Exception as error:  # never let the janitor take the store down
+            print(f"retention pass failed: {error!r}", flush=True)
+            continue
+        if objects:
+            print(f"retention: deleted {objects} expired record batches ({freed} bytes)", flush=True)
 
 
 if __name__ == "__main__":

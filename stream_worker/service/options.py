@@ -80,11 +80,24 @@ def parse_client_config(pairs: list[str]) -> dict[str, str]:
     return config
 
 
+DEFAULT_BOOTSTRAP = "localhost:9092"
+
+
+def default_bootstrap() -> str:
+    """The running `stream-worker up`'s broker (contracts/running_up.py), else localhost:9092."""
+    from stream_worker.contracts.running_up import running_up
+
+    found = running_up()
+    return found.bootstrap_servers if found is not None else DEFAULT_BOOTSTRAP
+
+
 BOOTSTRAP_OPTION = typer.Option(
-    "localhost:9092",
+    ...,
     "--bootstrap-servers",
+    default_factory=default_bootstrap,
     envvar="STREAM_WORKER_BOOTSTRAP_SERVERS",
-    help="Kafka bootstrap servers.",
+    show_default=False,
+    help="Kafka bootstrap servers (default: the running `stream-worker up`'s, else localhost:9092).",
 )
 CLIENT_CONFIG_OPTION = typer.Option(
     [],

@@ -6,6 +6,7 @@ sessions.py for sessions revoke, search_output.py for search.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -54,15 +55,28 @@ def run(ctx: typer.Context) -> None:
     raise typer.Exit(main(ctx.args))
 
 
-def _database(database_url: str | None, data_dir: str | None) -> Any:
-    from stream_worker.store.database import Database, DatabaseError
-    from stream_worker.store.settings import load_settings
+def _store_overrides(database_url: str | None, data_dir: str | None) -> dict[str, object]:
+    """The flags given; with neither flag nor their environment variables, the data directory of
+    the running `stream-worker up` (contracts/running_up.py), if one runs."""
+    from stream_worker.contracts.running_up import running_up
 
     overrides: dict[str, object] = {}
     if database_url:
         overrides["database_url"] = database_url
     if data_dir:
         overrides["data_dir"] = data_dir
+    if not overrides and not any(os.environ.get(f"{STORE_ENV_PREFIX}{name}") for name in STORE_ENV_NAMES):
+        found = running_up()
+        if found is not None:
+            overrides["data_dir"] = str(found.data_dir)
+    return overrides
+
+
+def _database(database_url: str | None, data_dir: str | None) -> Any:
+    from stream_worker.store.database import Database, DatabaseError
+    from stream_worker.store.settings import load_settings
+
+    overrides = _store_overrides(database_url, data_dir)
     try:
         settings = load_settings(None, **overrides)
         database = Database(settings.resolved_database_url())
@@ -73,12 +87,18 @@ def _database(database_url: str | None, data_dir: str | None) -> Any:
     return database
 
 
+STORE_ENV_PREFIX = "STREAM_WORKER_STORE_"
+STORE_ENV_NAMES = ("DATABASE_URL", "DATA_DIR")
 DATABASE_URL = typer.Option(
     None,
     "--database-url",
     help="As the store's (env STREAM_WORKER_STORE_DATABASE_URL); default: SQLite in --data-dir.",
 )
-DATA_DIR = typer.Option(None, "--data-dir", help="As the store's (env STREAM_WORKER_STORE_DATA_DIR).")
+DATA_DIR = typer.Option(
+    None,
+    "--data-dir",
+    help="As the store's (env STREAM_WORKER_STORE_DATA_DIR); default: the running `stream-worker up`'s.",
+)
 
 
 @store_app.command("migrate")
@@ -215,7 +235,9 @@ def hash_password(
     )
 )
 def search(
-    text: str = typer.Argument(..., help="The plate, spelled any way (B840CK197, 'в 840 ск 197')."),
+    text: str | None = typer.Argument(
+        None, help="The plate, spelled any way (B840CK197, 'в 840 ск 197'); none: every sighting."
+    ),
     fuzzy: bool = typer.Option(
         True,
         "--fuzzy/--exact",
@@ -235,7 +257,7 @@ def search(
     database_url: str | None = DATABASE_URL,
     data_dir: str | None = DATA_DIR,
 ) -> None:
-    """Where and when was this plate seen: stored sightings, newest first."""
+    """Where and when was this plate seen (without TEXT: what was seen), stored sightings newest first."""
     from stream_worker.store.search_output import INVALID, UNREACHABLE, parse_time, run
     from stream_worker.store.settings import load_settings
 
@@ -247,9 +269,7 @@ def search(
     except ValueError as error:
         typer.echo(f"error: --{name}: {error}", err=True)
         raise typer.Exit(INVALID) from None
-    overrides = {
-        name: value for name, value in (("database_url", database_url), ("data_dir", data_dir)) if value
-    }
+    overrides = _store_overrides(database_url, data_dir)
     try:
         url = load_settings(None, **overrides).resolved_database_url()
     except ValueError as error:

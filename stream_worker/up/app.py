@@ -21,6 +21,7 @@ from types import FrameType
 
 from stream_worker.children import Watchdog
 from stream_worker.console import Console
+from stream_worker.contracts import running_up
 from stream_worker.launchers.broker import BrokerError
 from stream_worker.launchers.service import ServiceStartError
 from stream_worker.launchers.triton import TritonLaunchError
@@ -34,7 +35,7 @@ from stream_worker.up import status as up_status
 from stream_worker.up import topics as up_topics
 from stream_worker.up.announcements import announcements
 from stream_worker.up.children import BrokerChild, ServiceProcess, TritonChild
-from stream_worker.up.options import EXIT_FAILED, EXIT_OK, UpError, UpOptions
+from stream_worker.up.options import EXIT_FAILED, EXIT_OK, UpError, UpOptions, format_duration
 from stream_worker.up.restarts import RestartPolicy
 from stream_worker.up.shedding import ShedWatch
 from stream_worker.up.supervisor import Supervisor
@@ -69,8 +70,9 @@ class Up:
         self.supervisor = Supervisor(self.watchdog, RestartPolicy(), self.stopping, self._say)
         self.broker = BrokerChild(options.broker_port, options.broker_dir)
         self._step(f"starting the local Kafka broker (Tansu, durable in {options.broker_dir})", self.broker)
-        with self.console.step("creating the topics"):
-            up_topics.create(self.broker.bootstrap_servers, options.partitions)
+        kept = format_duration(options.frames_retention_ms)
+        with self.console.step(f"creating the topics (frames kept {kept})"):
+            up_topics.create(self.broker.bootstrap_servers, options.partitions, options.frames_retention_ms)
         if options.triton_url is None:
             self.triton = TritonChild(options.repository)
             self._step("starting the local Triton", self.triton)
@@ -84,6 +86,7 @@ class Up:
                 service.wait_ready(self.stopping)
         self._announce()  # before "running": whoever waits for that status finds the address said
         self._write_status("running")
+        self._point_the_cli()
         connector = next(service for service in self.services if service.name == "connector")
         shedding = ShedWatch(self._say)
         while not self.stopping.wait(CHECK_INTERVAL_S):
@@ -93,6 +96,7 @@ class Up:
 
     def stop(self) -> None:
         """Services first (newest first), then Triton and the broker; then release the watchdog."""
+        running_up.remove_pointer(self.options.status_path)
         self._write_status("stopping")
         if self.supervisor is not None:
             self.supervisor.stop()
@@ -171,10 +175,16 @@ class Up:
         for line in announcements(store.child):
             self.console.line(line, style="bold")
         self.console.line(
-            f"Kafka: {self.broker.bootstrap_servers} (e.g. stream-worker cameras set CAMERA --file cam.yaml "
-            f"--bootstrap-servers {self.broker.bootstrap_servers}); data in {options.data_dir}; "
-            f"status in {options.status_path}; Ctrl-C to stop"
+            f"Kafka: {self.broker.bootstrap_servers} (the CLI finds it: stream-worker cameras set CAMERA "
+            f"--file cam.yaml); data in {options.data_dir}; status in {options.status_path}; Ctrl-C to stop"
         )
+
+    def _point_the_cli(self) -> None:
+        """The CLI's commands reach this `up` without flags (contracts/running_up.py)."""
+        try:
+            running_up.write_pointer(self.options.status_path)
+        except OSError as error:
+            log.warning("cannot write %s: %s", running_up.pointer_path(), error)
 
     def _say(self, text: str) -> None:
         self.console.line(f"{datetime.now().strftime('%H:%M:%S')} {text}", style="yellow")

@@ -42,6 +42,12 @@ def up(
     weights_dir: Path | None = WEIGHTS_DIR_OPTION,
     repository: Path = REPOSITORY_OPTION,
     partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of each stream topic created."),
+    frames_retention: str = typer.Option(
+        "1h",
+        "--frames-retention",
+        help="How long the broker keeps the camera frames (90s, 3m, 1h, 2d): they are most of the disk "
+        "used. The other topics keep theirs (contracts/topics.py).",
+    ),
     session_timeout_ms: int = typer.Option(
         10000,
         "--session-timeout-ms",
@@ -56,7 +62,12 @@ def up(
     dies is started again. Cameras are added in the console or with `stream-worker cameras set`.
     """
     from stream_worker.up.app import UpOptions, run_up
-    from stream_worker.up.options import default_data_dir
+    from stream_worker.up.options import default_data_dir, duration_ms
+
+    try:
+        frames_retention_ms = duration_ms(frames_retention)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--frames-retention") from None
 
     options = UpOptions(
         data_dir=(data_dir or default_data_dir()).expanduser().resolve(),
@@ -67,6 +78,7 @@ def up(
         repository=repository,
         weights_dir=weights_dir,
         partitions=partitions,
+        frames_retention_ms=frames_retention_ms,
         session_timeout_ms=session_timeout_ms,
     )
     raise typer.Exit(run_up(options))

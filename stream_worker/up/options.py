@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from stream_worker.contracts.topics import FRAMES_RETENTION_MS
 from stream_worker.launchers.broker import default_data_dir as broker_data_dir
 
 EXIT_OK = 0  # stopped by Ctrl-C or SIGTERM
@@ -15,6 +17,26 @@ def default_data_dir() -> Path:
     """~/.local/share/stream-worker ($XDG_DATA_HOME/stream-worker): `broker --durable` keeps its
     data in broker/ under it, as `up` does."""
     return broker_data_dir().parent
+
+
+DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*")
+
+
+def duration_ms(text: str) -> int:
+    """ "90s", "3m", "1h", "1.5h", "7d" in milliseconds; ValueError for anything else."""
+    match = DURATION.fullmatch(text)
+    if match is None or float(match[1]) <= 0:
+        raise ValueError(f"{text!r} is not a duration such as 90s, 3m, 1h or 7d")
+    return round(float(match[1]) * DURATION_UNITS_MS[match[2]])
+
+
+def format_duration(milliseconds: int) -> str:
+    """The largest unit that divides it: 3600000 -> "1h", 180000 -> "3m"."""
+    for unit in ("d", "h", "m", "s"):
+        if milliseconds % DURATION_UNITS_MS[unit] == 0:
+            return f"{milliseconds // DURATION_UNITS_MS[unit]}{unit}"
+    return f"{milliseconds}ms"
 
 
 class UpError(Exception):
@@ -31,6 +53,7 @@ class UpOptions:
     repository: Path = Path("model_repository")
     weights_dir: Path | None = None
     partitions: int = 3
+    frames_retention_ms: int = FRAMES_RETENTION_MS  # the other topics': contracts/topics.py
     session_timeout_ms: int = 10000  # a killed service's partitions go to its restart this soon
     shutdown_timeout_s: float = 15.0
 

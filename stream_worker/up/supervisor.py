@@ -29,6 +29,7 @@ class Supervised:
     restarts: Restarts
     last_exit: str | None = None
     running: bool = False  # started, not yet found dead
+    stopped: bool = False  # stopped by `stop`: not to be restarted
 
 
 class Supervisor:
@@ -104,12 +105,13 @@ class Supervisor:
             except Exception as error:
                 log.warning("stopping %s failed: %s", entry.child.name, error)
             entry.running = False
+            entry.stopped = True
 
     def status(self) -> dict[str, dict[str, object]]:
         """Each child's pid(s), state, restarts and last exit, with what the child adds (its URL...)."""
         return {
             entry.child.name: {
-                "state": "running" if entry.running else "restarting",
+                "state": _state(entry),
                 "pids": entry.child.process_groups() if entry.running else [],
                 "restarts": entry.restarts.count,
                 "last_exit": entry.last_exit,
@@ -117,3 +119,9 @@ class Supervisor:
             }
             for entry in self.children
         }
+
+
+def _state(entry: Supervised) -> str:
+    if entry.stopped:
+        return "stopped"
+    return "running" if entry.running else "restarting"

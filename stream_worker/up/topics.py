@@ -1,35 +1,31 @@
-"""The topics of the stack, by the services' default names (so that `stream-worker cameras set`,
-`watchlist add`, `notify targets set`, `produce` and `tail` reach them without a --topic),
-created on each start unless they exist: the streams with `partitions` each, the watch list, the
-cameras' settings, the notify targets and the console's notify test requests compacted.
-The connector creates its own status topic."""
+"""The stack's topics (contracts/topics.py), by the services' default names (so that `stream-worker
+cameras set`, `watchlist add`, `notify targets set`, `produce` and `tail` reach them without a
+--topic), created on each start unless they exist: the streams with `partitions` each and their
+retention (re)applied, so that a data directory made before keeps up with it; the compacted topics
+with their declared partitions."""
 
 from __future__ import annotations
 
-from stream_worker.cameras.store import DEFAULT_PARTITIONS as CAMERAS_PARTITIONS
-from stream_worker.launchers.broker import create_topics
+from stream_worker.contracts.topics import FRAMES, TOPICS, Topic
+from stream_worker.launchers.broker import create_topics, set_topic_configs
 from stream_worker.service.compacted import ensure_compacted_topic
 
-STREAMS = (
-    "frames",
-    "plates",
-    "frames.dlq",
-    "sightings",
-    "alerts",
-    "store.dlq",
-    "notify.dlq",
-    "notify.deliveries",
-)
-WATCHLIST = "watchlist"
-CAMERAS = "cameras"
-NOTIFY_TARGETS = "notify-targets"
-NOTIFY_TESTS = "notify-tests"
+
+def stream_configs(frames_retention_ms: int) -> dict[str, dict[str, str]]:
+    """Each stream's Kafka configuration: its declared retention, `frames_retention_ms` for frames."""
+    return {
+        topic.name: topic.config(frames_retention_ms if topic is FRAMES else None)
+        for topic in TOPICS
+        if not topic.compacted
+    }
 
 
-def create(bootstrap_servers: str, partitions: int) -> None:
-    """Idempotent: an existing topic is left as it is (BrokerError, CompactedTopicError)."""
-    create_topics(bootstrap_servers, STREAMS, partitions)
-    ensure_compacted_topic(bootstrap_servers, WATCHLIST)
-    ensure_compacted_topic(bootstrap_servers, CAMERAS, partitions=CAMERAS_PARTITIONS)
-    ensure_compacted_topic(bootstrap_servers, NOTIFY_TARGETS)
-    ensure_compacted_topic(bootstrap_servers, NOTIFY_TESTS)
+def create(bootstrap_servers: str, partitions: int, frames_retention_ms: int) -> None:
+    """Idempotent: an existing topic keeps its partitions (BrokerError, CompactedTopicError)."""
+    configs = stream_configs(frames_retention_ms)
+    for name, config in configs.items():
+        create_topics(bootstrap_servers, [name], partitions, config)
+    set_topic_configs(bootstrap_servers, configs)
+    compacted: list[Topic] = [topic for topic in TOPICS if topic.compacted]
+    for topic in compacted:
+        ensure_compacted_topic(bootstrap_servers, topic.name, partitions=topic.partitions)

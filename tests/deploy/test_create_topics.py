@@ -12,6 +12,11 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
+import yaml
+
+from stream_worker.contracts.topics import TOPICS, Topic
+
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "base" / "create-topics.sh"
 
 # Answers `--describe --topic NAME` with the partition count in $STUB_PARTITIONS_<NAME> (. and - -> _).
@@ -114,10 +119,12 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
     assert all(option(call, "--bootstrap-server") == "kafka:9092" for call in calls)
     alters = calls_with(calls, "--alter", "--entity-name")
     configs = {option(call, "--entity-name"): option(call, "--add-config") for call in alters}
-    assert configs["frames"] == "retention.ms=60000,max.message.bytes=10485760"
-    assert configs["plates"].startswith("retention.ms=604800000,")
+    assert configs["frames"] == (
+        "cleanup.policy=delete,retention.ms=60000,retention.bytes=1073741824,max.message.bytes=10485760"
+    )
+    assert configs["plates"].startswith("cleanup.policy=delete,retention.ms=604800000,")
     assert configs["notify-targets"].startswith("cleanup.policy=compact,")
-    assert configs["notify.dlq"].startswith("retention.ms=1209600000,")
+    assert configs["notify.dlq"].startswith("cleanup.policy=delete,retention.ms=1209600000,")
     assert not calls_with(calls, "--partitions", "--alter"), "nothing to raise"
 
 
@@ -185,3 +192,71 @@ def test_requires_the_bootstrap_servers(tmp_path: Path) -> None:
     code, calls, output = run_script(tmp_path, {"frames": 6}, BOOTSTRAP_SERVERS="")
     assert code != 0 and not calls
     assert "set BOOTSTRAP_SERVERS" in output
+
+
+def _applied(tmp_path: Path) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """(partitions, configs) per topic when the script runs with its defaults on a fresh cluster."""
+    code, calls, output = run_script(tmp_path, {topic.name: topic.partitions for topic in TOPICS})
+    assert code == 0, output
+    creates = {
+        option(call, "--topic"): option(call, "--partitions") for call in calls_with(calls, "--create")
+    }
+    configs = {
+        option(call, "--entity-name"): dict(
+            item.split("=", 1) for item in option(call, "--add-config").split(",")
+        )
+        for call in calls_with(calls, "--alter", "--entity-name")
+    }
+    return creates, configs
+
+
+@pytest.mark.parametrize("topic", TOPICS, ids=lambda topic: topic.name)
+def test_kafka_gets_the_declared_topology(tmp_path: Path, topic: Topic) -> None:
+    """Partitions, retention and compaction as contracts/topics.py says (the local `up` applies the same)."""
+    partitions, configs = _applied(tmp_path)
+    assert partitions[topic.name] == str(topic.partitions)
+    config = {key: value for key, value in configs[topic.name].items() if key != "max.message.bytes"}
+    assert config == topic.config()
+
+
+# The variables that compose.yaml and the Kubernetes ConfigMap pass to the script, by their topic.
+SETTINGS = {
+    "FRAMES": "frames",
+    "PLATES": "plates",
+    "DLQ": "frames.dlq",
+    "SIGHTINGS": "sightings",
+    "ALERTS": "alerts",
+    "STORE_DLQ": "store.dlq",
+    "CAMERAS": "cameras",
+    "CAMERA_STATUS": "camera-status",
+}
+DEPLOY = SCRIPT.parents[2]
+
+
+def _declared_value(variable: str) -> str | None:
+    for prefix, name in sorted(SETTINGS.items(), key=lambda item: -len(item[0])):
+        declared = next(topic for topic in TOPICS if topic.name == name)
+        for suffix, value in (
+            ("_PARTITIONS", declared.partitions),
+            ("_RETENTION_MS", declared.retention_ms),
+            ("_RETENTION_BYTES", declared.retention_bytes),
+        ):
+            if variable == prefix + suffix:
+                return str(value)
+    return None
+
+
+def test_compose_and_kubernetes_defaults_are_the_declared_topology() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    compose_env = {
+        name: str(value).rsplit(":-", 1)[-1].rstrip("}")
+        for name, value in compose["services"]["topic-init"]["environment"].items()
+    }
+    configmap = yaml.safe_load((DEPLOY / "kubernetes" / "base" / "topics.yaml").read_text())["data"]
+    checked = 0
+    for settings in (compose_env, configmap):
+        for variable, value in settings.items():
+            if (expected := _declared_value(variable)) is not None:
+                assert value == expected, variable
+                checked += 1
+    assert checked == 2 * 20

@@ -121,6 +121,9 @@ def test_stop_goes_newest_first_past_a_child_that_fails_to_stop(setup) -> None:
     children[2].fail_stop = True
     supervisor.stop()
     assert journal[4:] == ["stop worker", "stop store", "stop triton", "stop broker"]
+    assert {name: status["state"] for name, status in supervisor.status().items()} == dict.fromkeys(
+        ("broker", "triton", "store", "worker"), "stopped"
+    )
 
 
 def test_a_first_start_that_fails_still_leaves_the_child_to_stop(setup) -> None:

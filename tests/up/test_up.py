@@ -80,7 +80,13 @@ class Up:
         self.data_dir = data_dir
         self.output_path = data_dir.parent / f"up-{uuid.uuid4().hex[:6]}.out"
         self.admin_password: str | None = None  # what the store printed on its first start
-        env = {**os.environ, "STREAM_WORKER_SIGHTINGS_SILENCE_S": str(SILENCE_S)}
+        # Its pointer for the CLI (contracts/running_up.py) stays beside the data directory.
+        self.state_home = data_dir.parent / "state"
+        env = {
+            **os.environ,
+            "STREAM_WORKER_SIGHTINGS_SILENCE_S": str(SILENCE_S),
+            "XDG_STATE_HOME": str(self.state_home),
+        }
         with self.output_path.open("wb") as output:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "stream_worker", "up", "--data-dir", str(data_dir),
@@ -316,8 +322,12 @@ def test_after_a_full_stop_and_start_the_sightings_are_still_there(
     before = stored_sightings(data_dir)
     assert len(before) >= 8
     children = up.pids()
+    pointer = up.state_home / "stream-worker" / "up.json"
+    assert orjson.loads(pointer.read_bytes())["status"] == str(data_dir / "up.json")
     assert up.stop() == 0, up.output()
     assert _status(data_dir)["state"] == "stopped"
+    assert {child["state"] for child in _status(data_dir)["children"].values()} == {"stopped"}
+    assert not pointer.exists()
     assert not [pid for pid in children if _alive(pid)]
     again = Up(data_dir, *ports)
     try:

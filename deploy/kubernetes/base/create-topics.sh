@@ -30,6 +30,10 @@
 #   SIGHTINGS_PARTITIONS / ALERTS_PARTITIONS / STORE_DLQ_PARTITIONS          default 6 / 6 / 1
 #   FRAMES_RETENTION_MS / PLATES_RETENTION_MS / DLQ_RETENTION_MS             default 1 h / 7 d / 14 d
 #   SIGHTINGS_RETENTION_MS / ALERTS_RETENTION_MS / STORE_DLQ_RETENTION_MS    default 7 d / 7 d / 14 d
+#   FRAMES_RETENTION_BYTES / PLATES_RETENTION_BYTES / DLQ_RETENTION_BYTES    per partition, default
+#   SIGHTINGS_RETENTION_BYTES / ALERTS_RETENTION_BYTES / STORE_DLQ_RETENTION_BYTES
+#                                             1 GiB / 512 MiB / 256 MiB; 256 MiB / 256 MiB / 256 MiB
+#   (the same as stream_worker/contracts/topics.py, which the local `stream-worker up` applies)
 #   MAX_MESSAGE_BYTES                         default 10485760 (frames are whole JPEGs)
 set -eu
 
@@ -75,9 +79,10 @@ ensure() {
   echo "topic $name ready: $partitions partitions, $configs"
 }
 
-# ensure_topic NAME PARTITIONS RETENTION_MS: a topic whose records expire.
+# ensure_topic NAME PARTITIONS RETENTION_MS RETENTION_BYTES: a topic whose records expire, by age
+# or by size per partition, whichever comes first.
 ensure_topic() {
-  ensure "$1" "$2" "retention.ms=$3,max.message.bytes=$MAX_MESSAGE_BYTES" raise
+  ensure "$1" "$2" "cleanup.policy=delete,retention.ms=$3,retention.bytes=$4,max.message.bytes=$MAX_MESSAGE_BYTES" raise
 }
 
 # ensure_compacted_topic NAME [PARTITIONS]: a compacted topic (the latest record of a key is kept),
@@ -89,17 +94,24 @@ ensure_compacted_topic() {
     --config cleanup.policy=compact
 }
 
-ensure_topic "${INPUT_TOPIC:-frames}" "${FRAMES_PARTITIONS:-6}" "${FRAMES_RETENTION_MS:-3600000}"
-ensure_topic "${OUTPUT_TOPIC:-plates}" "${PLATES_PARTITIONS:-6}" "${PLATES_RETENTION_MS:-604800000}"
-ensure_topic "${DLQ_TOPIC:-frames.dlq}" "${DLQ_PARTITIONS:-1}" "${DLQ_RETENTION_MS:-1209600000}"
-ensure_topic "${SIGHTINGS_TOPIC:-sightings}" "${SIGHTINGS_PARTITIONS:-6}" "${SIGHTINGS_RETENTION_MS:-604800000}"
-ensure_topic "${ALERTS_TOPIC:-alerts}" "${ALERTS_PARTITIONS:-6}" "${ALERTS_RETENTION_MS:-604800000}"
-ensure_topic "${STORE_DLQ_TOPIC:-store.dlq}" "${STORE_DLQ_PARTITIONS:-1}" "${STORE_DLQ_RETENTION_MS:-1209600000}"
+ensure_topic "${INPUT_TOPIC:-frames}" "${FRAMES_PARTITIONS:-6}" "${FRAMES_RETENTION_MS:-3600000}" \
+  "${FRAMES_RETENTION_BYTES:-1073741824}"
+ensure_topic "${OUTPUT_TOPIC:-plates}" "${PLATES_PARTITIONS:-6}" "${PLATES_RETENTION_MS:-604800000}" \
+  "${PLATES_RETENTION_BYTES:-536870912}"
+ensure_topic "${DLQ_TOPIC:-frames.dlq}" "${DLQ_PARTITIONS:-1}" "${DLQ_RETENTION_MS:-1209600000}" \
+  "${DLQ_RETENTION_BYTES:-268435456}"
+ensure_topic "${SIGHTINGS_TOPIC:-sightings}" "${SIGHTINGS_PARTITIONS:-6}" "${SIGHTINGS_RETENTION_MS:-604800000}" \
+  "${SIGHTINGS_RETENTION_BYTES:-268435456}"
+ensure_topic "${ALERTS_TOPIC:-alerts}" "${ALERTS_PARTITIONS:-6}" "${ALERTS_RETENTION_MS:-604800000}" \
+  "${ALERTS_RETENTION_BYTES:-268435456}"
+ensure_topic "${STORE_DLQ_TOPIC:-store.dlq}" "${STORE_DLQ_PARTITIONS:-1}" "${STORE_DLQ_RETENTION_MS:-1209600000}" \
+  "${STORE_DLQ_RETENTION_BYTES:-268435456}"
 ensure_compacted_topic "${WATCHLIST_TOPIC:-watchlist}"
 # Partitioned: the connector's replicas share the cameras by these partitions (a consumer group).
 ensure_compacted_topic "${CAMERAS_TOPIC:-cameras}" "${CAMERAS_PARTITIONS:-6}"
 ensure_compacted_topic "${CAMERA_STATUS_TOPIC:-camera-status}" "${CAMERA_STATUS_PARTITIONS:-3}"
 ensure_compacted_topic "${NOTIFY_TARGETS_TOPIC:-notify-targets}"
-ensure_topic "${NOTIFY_DLQ_TOPIC:-notify.dlq}" 1 "${DLQ_RETENTION_MS:-1209600000}"
-ensure_topic "${NOTIFY_DELIVERIES_TOPIC:-notify.deliveries}" 1 "${DLQ_RETENTION_MS:-1209600000}"
+ensure_topic "${NOTIFY_DLQ_TOPIC:-notify.dlq}" 1 "${DLQ_RETENTION_MS:-1209600000}" "${DLQ_RETENTION_BYTES:-268435456}"
+ensure_topic "${NOTIFY_DELIVERIES_TOPIC:-notify.deliveries}" 1 "${DLQ_RETENTION_MS:-1209600000}" \
+  "${DLQ_RETENTION_BYTES:-268435456}"
 ensure_compacted_topic "${NOTIFY_TESTS_TOPIC:-notify-tests}"
