@@ -8,7 +8,8 @@ objects is what Kafka's segment deletion does. A consumer whose position falls b
 is served from the first batch left (the services' gap healing then accepts the gap).
 
 So the local object store (objectstore.py) runs `expired` every few seconds over its index:
-- a topic whose `cleanup.policy` includes `compact` is never trimmed (its latest values count);
+- a topic whose `cleanup.policy` is `compact` alone is never trimmed (its latest values count);
+  `compact,delete` (a status rewritten every few seconds) is trimmed by its retention like a stream;
 - a batch goes once it was stored longer than `retention.ms` ago (by its write time, as Kafka's
   `LogAppendTime`), and the oldest go while a partition holds more than `retention.bytes`;
 - a partition's newest batch always stays (Kafka's active segment): Tansu takes the high
@@ -48,7 +49,8 @@ class Batch:
 def topic_retention(configs: Iterable[Mapping[str, object]]) -> Retention | None:
     """A topic's retention from its configs (Tansu's meta.json shape); None when never trimmed."""
     values = {str(item.get("name")): str(item.get("value")) for item in configs}
-    if "compact" in values.get("cleanup.policy", "delete"):
+    policies = {policy.strip() for policy in values.get("cleanup.policy", "delete").strip("[]").split(",")}
+    if "delete" not in policies:
         return None
     retention = Retention(_integer(values.get("retention.ms")), _integer(values.get("retention.bytes")))
     return retention if retention.bounded else None

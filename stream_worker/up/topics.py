@@ -20,6 +20,11 @@ def stream_configs(frames_retention_ms: int) -> dict[str, dict[str, str]]:
     }
 
 
+def trimmed_table_configs() -> dict[str, dict[str, str]]:
+    """The configuration of each compacted topic that also has a retention (compact,delete)."""
+    return {topic.name: topic.config() for topic in TOPICS if topic.compacted and topic.retention_ms}
+
+
 def create(bootstrap_servers: str, partitions: int, frames_retention_ms: int) -> None:
     """Idempotent: an existing topic keeps its partitions (BrokerError, CompactedTopicError)."""
     configs = stream_configs(frames_retention_ms)
@@ -29,3 +34,4 @@ def create(bootstrap_servers: str, partitions: int, frames_retention_ms: int) ->
     compacted: list[Topic] = [topic for topic in TOPICS if topic.compacted]
     for topic in compacted:
         ensure_compacted_topic(bootstrap_servers, topic.name, partitions=topic.partitions)
+    set_topic_configs(bootstrap_servers, trimmed_table_configs())

@@ -8,6 +8,7 @@ missing, raise partitions only upwards, always (re)apply retention, pass SASL/TL
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -88,7 +89,9 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
             "notify-targets": 1,
             "notify.dlq": 1,
             "notify.deliveries": 1,
+            "notify.replays": 1,
             "notify-tests": 1,
+            "notify-status": 1,
         },
         FRAMES_PARTITIONS="12",
         PLATES_PARTITIONS="12",
@@ -110,7 +113,9 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
         "notify-targets",
         "notify.dlq",
         "notify.deliveries",
+        "notify.replays",
         "notify-tests",
+        "notify-status",
     }
     assert option(creates["frames"], "--partitions") == "12"
     assert option(creates["frames.dlq"], "--partitions") == "1"
@@ -124,6 +129,8 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
     )
     assert configs["plates"].startswith("cleanup.policy=delete,retention.ms=604800000,")
     assert configs["notify-targets"].startswith("cleanup.policy=compact,")
+    assert configs["camera-status"].startswith("cleanup.policy=[compact,delete],retention.ms=3600000,")
+    assert option(creates["camera-status"], "--config") == "cleanup.policy=compact,delete"
     assert configs["notify.dlq"].startswith("cleanup.policy=delete,retention.ms=1209600000,")
     assert not calls_with(calls, "--partitions", "--alter"), "nothing to raise"
 
@@ -144,7 +151,9 @@ def test_raises_partitions_but_never_lowers_them(tmp_path: Path) -> None:
             "notify-targets": 1,
             "notify.dlq": 1,
             "notify.deliveries": 1,
+            "notify.replays": 1,
             "notify-tests": 1,
+            "notify-status": 1,
         },
         FRAMES_PARTITIONS="6",
         PLATES_PARTITIONS="6",
@@ -171,7 +180,9 @@ def test_passes_the_client_properties_when_present(tmp_path: Path) -> None:
         "notify-targets": 1,
         "notify.dlq": 1,
         "notify.deliveries": 1,
+        "notify.replays": 1,
         "notify-tests": 1,
+        "notify-status": 1,
     }
     code, calls, output = run_script(tmp_path, partitions, COMMAND_CONFIG=str(properties))
     assert code == 0, output
@@ -202,9 +213,10 @@ def _applied(tmp_path: Path) -> tuple[dict[str, str], dict[str, dict[str, str]]]
         option(call, "--topic"): option(call, "--partitions") for call in calls_with(calls, "--create")
     }
     configs = {
-        option(call, "--entity-name"): dict(
-            item.split("=", 1) for item in option(call, "--add-config").split(",")
-        )
+        option(call, "--entity-name"): {
+            key: value.strip("[]")  # a list value is written [a,b] for kafka-configs.sh
+            for key, value in re.findall(r"([^=,]+)=(\[[^\]]*\]|[^,]*)", option(call, "--add-config"))
+        }
         for call in calls_with(calls, "--alter", "--entity-name")
     }
     return creates, configs

@@ -45,6 +45,12 @@ def test_topics_without_retention_and_other_objects_are_left_alone() -> None:
     assert expired(batches, {("tansu/clusters/c", "frames"): Retention(1, 1)}, now) == []
 
 
+def test_a_compacted_topic_that_also_deletes_is_trimmed_by_its_retention() -> None:
+    for policy in ("compact,delete", "delete,compact", "[compact, delete]"):
+        configs = [{"name": "cleanup.policy", "value": policy}, {"name": "retention.ms", "value": "60000"}]
+        assert topic_retention(configs) == Retention(60000, None), policy
+
+
 def test_compacted_or_unbounded_topics_have_no_retention() -> None:
     assert (
         topic_retention(

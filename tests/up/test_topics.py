@@ -43,7 +43,7 @@ def test_up_creates_every_declared_topic_and_retention_reaches_a_topic_made_befo
     assert configs["frames"]["retention.bytes"] == str(FRAMES.retention_bytes)
     for topic in TOPICS:
         if topic.compacted:
-            assert configs[topic.name]["cleanup.policy"] == "compact", topic.name
+            assert configs[topic.name]["cleanup.policy"] == topic.config()["cleanup.policy"], topic.name
             assert partitions[topic.name] == topic.partitions, topic.name
         else:
             assert partitions[topic.name] == 2, topic.name

@@ -94,6 +94,13 @@ ensure_compacted_topic() {
     --config cleanup.policy=compact
 }
 
+# A table whose writer rewrites every key every few seconds (camera-status): compacted, and its
+# records older than the retention deleted too, so its log stays short between compactions.
+ensure_status_topic() {
+  ensure "$1" "$2" "cleanup.policy=[compact,delete],retention.ms=$3,max.message.bytes=$MAX_MESSAGE_BYTES" keep \
+    --config cleanup.policy=compact,delete
+}
+
 ensure_topic "${INPUT_TOPIC:-frames}" "${FRAMES_PARTITIONS:-6}" "${FRAMES_RETENTION_MS:-3600000}" \
   "${FRAMES_RETENTION_BYTES:-1073741824}"
 ensure_topic "${OUTPUT_TOPIC:-plates}" "${PLATES_PARTITIONS:-6}" "${PLATES_RETENTION_MS:-604800000}" \
@@ -109,9 +116,13 @@ ensure_topic "${STORE_DLQ_TOPIC:-store.dlq}" "${STORE_DLQ_PARTITIONS:-1}" "${STO
 ensure_compacted_topic "${WATCHLIST_TOPIC:-watchlist}"
 # Partitioned: the connector's replicas share the cameras by these partitions (a consumer group).
 ensure_compacted_topic "${CAMERAS_TOPIC:-cameras}" "${CAMERAS_PARTITIONS:-6}"
-ensure_compacted_topic "${CAMERA_STATUS_TOPIC:-camera-status}" "${CAMERA_STATUS_PARTITIONS:-3}"
+ensure_status_topic "${CAMERA_STATUS_TOPIC:-camera-status}" "${CAMERA_STATUS_PARTITIONS:-3}" \
+  "${CAMERA_STATUS_RETENTION_MS:-3600000}"
 ensure_compacted_topic "${NOTIFY_TARGETS_TOPIC:-notify-targets}"
 ensure_topic "${NOTIFY_DLQ_TOPIC:-notify.dlq}" 1 "${DLQ_RETENTION_MS:-1209600000}" "${DLQ_RETENTION_BYTES:-268435456}"
 ensure_topic "${NOTIFY_DELIVERIES_TOPIC:-notify.deliveries}" 1 "${DLQ_RETENTION_MS:-1209600000}" \
   "${DLQ_RETENTION_BYTES:-268435456}"
+ensure_topic "${NOTIFY_REPLAYS_TOPIC:-notify.replays}" 1 "${DLQ_RETENTION_MS:-1209600000}" \
+  "${DLQ_RETENTION_BYTES:-268435456}"
 ensure_compacted_topic "${NOTIFY_TESTS_TOPIC:-notify-tests}"
+ensure_compacted_topic "${NOTIFY_STATUS_TOPIC:-notify-status}"
