@@ -60,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--videos", type=Path, default=Path("../shared/videos"), help="The clips the cameras loop."
     )
+    p.add_argument(
+        "--frames-retention", default=None, help="up's --frames-retention (e.g. 3m; default: up's own)."
+    )
     p.add_argument("--report", type=Path, default=None, help="Write the JSON report here.")
     p.add_argument("--plot", type=Path, default=None, help="Write a PNG of the curves here (matplotlib).")
     p.add_argument("--allow-busy", action="store_true", help=environment.ALLOW_BUSY_HELP)
@@ -163,7 +166,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     gates = [camera for camera in cameras if camera.profile.kind == "gate"]
     rows: list[dict[str, Any]] = []
     stopped_early = False
-    with running_stack(cameras, args.videos, args.data_dir) as (up, password, webhook, _folder):
+    up_options = ("--frames-retention", args.frames_retention) if args.frames_retention else ()
+    with running_stack(cameras, args.videos, args.data_dir, up_options) as (up, password, webhook, _folder):
         topics = Topics(plates)
         reader = SideReader(up.bootstrap, ["alerts", "sightings"], topics.handle, "soak-reader")
         reader.start()

@@ -143,6 +143,7 @@ class Up:
     output_path: Path
     broker_port: int
     console_port: int
+    options: tuple[str, ...] = ()  # more of up's options, e.g. ("--frames-retention", "3m")
     process: subprocess.Popen[bytes] = field(init=False)
 
     def start(self) -> None:
@@ -150,7 +151,8 @@ class Up:
         with self.output_path.open("wb") as output:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "stream_worker", "up", "--data-dir", str(self.data_dir),
-                 "--broker-port", str(self.broker_port), "--console-port", str(self.console_port)],
+                 "--broker-port", str(self.broker_port), "--console-port", str(self.console_port),
+                 *self.options],
                 cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, env=env,
             )  # fmt: skip
 
@@ -255,7 +257,7 @@ def configure(up: Up, cameras: list[Camera], rtsp: LocalRtspServer, webhook: Web
 
 @contextlib.contextmanager
 def running_stack(
-    cameras: list[Camera], videos: Path, data_dir: Path | None
+    cameras: list[Camera], videos: Path, data_dir: Path | None, up_options: tuple[str, ...] = ()
 ) -> Iterator[tuple[Up, str, Webhook, Path]]:
     """The RTSP server, the webhook and `up` (a new data dir in a temp folder unless `data_dir`),
     configured; yields (up, console password, webhook, work folder), stops all on the way out."""
@@ -270,7 +272,7 @@ def running_stack(
         rtsp = stack.enter_context(LocalRtspServer(mounts).start())
         webhook = Webhook()
         stack.callback(webhook.close)
-        up = Up(data, folder / "up.out", free_port(), free_port())
+        up = Up(data, folder / "up.out", free_port(), free_port(), up_options)
         up.start()
         stack.callback(up.stop)
         up.wait_running()
