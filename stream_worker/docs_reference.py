@@ -16,19 +16,21 @@ from __future__ import annotations
 import io
 import os
 import re
+import socket
 import sys
+import typing
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import typer
+from pydantic.fields import FieldInfo
 
 from stream_worker.alerts.settings import AlertsSettings
 from stream_worker.cli import app
-from stream_worker.config import WorkerSettings
+from stream_worker.config import WorkerSettings, env_var, flag
 from stream_worker.connector.settings import ConnectorSettings
-from stream_worker.docs import settings_table
 from stream_worker.notify.settings import NotifySettings
 from stream_worker.service.options import REPO_ROOT
 from stream_worker.service.settings import ServiceSettings
@@ -58,6 +60,52 @@ FIXED_ENV: dict[str, str | None] = {
     "XDG_DATA_HOME": "~/.local/share",
 }
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+# Defaults computed where the service runs: named, not shown as this machine's value.
+COMPUTED_DEFAULTS: dict[object, str] = {socket.gethostname: "the host name"}
+
+
+def _default(info: FieldInfo) -> str:
+    if info.default_factory in COMPUTED_DEFAULTS:
+        return COMPUTED_DEFAULTS[info.default_factory]
+    value = info.default_factory() if info.default_factory is not None else info.default  # type: ignore[call-arg]
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if value is None or value == {}:
+        return "none"
+    if value == "":
+        return '`""`'
+    return f"`{value}`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _description(info: FieldInfo) -> str:
+    text = info.description or ""
+    if typing.get_origin(info.annotation) is typing.Literal:
+        text += " One of: " + ", ".join(f"`{choice}`" for choice in typing.get_args(info.annotation)) + "."
+    return _cell(text.strip())
+
+
+def _flag(name: str, info: FieldInfo) -> str:
+    if info.annotation is bool:
+        return f"`{flag(name)}` / `--no-{flag(name)[2:]}`"
+    return f"`{flag(name)}`"
+
+
+def settings_table(model: type[ServiceSettings]) -> str:
+    """The Markdown table of every setting of a service, in the model's order."""
+    lines = [
+        "| setting | env variable | flag | default | description |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, info in model.model_fields.items():
+        variable = env_var(name) if model is WorkerSettings else model.env_var(name)
+        cells = [f"`{name}`", f"`{variable}`", _flag(name, info), _default(info), _description(info)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 @contextmanager
@@ -97,7 +145,7 @@ def configuration_page() -> str:
                 "",
                 f"`{command}`; environment variables `{prefix}<NAME>`.",
                 "",
-                settings_table(model, every_setting=True),
+                settings_table(model),
             ]
     return "\n".join(parts) + "\n"
 

@@ -1,5 +1,6 @@
-"""The README stays true: its generated settings table, its two set-up commands (the test command
-must be exactly what CI runs), its command list, and its links to files in the repository."""
+"""The README stays true and short: its two set-up commands (the test command must be exactly what
+CI runs), its links to files in the repository and to every page of the docs site, and at most
+200 lines; the command table of the docs lists every command."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from pathlib import Path
 import typer
 
 from stream_worker.cli import app
-from stream_worker.docs import END_MARKER, START_MARKER, render_readme, settings_table
 from tests.conftest import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
+COMMANDS_PAGE = REPO_ROOT / "docs" / "commands.md"
 CI_RUN = REPO_ROOT / ".ci" / "run"
+MAX_LINES = 200
 
 
 def _readme() -> str:
@@ -51,18 +53,8 @@ def _ci_command() -> str:
     return " ".join([*assignments, command])
 
 
-def test_settings_table_is_current() -> None:
-    text = _readme()
-    assert START_MARKER in text and END_MARKER in text
-    assert render_readme(text) == text, "README settings table is stale: run python -m stream_worker.docs"
-
-
-def test_settings_table_lists_every_setting() -> None:
-    from stream_worker.config import WorkerSettings
-
-    table = settings_table()
-    for name in WorkerSettings.model_fields:
-        assert f"| `{name}` | `STREAM_WORKER_{name.upper()}` |" in table
+def test_the_readme_is_short() -> None:
+    assert len(_readme().splitlines()) <= MAX_LINES
 
 
 def test_quick_start_has_exactly_the_demo_and_the_test_command() -> None:
@@ -96,11 +88,9 @@ def _leaf_commands(command: object, prefix: tuple[str, ...] = ()) -> list[str]:
 
 
 def test_every_command_is_in_the_commands_table() -> None:
-    commands = _readme().split("## Commands", 1)[1].split("\n## ", 1)[0]
+    commands = COMMANDS_PAGE.read_text()
     for leaf in _leaf_commands(typer.main.get_command(app)):
-        assert f"| `stream-worker {leaf}" in commands, (
-            f"`stream-worker {leaf}` missing from README ## Commands"
-        )
+        assert f"| `stream-worker {leaf}" in commands, f"`stream-worker {leaf}` missing from {COMMANDS_PAGE}"
 
 
 def test_local_links_resolve() -> None:
@@ -110,11 +100,15 @@ def test_local_links_resolve() -> None:
     assert missing == []
 
 
-def test_readme_has_the_sections_operators_look_for() -> None:
+def test_the_readme_points_at_every_page_of_the_docs() -> None:
+    pages = {str(path.relative_to(REPO_ROOT)) for path in (REPO_ROOT / "docs").rglob("*.md")}
+    linked = set(re.findall(r"\]\((docs/[^)#]+\.md)", _readme()))
+    assert pages - linked == set()
+
+
+def test_readme_has_the_sections_a_newcomer_looks_for() -> None:
     headings = set(re.findall(r"^## (.+)$", _readme(), re.M))
-    for heading in ("Quick start", "Message contracts", "Configuration", "Commands", "Model weights"):
-        assert heading in headings
-    for heading in ("Limitations", "Performance", "Deployment and scaling", "Credits and licence"):
+    for heading in ("Quick start", "One box: `stream-worker up`", "Where to read on", "Credits and licence"):
         assert heading in headings
     assert "```mermaid" in _readme()
 

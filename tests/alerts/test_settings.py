@@ -51,14 +51,3 @@ def test_flags_and_prefixed_env(monkeypatch):
 def test_bad_settings_name_the_flag(args):
     with pytest.raises(ConfigError, match="invalid settings"):
         load_settings(args)
-
-
-def test_the_readme_table_lists_every_setting_of_its_own():
-    from stream_worker.docs import ALERTS_END_MARKER, ALERTS_START_MARKER, README, settings_table
-    from stream_worker.service.settings import ServiceSettings
-
-    table = settings_table(AlertsSettings)
-    assert table in README.read_text().split(ALERTS_START_MARKER, 1)[1].split(ALERTS_END_MARKER, 1)[0]
-    for name in AlertsSettings.model_fields:
-        shown = f"| `{name}` | `STREAM_WORKER_ALERTS_{name.upper()}` |" in table
-        assert shown is (name == "metrics_port" or name not in ServiceSettings.model_fields), name

@@ -60,14 +60,3 @@ def test_invalid_settings_say_what_to_fix(args, message):
         ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")
     ):
         load_settings(args)
-
-
-def test_the_readme_table_lists_every_setting_of_its_own():
-    from stream_worker.docs import README, SIGHTINGS_END_MARKER, SIGHTINGS_START_MARKER, settings_table
-    from stream_worker.service.settings import ServiceSettings
-
-    table = settings_table(SightingsSettings)
-    assert table in README.read_text().split(SIGHTINGS_START_MARKER, 1)[1].split(SIGHTINGS_END_MARKER, 1)[0]
-    for name in SightingsSettings.model_fields:
-        shown = f"| `{name}` | `STREAM_WORKER_SIGHTINGS_{name.upper()}` |" in table
-        assert shown is (name == "metrics_port" or name not in ServiceSettings.model_fields), name
