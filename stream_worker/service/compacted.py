@@ -62,15 +62,18 @@ DEFAULT_TIMEOUT_S = 30.0
 # (Tansu), with three idle readers, spent 0.38 CPU s a minute at librdkafka's default 500 ms and 0.12
 # at 2000 ms; it then answers a change ~0.6 s later (Kafka answers at once), still within seconds.
 FOLLOW_FETCH_WAIT_MS = 2000
-# A read to the end fetches what is there: a short wait lets each new position (a bounded read's
-# probes) be fetched at once, not after the fetch still waiting at the one before (500 ms).
-READ_FETCH_WAIT_MS = 20
+# A read to the end: the local broker (Tansu) lists a partition's batches on every fetch and gives
+# up when that takes longer than the fetch's wait; at 20 ms a loaded host read nothing at all.
+READ_FETCH_WAIT_MS = 500
 TOPIC_CONFIG = {"cleanup.policy": "compact"}
 # Settings are small and read whole; one partition keeps a key's records in one order.
 DEFAULT_PARTITIONS = 1
 LOOK_AGAIN_S = 5.0  # how often a missing topic is looked for
 POLL_BATCH = 500
 _READ_BATCH = 1000
+# A windowed read (`since_s`) of a partition holding no more records than this reads it whole and
+# keeps the window's: the local broker answers about ten records a fetch, a probe costs a fetch.
+SCAN_WHOLE_BELOW = 32
 _POLL_WAIT_S = 0.2
 _DRAIN_WAIT_S = 0.05
 
@@ -221,7 +224,7 @@ def _read(
         except KafkaException as error:
             raise CompactedTopicError(f"cannot read the offsets of {topic}[{partition}]: {error}") from error
         start = low
-        if cutoff_ms is not None and probe is not None and high > low:
+        if cutoff_ms is not None and probe is not None and high - low > SCAN_WHOLE_BELOW:
             start = first_offset_since(probe, topic, partition, (low, high), cutoff_ms, timeout_s)
         if high > start:
             ends[partition] = high
@@ -263,31 +266,26 @@ def first_offset_since(
     cutoff_ms: int,
     timeout_s: float,
 ) -> int:
-    """The first offset in [low, high) = `span` whose record's timestamp is `cutoff_ms` or later
-    (high: none is). Timestamps are taken to grow with offsets (one clock writes them, or clocks
-    close enough for a window of seconds). A search that gallops back from the end: about
-    2 log2(records in the window) single reads, however long the history before it. Each read
-    is a new consumer from `probe`: one that moves to another offset waits for its fetch still
-    at the old one, which the local broker, durable, took up to 50 s to answer."""
+    """An offset in [low, high) = `span` at or before the first record whose timestamp is
+    `cutoff_ms` or later (high: none is); the caller drops what it reads before the cutoff.
+    Timestamps are taken to grow with offsets (one clock writes them, or clocks close enough for a
+    window of seconds). It gallops back from the end, 16 records, then four times as many each
+    step, and stops at the first record older than the cutoff: a few single reads, however long
+    the history before it, and at most four windows' worth read. No finer search: the local broker
+    answers about ten records a fetch, so reading a few more costs less than another probe. Each
+    probe is a new consumer from `probe`: one that moves to another offset waits for its fetch still
+    at the old one."""
     low, high = span
     newest = high  # every record from here on is known to be new enough
-    step = 8
+    step = 16
     while newest > low:
         at = max(low, newest - step)
-        offset, stamp = _stamp_at(probe, topic, partition, at, timeout_s)
+        _, stamp = _stamp_at(probe, topic, partition, at, timeout_s)
         if stamp < cutoff_ms:
-            low = min(offset + 1, newest)
-            break
+            return at
         newest = at
         step *= 4
-    while low < newest:  # low: the first offset not known to be older; newest: known new
-        middle = (low + newest) // 2
-        offset, stamp = _stamp_at(probe, topic, partition, middle, timeout_s)
-        if stamp < cutoff_ms and offset < newest:
-            low = offset + 1
-        else:
-            newest = middle
-    return newest
+    return low
 
 
 def _stamp_at(
