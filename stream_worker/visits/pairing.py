@@ -5,7 +5,9 @@
   seen.
 - An exit camera's sighting closes the site's open visit whose plate is nearest to its text within
   `max_distance` (the latest entry on a tie), entered no later than it; one that matches none is
-  counted (`unmatched_exits`) and publishes nothing.
+  counted (`unmatched_exits`) and publishes nothing, or, asked to (`hold_exit`), is handed back
+  undecided (None) so that the caller tries it again once the entry it may wait for has come (an
+  entry camera's partition read later than the exit camera's).
 - A visit with a limit (its entry camera's `site.overstay_s`, else the default) raises one overstay
   event when it lasts longer: on `overstays(now)`, or at the latest when it closes past its limit,
   before its `closed` event.
@@ -95,13 +97,16 @@ class Visits:
 
     # --- deciding --------------------------------------------------------------------------
 
-    def add(self, sighting: PlateSighting, camera: SiteCamera | None) -> list[PlateVisit]:
-        """The events a sighting decides; none for a camera of no site or a sighting already decided."""
+    def add(
+        self, sighting: PlateSighting, camera: SiteCamera | None, hold_exit: bool = False
+    ) -> list[PlateVisit] | None:
+        """The events a sighting decides; none for a camera of no site or a sighting already decided.
+        None: an exit that closes no visit yet, with `hold_exit` (neither decided nor counted)."""
         if camera is None or sighting.sighting_id in self._decided:
             return []
         if camera.role is SiteRole.ENTRY:
             return self._entry(sighting, camera)
-        return self._exit(sighting, camera)
+        return self._exit(sighting, camera, hold_exit)
 
     def overstays(self, now: datetime) -> list[PlateVisit]:
         """The overstay events of the open visits whose limit has passed by `now` (capture time)."""
@@ -133,9 +138,11 @@ class Visits:
         self.apply(event)
         return [*events, event]
 
-    def _exit(self, sighting: PlateSighting, camera: SiteCamera) -> list[PlateVisit]:
+    def _exit(self, sighting: PlateSighting, camera: SiteCamera, hold: bool) -> list[PlateVisit] | None:
         visit = self._nearest(camera.site, sighting.text, sighting.first_seen)
         if visit is None:
+            if hold:
+                return None
             self.unmatched_exits += 1
             return []
         return self._close(visit, sighting, sighting.first_seen, VisitEnd.EXIT)

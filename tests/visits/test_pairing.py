@@ -234,3 +234,19 @@ def test_the_memory_of_decided_sightings_is_bounded():
         visits.add(at(index, f"in-{index}", text=f"A{index}{index}{index}AA11"), IN)
         visits.add(at(index + 50, f"out-{index}", text=f"A{index}{index}{index}AA11"), OUT)
     assert len(visits._decided.items) == 2 and len(visits._closed.items) == 2
+
+
+def test_a_held_exit_is_handed_back_undecided_and_closes_the_visit_of_an_entry_read_later():
+    visits = Visits()
+    exit_ = at(60, "out")
+    assert visits.add(exit_, OUT, hold_exit=True) is None
+    assert visits.unmatched_exits == 0
+    visits.add(at(0, "in"), IN)
+    assert kinds(visits.add(exit_, OUT, hold_exit=True)) == ["closed"]
+
+
+def test_a_held_exit_given_up_on_is_counted_unmatched():
+    visits = Visits()
+    assert visits.add(at(60, "out"), OUT, hold_exit=True) is None
+    assert visits.add(at(60, "out"), OUT) == []
+    assert visits.unmatched_exits == 1
