@@ -16,6 +16,7 @@ STREAMS = (
     "frames.dlq",
     "sightings",
     "alerts",
+    "visits",
     "store.dlq",
     "notify.dlq",
     "notify.deliveries",

@@ -33,7 +33,7 @@ class VisitsSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, cli_prog_name="stream-worker visits")
 
     metrics_port: int = Field(
-        9112, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
+        9114, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
     )
     group_id: str = Field("stream-worker-visits", min_length=1, description="Kafka consumer group.")
     input_topic: str = Field("sightings", min_length=1, description="Topic of PlateSighting JSON records.")
