@@ -181,6 +181,8 @@ def test_sigkill_mid_visits_then_restart_loses_and_duplicates_nothing(
     before = len(events(visits_reader))
     producer.join(60)
     second = start_visits()
+    history = second.wait_for_log(lambda line: line.get("msg") == "visits history read", "the history")
+    assert history["events"] > 0 and history["open"] > 0  # killed mid-visit: visits were open
     got = wait_events(visits_reader, len(entries) + len(exits), second)
     kinds = Counter((event.plate, event.event.value) for event in got)
     expected = Counter({(plate, "opened"): 1 for plate in plates}) + Counter(
