@@ -1,7 +1,8 @@
 """The `stream-worker` command line: the root app, assembled from each package's own commands.
 
 Each package declares its commands next to the code they run: worker/commands.py (`run`),
-sightings/commands.py (`sightings`), alerts/cli.py (`alerts`, the `watchlist` group),
+sightings/commands.py (`sightings`), visits/commands.py (`visits`), alerts/cli.py (`alerts`, the
+`watchlist` group),
 cameras/cli.py (the `cameras` group), notify/cli.py (`notify`, its `targets` group),
 demo/commands.py (`demo`), launchers/commands.py (`triton`,
 `broker`), nets/commands.py (the `models` group), evaluation/commands.py (`eval`) and
@@ -35,6 +36,7 @@ from stream_worker.sightings import commands as sightings
 from stream_worker.store import commands as store
 from stream_worker.tools import commands as tools
 from stream_worker.up import commands as up
+from stream_worker.visits import commands as visits
 from stream_worker.worker import commands as worker
 
 app = typer.Typer(
@@ -85,6 +87,7 @@ _add(tools.commands, "produce", "tail")
 _add(worker.commands, "run")
 _add(sightings.commands, "sightings")
 _add(alerts.commands, "alerts")
+_add(visits.commands, "visits")
 _add(connector.commands, "connect")
 _add(demo.commands, "demo")
 _add(up.commands, "up")

@@ -19,6 +19,7 @@ FEATURE_PAGES = (
     "cameras",
     "sightings",
     "alerts",
+    "visits",
     "notifications",
     "console",
     "regions",

@@ -138,7 +138,9 @@ def list_settings(
 
 def settings_table(cameras: list[tuple[str, CameraSettings]], states: dict[str, str]) -> list[str]:
     """The table of `cameras list`: columns as wide as their widest cell, the display name last."""
-    rows = [("CAMERA", "STATE", "REGION", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "SCALES", "SOURCE")]
+    rows = [
+        ("CAMERA", "STATE", "REGION", "SITE", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "SCALES", "SOURCE")
+    ]
     names = ["DISPLAY_NAME"]
     for camera_id, settings in cameras:
         rows.append(
@@ -146,6 +148,7 @@ def settings_table(cameras: list[tuple[str, CameraSettings]], states: dict[str, 
                 camera_id,
                 states.get(camera_id, "-"),
                 settings.region or "-",
+                f"{settings.site.name}:{settings.site.role.value}" if settings.site else "-",
                 str(len(settings.masks)),
                 ",".join(zone.name for zone in settings.zones) or "-",
                 "-" if settings.min_plate_width is None else str(settings.min_plate_width),
@@ -303,6 +306,8 @@ def summary(settings: CameraSettings) -> str:
     ]
     if settings.region is not None:  # without one: the words of before regions
         parts.append(f"region {settings.region}")
+    if settings.site is not None:
+        parts.append(f"{settings.site.role.value} of site {settings.site.name}")
     if settings.detector_scales is not None:
         parts.append(f"detector scales {detector_scales_text(settings.detector_scales)}")
     return ", ".join(parts)

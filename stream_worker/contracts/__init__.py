@@ -5,6 +5,7 @@ they import no other package of stream_worker.
 - `events`: the worker's `PlateEvent`;
 - `sightings`: the sightings service's `PlateSighting`;
 - `alerts`: the alerts service's `PlateAlert`;
+- `visits`: the visits service's `PlateVisit`;
 - `watchlist`: the compacted `watchlist` topic's `WatchEntry`, with its plate normalisation;
 - `cameras`: the compacted `cameras` topic's `CameraSettings` (`polygons`: what it refuses);
 - `plate_formats`: the plate formats book (`plate_formats.toml`) and the regions a camera may name;
@@ -69,6 +70,11 @@ from stream_worker.contracts.sightings import (
     SightingCandidate,
     SightingSource,
 )
+from stream_worker.contracts.visits import (
+    PlateVisit,
+    VisitEnd,
+    VisitEventKind,
+)
 from stream_worker.contracts.watchlist import (
     WatchEntry,
 )
@@ -106,10 +112,13 @@ __all__ = [
     "PlateLayout",
     "PlateReading",
     "PlateSighting",
+    "PlateVisit",
     "Point",
     "SightingCandidate",
     "SightingSource",
     "Source",
+    "VisitEnd",
+    "VisitEventKind",
     "WatchEntry",
     "event_revision",
     "export_schemas",

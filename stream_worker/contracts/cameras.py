@@ -54,6 +54,8 @@ DEFAULT_PRE_ROLL_S = 1.0
 DEFAULT_POST_ROLL_S = 1.0  # after the motion gate's 1 s settle (cameras/motion.SETTLE_S): 2 s of a stop
 DEFAULT_HEARTBEAT_S = 10.0
 MAX_ROLL_S = 30.0
+MAX_OVERSTAY_S = 366 * 86400.0
+SITE_NAME = r"^[a-z0-9][a-z0-9_-]*$"
 MAX_HEARTBEAT_S = 3600.0
 
 Coordinate = Annotated[
@@ -203,13 +205,41 @@ class MotionSettings(BaseModel):
     )
 
 
+class SiteRole(StrEnum):
+    """What a camera sees of a site: the vehicles coming in, or going out."""
+
+    ENTRY = "entry"
+    EXIT = "exit"
+
+
+class CameraSite(OmitsAbsent):
+    """The site a camera watches the way in or out of: the visits service pairs a plate's entry
+    sighting with its later exit sighting of the same site into a visit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"overstay_s"})
+
+    name: str = Field(
+        min_length=1, max_length=MAX_NAME_LENGTH, pattern=SITE_NAME, description="The site, a slug."
+    )
+    role: SiteRole
+    overstay_s: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_OVERSTAY_S,
+        allow_inf_nan=False,
+        description="Entry cameras: a visit they open raises an overstay event once it lasts longer "
+        "than this; null: the visits service's --overstay-s.",
+    )
+
+
 class CameraSettings(OmitsAbsent):
     """One camera's settings (value of a `cameras` record; key = the camera id), JSON-encoded."""
 
     model_config = ConfigDict(title="CameraSettings", extra="forbid", frozen=True)
     # Added compatibly (issue 27): left out when absent, so that older settings stay byte-for-byte.
     omitted_when_absent: ClassVar[frozenset[str]] = frozenset(
-        {"source", "motion", "plate_format", "region", "detector_scales"}
+        {"source", "motion", "plate_format", "region", "detector_scales", "site"}
     )
 
     schema_version: Literal[1] = 1
@@ -276,6 +306,10 @@ class CameraSettings(OmitsAbsent):
         examples=[[1.0, 0.5, 3.0]],
     )
 
+    site: CameraSite | None = Field(
+        None, description="The site whose entry or exit the camera watches (visits); null: none."
+    )
+
     @field_validator("region")
     @classmethod
     def _known_region(cls, value: str | None, info: ValidationInfo) -> str | None:
@@ -317,6 +351,7 @@ class CameraSettings(OmitsAbsent):
             and self.plate_format is None
             and self.region is None
             and self.detector_scales is None
+            and self.site is None
         )
 
     def to_json(self) -> bytes:

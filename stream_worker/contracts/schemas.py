@@ -14,6 +14,7 @@ from stream_worker.contracts.events import PlateEvent
 from stream_worker.contracts.frames import DeadLetterHeaders, FrameHeaders
 from stream_worker.contracts.notify import NotifyDelivery, NotifyTarget, NotifyTest
 from stream_worker.contracts.sightings import PlateSighting
+from stream_worker.contracts.visits import PlateVisit
 from stream_worker.contracts.watchlist import WatchEntry
 
 SCHEMAS_DIR = Path(__file__).resolve().parent.parent.parent / "schemas"
@@ -30,6 +31,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "notify_target.schema.json": NotifyTarget,
     "notify_test.schema.json": NotifyTest,
     "notify_delivery.schema.json": NotifyDelivery,
+    "plate_visit.schema.json": PlateVisit,
 }
 
 

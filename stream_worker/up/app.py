@@ -2,7 +2,7 @@
 
 Starts, in this order, the local Kafka broker durable in `<data dir>/broker`, the stack's topics,
 the local Triton (exporting the models first if needed), the history store with its console
-(its database in the data dir), the alerts, notify and sightings services, the worker and the
+(its database in the data dir), the alerts, visits, notify and sightings services, the worker and the
 camera connector, each a child process exactly as production runs it, with its log in
 `<data dir>/logs`. It then prints the console's address (and, on the first start, the admin
 password the store prints once) and keeps every child running: one that dies is started again
@@ -151,6 +151,7 @@ class Up:
         return [
             ServiceProcess("store", "store", store_args, logs, timeout),
             ServiceProcess("alerts", "alerts", common, logs, timeout),
+            ServiceProcess("visits", "visits", common, logs, timeout),
             ServiceProcess("notify", "notify", notify_args, logs, timeout),
             ServiceProcess("sightings", "sightings", common, logs, timeout),
             ServiceProcess("worker", "run", worker_args, logs, timeout),

@@ -53,7 +53,8 @@ def test_set_get_list_remove(kafka_bootstrap: str, unique_name: str, tmp_path: P
     yard = _file(
         tmp_path,
         "yard.json",
-        '{"min_plate_width": 25, "region": "ru", "source": {"url": "rtsp://${U}:${P}@10.0.0.5/s1"}}',
+        '{"min_plate_width": 25, "region": "ru", "source": {"url": "rtsp://${U}:${P}@10.0.0.5/s1"}, '
+        '"site": {"name": "depot", "role": "exit"}}',
     )
     assert _cameras(kafka_bootstrap, unique_name, "set", "yard", "--file", yard).exit_code == 0
 
@@ -78,10 +79,21 @@ def test_set_get_list_remove(kafka_bootstrap: str, unique_name: str, tmp_path: P
     table = _cameras(kafka_bootstrap, unique_name, "list", "--status-topic", f"{unique_name}-status")
     assert table.exit_code == 0
     rows = [line.split() for line in table.stdout.splitlines()]
-    assert rows[0] == ["CAMERA", "STATE", "REGION", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES", "SCALES",
-                       "SOURCE", "DISPLAY_NAME"]  # fmt: skip
-    assert rows[1] == ["gate-1", "-", "-", "1", "lane-1", "40", "yes", "-", "-", "Gate", "1"]
-    assert rows[3] == ["yard", "ended", "ru", "0", "-", "25", "no", "-", "rtsp://***@10.0.0.5/s1"]
+    assert rows[0] == ["CAMERA", "STATE", "REGION", "SITE", "MASKS", "ZONES", "MIN_WIDTH", "PICTURES",
+                       "SCALES", "SOURCE", "DISPLAY_NAME"]  # fmt: skip
+    assert rows[1] == ["gate-1", "-", "-", "-", "1", "lane-1", "40", "yes", "-", "-", "Gate", "1"]
+    assert rows[3] == [
+        "yard",
+        "ended",
+        "ru",
+        "depot:exit",
+        "0",
+        "-",
+        "25",
+        "no",
+        "-",
+        "rtsp://***@10.0.0.5/s1",
+    ]
 
     removed = _cameras(kafka_bootstrap, unique_name, "remove", "gate-1")
     assert removed.exit_code == 0, removed.output
@@ -178,6 +190,8 @@ def test_an_unreachable_broker_exits_1(tmp_path: Path) -> None:
 
 
 def test_summary_words() -> None:
+    site = CameraSettings.model_validate({"site": {"name": "depot", "role": "entry"}})
+    assert summary(site).endswith(", plate pictures off, entry of site depot")
     assert summary(CameraSettings()) == ("0 mask(s), 0 zone(s), no minimum plate width, plate pictures off")
     assert summary(CameraSettings(detector_scales=(1.0, 0.5, 3.0))).endswith(
         "plate pictures off, detector scales 1.0,0.5,3.0"

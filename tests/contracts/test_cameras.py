@@ -220,3 +220,29 @@ def test_detector_scales_are_kept_bounded_and_left_out_when_absent():
     for bad in ([], [1.0, 0.5, 2.0, 3.0, 4.0], [0], [4.5], ["big"], [float("nan")]):
         (problem,) = problems({"detector_scales": bad})
         assert problem.startswith("detector_scales"), problem
+
+
+def test_a_site_is_kept_and_left_out_when_absent():
+    settings = parse_settings({"site": {"name": "depot", "role": "entry", "overstay_s": 3600}})
+    assert settings.site is not None and settings.site.role == "entry" and settings.site.overstay_s == 3600
+    assert not settings.is_default
+    assert "site" not in orjson.loads(parse_settings(FULL).to_json())
+    assert orjson.loads(parse_settings({"site": {"name": "depot", "role": "exit"}}).to_json()) == {
+        **orjson.loads(CameraSettings().to_json()),
+        "site": {"name": "depot", "role": "exit"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("site", "where"),
+    [
+        ({"name": "depot", "role": "gate"}, "site role"),
+        ({"name": "Depot 1", "role": "entry"}, "site name"),
+        ({"role": "entry"}, "site name"),
+        ({"name": "depot", "role": "entry", "overstay_s": 0}, "site overstay_s"),
+        ({"name": "depot", "role": "entry", "speed": 3}, "site speed"),
+    ],
+)
+def test_a_bad_site_is_refused_by_name(site, where):
+    (problem,) = problems({"site": site})
+    assert problem.startswith(f"{where}: ")

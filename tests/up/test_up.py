@@ -244,7 +244,7 @@ def up(data_dir: Path, ports: tuple[int, int], prepared_model_repository: Path) 
 def test_a_pass_reaches_the_store(up: Up, ports: tuple[int, int], car_jpeg: bytes) -> None:
     status = up.status()
     assert set(status["children"]) == {
-        "broker", "triton", "store", "alerts", "notify", "sightings", "worker", "connector"
+        "broker", "triton", "store", "alerts", "visits", "notify", "sightings", "worker", "connector"
     }  # fmt: skip
     assert status["console_url"] == f"http://127.0.0.1:{ports[1]}/"
     assert f"console: http://127.0.0.1:{ports[1]}/" in up.output()

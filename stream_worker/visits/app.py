@@ -1,0 +1,330 @@
+"""The composition root of `stream-worker visits`: consume sightings -> pair entries and exits into
+visits -> publish visit events -> commit, on one thread.
+
+Guarantees and how they are kept:
+- The camera settings (which camera is a site's entry or exit) are read whole before the first
+  sighting, then followed live; the visits published by earlier runs are read back whole too
+  (history.py), so open visits, their overstays and the sightings already decided survive a restart.
+- No visit lost: a chunk's sightings offsets are committed only once every event they decided is
+  acknowledged by the broker (and only what the broker accepted: service/commits.py). A crash
+  re-reads the sightings from the last commit.
+- No visit duplicated: the state read back already holds what was published before a crash, so a
+  sighting read again decides nothing (pairing.py); what a crash cut short between publishing and
+  acknowledging may come twice, with the same `event_id` (ids follow from the sightings alone).
+- Partitions read unevenly: a chunk's sightings are decided in capture order, and an exit that
+  closes no open visit waits up to `--exit-wait-s` for its entry, its offset uncommitted meanwhile.
+- Overstays: checked after each chunk against the latest first capture time seen and, with nothing
+  to read, against the wall clock, either less `--overstay-grace-s` (an exit still on its way).
+- One replica: a site's entry and exit cameras may sit on different partitions, and every open
+  visit is in this process's memory. Partitions revoked are simply no longer committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from pydantic import ValidationError
+
+from stream_worker.cameras.following import CameraSettingsFollower
+from stream_worker.contracts import PlateSighting, PlateVisit
+from stream_worker.service import kafka
+from stream_worker.service.commits import Committer
+from stream_worker.service.consumer import ClientFactory
+from stream_worker.service.deadlines import Deadlines
+from stream_worker.service.http import HealthServer, LoopClock
+from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.plate_consumer import PartitionNumbersCallback, PartitionNumbersConsumer
+from stream_worker.service.plate_records import PlateRecord
+from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.visits.history import VisitHistory
+from stream_worker.visits.metrics import VisitsMetrics
+from stream_worker.visits.pairing import SiteCamera, Visits
+from stream_worker.visits.settings import VisitsSettings, load_settings
+
+log = logging.getLogger("stream_worker.visits")
+
+CONSUME_CHUNK = 500
+POLL_S = 0.2
+FLUSH_S = 1.0
+
+
+class SightingsConsumer(PartitionNumbersConsumer):
+    """PlateSightings of `--input-topic`, in the group `--group-id`."""
+
+    def __init__(
+        self,
+        settings: VisitsSettings,
+        metrics: VisitsMetrics,
+        on_assign: PartitionNumbersCallback,
+        on_revoke: PartitionNumbersCallback,
+        client: ClientFactory = Consumer,
+    ) -> None:
+        super().__init__(
+            settings,
+            settings.input_topic,
+            settings.group_id,
+            metrics,
+            on_assign,
+            on_revoke,
+            on_revoke,
+            client,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HeldExit:
+    partition: int
+    offset: int
+    sighting: PlateSighting
+    camera: SiteCamera
+    until: float  # monotonic
+
+
+class Positions:
+    """The sightings positions whose events are all acknowledged, by partition (a CommitBook), kept
+    below the exits still held."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, int] = {}
+        self._committed: dict[int, int] = {}
+        self.held: list[HeldExit] = []
+
+    def done(self, partition: int, next_offset: int) -> None:
+        self._done[partition] = max(next_offset, self._done.get(partition, 0))
+
+    def drop(self, partition: int) -> None:
+        self._done.pop(partition, None)
+        self._committed.pop(partition, None)
+        self.held = [held for held in self.held if held.partition != partition]
+
+    def committable(self) -> dict[int, int]:
+        positions = dict(self._done)
+        for held in self.held:
+            if held.partition in positions:
+                positions[held.partition] = min(positions[held.partition], held.offset)
+        return {p: o for p, o in positions.items() if self._committed.get(p) != o}
+
+    def mark_committed(self, positions: dict[int, int]) -> None:
+        self._committed.update(positions)
+
+
+class VisitsService(LoopService):
+    log = log
+    started_message = "visits started"
+
+    def __init__(self, settings: VisitsSettings) -> None:
+        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
+        self.settings = settings
+        self.metrics = VisitsMetrics()
+        self.loop_clock = LoopClock()
+        # First, so that a busy --metrics-port fails before anything connects anywhere.
+        self.http = HealthServer(
+            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        )
+        self.cameras = CameraSettingsFollower(
+            settings.bootstrap_servers,
+            settings.cameras_topic,
+            settings.kafka_config,
+            on_skipped=self.metrics.camera_settings_skipped.inc,
+        ).start()
+        self.visits = Visits(settings.max_distance, settings.overstay_s or None, settings.remembered)
+        self.history = VisitHistory(settings.bootstrap_servers, settings.output_topic, settings.kafka_config)
+        self.publisher = Publisher(kafka.producer_config(settings))
+        self.positions = Positions()
+        self.consumer = SightingsConsumer(settings, self.metrics, self._on_assign, self._on_revoke)
+        topic = settings.input_topic
+        self.committer = Committer(
+            self.consumer, self.positions, self.metrics, partition_of=lambda p: (topic, p)
+        )
+        self._stream_time: datetime | None = None
+        self._counted = (0, 0)
+
+    def _started_fields(self) -> dict[str, Any]:
+        return {
+            "input_topic": self.settings.input_topic,
+            "output_topic": self.settings.output_topic,
+            "cameras_topic": self.settings.cameras_topic,
+            "group_id": self.settings.group_id,
+            "kafka_config": self.settings.redacted_kafka_config(),
+        }
+
+    def _turn(self) -> None:
+        if not self.cameras.caught_up:
+            self.cameras.wait_until_caught_up(POLL_S)
+            self.loop_clock.tick()
+            return
+        if not self.history.loaded:
+            before = self.history.events
+            self.history.load(self.visits)
+            self.metrics.history_events.inc(self.history.events - before)
+            self.loop_clock.tick()
+            return
+        records = self.consumer.consume(CONSUME_CHUNK, POLL_S)
+        last: dict[int, int] = {}
+        sightings = []
+        for record in records:
+            last[record.partition] = record.offset + 1
+            sighting = self._parse(record)
+            if sighting is not None:
+                sightings.append((record, sighting))
+        events: list[PlateVisit] = []
+        held, now = self.positions.held, time.monotonic()
+        for record, sighting in sorted(sightings, key=lambda pair: pair[1].first_seen):
+            camera = self._camera(sighting)
+            decided = self.visits.add(sighting, camera, hold_exit=self.settings.exit_wait_s > 0)
+            if decided is None and camera is not None:
+                until = now + self.settings.exit_wait_s
+                held.append(HeldExit(record.partition, record.offset, sighting, camera, until))
+            events += decided or []
+        events += self._retry_held(now)
+        grace = timedelta(seconds=self.settings.overstay_grace_s)
+        if self._stream_time is not None:
+            events += self.visits.overstays(self._stream_time - grace)
+        if not records:
+            events += self.visits.overstays(datetime.now(UTC) - grace)
+        if self._publish(events):
+            for partition, position in last.items():
+                self.positions.done(partition, position)
+            self.committer.commit()
+        self._count()
+        self.loop_clock.tick()
+        self._log_status()
+
+    def _retry_held(self, now: float) -> list[PlateVisit]:
+        """The held exits again: those whose entry has come since, or whose wait is over, decided."""
+        events: list[PlateVisit] = []
+        still = []
+        for held in self.positions.held:
+            decided = self.visits.add(held.sighting, held.camera, hold_exit=now < held.until)
+            if decided is None:
+                still.append(held)
+            else:
+                events += decided
+        self.positions.held = still
+        return events
+
+    def _camera(self, sighting: PlateSighting) -> SiteCamera | None:
+        settings = self.cameras.settings_for(sighting.camera_id)
+        site = settings.site if settings is not None else None
+        return SiteCamera(site.name, site.role, site.overstay_s) if site is not None else None
+
+    def _parse(self, record: PlateRecord) -> PlateSighting | None:
+        self.metrics.sightings_in.inc()
+        try:
+            sighting = PlateSighting.model_validate_json(record.value or b"")
+        except ValidationError as error:
+            self.metrics.invalid_sightings.inc()
+            log.warning(
+                "skipped a record that is not a PlateSighting",
+                extra={"partition": record.partition, "offset": record.offset, "error": str(error)[:300]},
+            )
+            return None
+        if self._stream_time is None or sighting.first_seen > self._stream_time:
+            self._stream_time = sighting.first_seen
+        return sighting
+
+    def _publish(self, events: list[PlateVisit]) -> bool:
+        """Publish and wait until every event is acknowledged (refused ones are published again);
+        False when a stop or a fatal error came first (nothing is then committed)."""
+        pending = events
+        while pending:
+            refused: list[PlateVisit] = []
+            for event in pending:
+                record = OutputRecord(self.settings.output_topic, event.site.encode(), event.to_json())
+                self.publisher.publish(record, lambda error, e=event, r=refused: self._delivered(e, error, r))
+            while len(self.publisher):
+                self.publisher.flush(FLUSH_S)
+                if self.fatal is not None or self.stop_requested_at is not None:
+                    return False
+            pending = refused
+        return self.fatal is None
+
+    def _delivered(self, event: PlateVisit, error: KafkaError | None, refused: list[PlateVisit]) -> None:
+        if error is None:
+            self.metrics.events_out.labels(event.event.value).inc()
+            log.info(
+                "visit event published",
+                extra={
+                    "event": event.event.value,
+                    "visit_id": event.visit_id,
+                    "site": event.site,
+                    "plate": event.plate,
+                    "dwell_s": event.dwell_s,
+                },
+            )
+            return
+        self.metrics.publish_errors.inc()
+        if error.fatal():
+            self.fatal = KafkaException(error)
+            return
+        log.warning(
+            "broker refused a visit event, publishing it again",
+            extra={"event_id": event.event_id, "error": error.str()},
+        )
+        refused.append(event)
+
+    def _count(self) -> None:
+        unmatched, late = self._counted
+        self.metrics.unmatched_exits.inc(self.visits.unmatched_exits - unmatched)
+        self.metrics.late_entries.inc(self.visits.late_entries - late)
+        self._counted = (self.visits.unmatched_exits, self.visits.late_entries)
+        self.metrics.open_visits.set(len(self.visits))
+
+    def _shutdown(self) -> int:
+        self.deadlines.begin_shutdown()
+        undelivered = self.publisher.flush(self.deadlines.drain_left())
+        if self.fatal is None:
+            self.committer.commit()  # only positions whose events were all acknowledged
+        self._leave_group()
+        self.cameras.close()
+        self.history.close()
+        self.http.stop()
+        log.info(
+            "stopped",
+            extra={
+                "seconds": round(self.deadlines.shutdown_seconds(), 3),
+                "open_visits": len(self.visits),
+                "undelivered_events": undelivered,
+            },
+        )
+        return 1 if self.fatal is not None else 0
+
+    def _on_assign(self, partitions: list[int]) -> None:
+        log.info(
+            "partitions assigned",
+            extra={"partitions": [f"{self.settings.input_topic}:{p}" for p in partitions]},
+        )
+
+    def _on_revoke(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.positions.drop(partition)
+        log.info("partitions revoked", extra={"partitions": partitions})
+
+    def _log_status(self) -> None:
+        if self._status_due():
+            log.info(
+                "status",
+                extra={
+                    "open_visits": len(self.visits),
+                    "unmatched_exits": self.visits.unmatched_exits,
+                    "cameras": len(self.cameras.settings),
+                },
+            )
+
+    def _readiness(self) -> tuple[bool, str]:
+        if not self.cameras.caught_up:
+            return False, f"reading the camera settings ({self.settings.cameras_topic})"
+        if not self.history.loaded:
+            return False, f"reading the visits history ({self.settings.output_topic})"
+        return True, f"{len(self.visits)} open visits"
+
+
+def main(cli_args: Sequence[str]) -> int:
+    """`stream-worker visits`: 0 after a clean stop, 1 after a fatal Kafka error, 2 for bad settings."""
+    return serve(lambda: load_settings(cli_args), VisitsService)

@@ -1,0 +1,50 @@
+"""Prometheus metrics of the visits service (its own registry; served by the shared HealthServer)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+from stream_worker.service.metrics import ServiceMetrics
+
+
+class VisitsMetrics(ServiceMetrics):
+    def __init__(self) -> None:
+        super().__init__("stream_worker_visits")
+        r = self.registry
+        self.sightings_in = Counter(
+            "stream_worker_visits_sightings_in", "Sightings consumed (replays included).", registry=r
+        )
+        self.invalid_sightings = Counter(
+            "stream_worker_visits_invalid_sightings",
+            "Records of the sightings topic that are not PlateSightings (skipped, logged).",
+            registry=r,
+        )
+        self.events_out = Counter(
+            "stream_worker_visits_events_out",
+            "Visit events acknowledged by the broker, by kind (opened, closed, overstay).",
+            ["event"],
+            registry=r,
+        )
+        self.unmatched_exits = Counter(
+            "stream_worker_visits_unmatched_exits",
+            "Exit sightings that closed no open visit (no entry seen, or read too differently).",
+            registry=r,
+        )
+        self.late_entries = Counter(
+            "stream_worker_visits_late_entries",
+            "Entry sightings older than their plate's open visit (consumed late), passed over.",
+            registry=r,
+        )
+        self.camera_settings_skipped = Counter(
+            "stream_worker_visits_camera_settings_skipped",
+            "Records of the cameras topic that are not valid settings (skipped).",
+            registry=r,
+        )
+        self.history_events = Counter(
+            "stream_worker_visits_history_events",
+            "Visit events read back from the visits topic at the start.",
+            registry=r,
+        )
+        self.open_visits = Gauge(
+            "stream_worker_visits_open", "Visits open now (vehicles on site).", registry=r
+        )
