@@ -1,7 +1,8 @@
 """The topics of the stack, by the services' default names (so that `stream-worker cameras set`,
 `watchlist add`, `notify targets set`, `produce` and `tail` reach them without a --topic),
 created on each start unless they exist: the streams with `partitions` each, the watch list, the
-cameras' settings, the notify targets and the console's notify test requests compacted.
+cameras' settings, the operators' corrections, the notify targets and the console's notify test
+requests compacted.
 The connector creates its own status topic."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ STREAMS = (
 )
 WATCHLIST = "watchlist"
 CAMERAS = "cameras"
+CORRECTIONS = "corrections"
 NOTIFY_TARGETS = "notify-targets"
 NOTIFY_TESTS = "notify-tests"
 
@@ -31,5 +33,6 @@ def create(bootstrap_servers: str, partitions: int) -> None:
     create_topics(bootstrap_servers, STREAMS, partitions)
     ensure_compacted_topic(bootstrap_servers, WATCHLIST)
     ensure_compacted_topic(bootstrap_servers, CAMERAS, partitions=CAMERAS_PARTITIONS)
+    ensure_compacted_topic(bootstrap_servers, CORRECTIONS)
     ensure_compacted_topic(bootstrap_servers, NOTIFY_TARGETS)
     ensure_compacted_topic(bootstrap_servers, NOTIFY_TESTS)
