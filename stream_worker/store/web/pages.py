@@ -6,6 +6,7 @@ come back with a redirect (303) and a one-line notice."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,13 +14,16 @@ import orjson
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from stream_worker.contracts.cameras import detector_scales_text, parse_detector_scales
+from stream_worker.contracts.corrections import Correction, CorrectionKind
 from stream_worker.contracts.credentials import shown
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
-from stream_worker.contracts.watchlist import WatchKind
+from stream_worker.contracts.watchlist import WatchKind, error_summary
+from stream_worker.store import corrections as stored_corrections
 from stream_worker.store import queries
 from stream_worker.store.search import SearchQuery, search
 from stream_worker.store.web.api import (
@@ -40,6 +44,7 @@ from stream_worker.store.web.backend import Backend, backend
 from stream_worker.store.web.limiter import SignInBusy
 from stream_worker.store.web.paths import camera_page as camera_url
 from stream_worker.store.web.paths import segment
+from stream_worker.store.web.paths import sighting_page as sighting_url
 from stream_worker.store.web.users import User
 
 router = APIRouter(include_in_schema=False)
@@ -176,10 +181,57 @@ def search_page(
 def sighting_page(request: Request, sighting_id: str, user: Reader, store: Store) -> HTMLResponse:
     with store.database.connect() as connection:
         found = queries.sighting(connection, sighting_id) if len(sighting_id) <= 64 else None
+        correction = stored_corrections.of_sighting(connection, sighting_id) if found else None
     if found is None:
         raise HTTPException(404, "no such sighting stored (it may have aged out or been forgotten)")
     record = orjson.dumps(found.record, option=orjson.OPT_INDENT_2).decode()
-    return render(request, "sighting.html", s=found, record=record)
+    return render(
+        request,
+        "sighting.html",
+        s=found,
+        record=record,
+        correction=correction,
+        regions=sorted(known_regions()),
+    )
+
+
+@router.post("/sightings/{sighting_id}/review")
+def sighting_review(
+    request: Request,
+    sighting_id: str,
+    user: Admin,
+    store: Store,
+    kind: Annotated[CorrectionKind, Form()],
+    text: Annotated[str, Form(max_length=64)] = "",
+    region: Annotated[str, Form(max_length=32)] = "",
+    country: Annotated[str, Form(max_length=32)] = "",
+) -> RedirectResponse:
+    """Confirm the read, or correct its text (and region/country): published on the corrections
+    topic, stored beside the sighting, audited."""
+    with store.database.connect() as connection:
+        found = queries.sighting(connection, sighting_id) if len(sighting_id) <= 64 else None
+    if found is None:
+        raise HTTPException(404, "no such sighting stored (it may have aged out or been forgotten)")
+    confirm = kind is CorrectionKind.CONFIRM
+    try:
+        correction = Correction(
+            sighting_id=found.sighting_id,
+            camera_id=found.camera_id,
+            kind=kind,
+            old_text=found.text,
+            new_text=found.text if confirm else text,
+            region=None if confirm else region or None,
+            country=None if confirm else country or None,
+            corrected_by=user.name,
+            corrected_at=datetime.now(UTC),
+        )
+    except ValidationError as error:
+        raise HTTPException(422, f"the correction is refused: {error_summary(error)}") from None
+    store.correct(user, correction)
+    url = sighting_url(found.sighting_id)
+    if confirm:
+        return back(request, url, f"Confirmed the read {found.text}.")
+    return back(request, url, f"Corrected {found.text} to {correction.new_text}.")
 
 
 @router.get("/alerts", response_class=HTMLResponse)
