@@ -6,7 +6,6 @@ come back with a redirect (303) and a one-line notice."""
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,25 +13,26 @@ import orjson
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from stream_worker.contracts.cameras import detector_scales_text, parse_detector_scales
-from stream_worker.contracts.corrections import Correction, CorrectionKind
+from stream_worker.contracts.corrections import CorrectionKind
 from stream_worker.contracts.credentials import shown
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
-from stream_worker.contracts.watchlist import WatchKind, error_summary
+from stream_worker.contracts.watchlist import WatchKind
 from stream_worker.store import corrections as stored_corrections
 from stream_worker.store import queries
 from stream_worker.store.search import SearchQuery, search
 from stream_worker.store.web.api import (
+    Review,
     camera_id_or_422,
     camera_states,
     configured_camera_or_404,
     entry_or_422,
     import_rows,
     listed_plate_or_404,
+    review_or_422,
     search_query,
     settings_or_422,
     stored_target_or_404,
@@ -208,30 +208,13 @@ def sighting_review(
 ) -> RedirectResponse:
     """Confirm the read, or correct its text (and region/country): published on the corrections
     topic, stored beside the sighting, audited."""
-    with store.database.connect() as connection:
-        found = queries.sighting(connection, sighting_id) if len(sighting_id) <= 64 else None
-    if found is None:
-        raise HTTPException(404, "no such sighting stored (it may have aged out or been forgotten)")
-    confirm = kind is CorrectionKind.CONFIRM
-    try:
-        correction = Correction(
-            sighting_id=found.sighting_id,
-            camera_id=found.camera_id,
-            kind=kind,
-            old_text=found.text,
-            new_text=found.text if confirm else text,
-            region=None if confirm else region or None,
-            country=None if confirm else country or None,
-            corrected_by=user.name,
-            corrected_at=datetime.now(UTC),
-        )
-    except ValidationError as error:
-        raise HTTPException(422, f"the correction is refused: {error_summary(error)}") from None
+    review = Review(kind=kind, text=text, region=region, country=country)
+    correction = review_or_422(store, sighting_id, review, user)
     store.correct(user, correction)
-    url = sighting_url(found.sighting_id)
-    if confirm:
-        return back(request, url, f"Confirmed the read {found.text}.")
-    return back(request, url, f"Corrected {found.text} to {correction.new_text}.")
+    url = sighting_url(correction.sighting_id)
+    if kind is CorrectionKind.CONFIRM:
+        return back(request, url, f"Confirmed the read {correction.old_text}.")
+    return back(request, url, f"Corrected {correction.old_text} to {correction.new_text}.")
 
 
 @router.get("/alerts", response_class=HTMLResponse)

@@ -105,3 +105,26 @@ def test_a_viewer_or_a_bad_text_writes_nothing(console: Console, kafka_bootstrap
     assert missing.status_code == 404
     assert _published(console, kafka_bootstrap) == {}
     assert "Nobody has reviewed this read yet." in admin.get(page).text
+
+
+def test_the_api_corrects_a_read_for_an_admin_token_only(console: Console, kafka_bootstrap: str) -> None:
+    misread = plate_sighting("misread", "B840CK197", camera_id="gate-1")
+    console.write([misread])
+    url = f"/api/sightings/{misread.sighting_id}/correction"
+    viewer = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['vic']}"})
+    assert viewer.post(url, json={"kind": "correct", "text": "X777XX77"}).status_code == 403
+    admin = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['ada']}"})
+    refused = admin.post(url, json={"kind": "correct"})
+    assert refused.status_code == 422 and "new_text" in refused.text
+    answer = admin.post(url, json={"kind": "correct", "text": "x777xx77", "region": "ru"})
+    assert answer.status_code == 200, answer.text
+    assert {k: answer.json()[k] for k in ("old_text", "text", "region", "corrected_by")} == {
+        "old_text": "B840CK197",
+        "text": "X777XX77",
+        "region": "ru",
+        "corrected_by": "ada",
+    }
+    (published,) = _published(console, kafka_bootstrap).values()
+    assert published.new_text == "X777XX77"
+    hits = admin.get("/api/sightings", params={"text": "X777XX77"}).json()["items"]
+    assert [hit["sighting_id"] for hit in hits] == [misread.sighting_id]
