@@ -9,6 +9,7 @@ they import no other package of stream_worker.
 - `watchlist`: the compacted `watchlist` topic's `WatchEntry`, with its plate normalisation;
 - `cameras`: the compacted `cameras` topic's `CameraSettings` (`polygons`: what it refuses);
 - `plate_formats`: the plate formats book (`plate_formats.toml`) and the regions a camera may name;
+- `corrections`: the compacted `corrections` topic's `Correction`, an operator's review of a read;
 - `notify`: the compacted `notify-targets` topic's `NotifyTarget` (credentials: its ${NAME} secrets),
   the console's `NotifyTest` requests and the delivery log's `NotifyDelivery`;
 - `schemas`: `schemas/*.schema.json`, generated from these pydantic models (`python -m

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from stream_worker.contracts.alerts import PlateAlert
 from stream_worker.contracts.cameras import CameraSettings
+from stream_worker.contracts.corrections import Correction
 from stream_worker.contracts.events import PlateEvent
 from stream_worker.contracts.frames import DeadLetterHeaders, FrameHeaders
 from stream_worker.contracts.notify import NotifyDelivery, NotifyTarget, NotifyTest
@@ -32,6 +33,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "notify_test.schema.json": NotifyTest,
     "notify_delivery.schema.json": NotifyDelivery,
     "plate_visit.schema.json": PlateVisit,
+    "correction.schema.json": Correction,
 }
 
 

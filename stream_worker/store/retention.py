@@ -1,9 +1,9 @@
 """What the store deletes: rows past the retention period, and a plate's whole history on request
 (`stream-worker store forget PLATE`: plate texts are personal data).
 
-Pictures go with their sighting (a foreign key ON DELETE CASCADE, and explicitly here, since a
+Pictures and corrections go with their sighting (a foreign key ON DELETE CASCADE, and explicitly here, since a
 SQLite connection without foreign keys would keep them). The fuzzy-search variants of a plate key
-no sighting has any more are deleted too, so a forgotten plate leaves no trace in the index.
+no sighting (nor correction) has any more are deleted too, so a forgotten plate leaves no trace in the index.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy import Connection, delete, exists, or_, select
 from stream_worker.contracts.watchlist import normalise_plate
 from stream_worker.store.plate_keys import fold
 from stream_worker.store.queries import add_audit
-from stream_worker.store.schema import alerts, pictures, plate_variants, sightings
+from stream_worker.store.schema import alerts, corrections, pictures, plate_variants, sightings
 
 CHUNK = 500  # ids per DELETE statement: SQLite's parameter limit stays far away
 
@@ -36,6 +36,7 @@ def _delete_sightings(connection: Connection, ids: list[str]) -> tuple[int, int]
         removed_pictures += connection.execute(
             delete(pictures).where(pictures.c.sighting_id.in_(chunk))
         ).rowcount
+        connection.execute(delete(corrections).where(corrections.c.sighting_id.in_(chunk)))
         removed += connection.execute(delete(sightings).where(sightings.c.sighting_id.in_(chunk))).rowcount
     return removed, removed_pictures
 
@@ -43,7 +44,9 @@ def _delete_sightings(connection: Connection, ids: list[str]) -> tuple[int, int]
 def _delete_orphan_variants(connection: Connection, keys: set[str]) -> int:
     removed = 0
     for key in keys:
-        if not connection.execute(select(exists().where(sightings.c.text_key == key))).scalar():
+        used = exists().where(sightings.c.text_key == key)
+        corrected = exists().where(corrections.c.text_key == key)
+        if not connection.execute(select(or_(used, corrected))).scalar():
             removed += connection.execute(
                 delete(plate_variants).where(plate_variants.c.text_key == key)
             ).rowcount
@@ -65,11 +68,15 @@ def expire(connection: Connection, retention_days: float, now: datetime | None =
 
 
 def forget(connection: Connection, plate: str, user: str = "cli", now: datetime | None = None) -> Deleted:
-    """Erase every sighting whose text is `plate` or one of its look-alikes (the same folded key:
-    B840OK197 for B840CK197), its pictures, and the alerts on any of those texts."""
+    """Erase every sighting whose text (or corrected text) is `plate` or one of its look-alikes
+    (the same folded key: B840OK197 for B840CK197), its pictures, and the alerts on any of those
+    texts."""
     key = fold(plate)
+    corrected = select(corrections.c.sighting_id).where(corrections.c.text_key == key)
     found = connection.execute(
-        select(sightings.c.sighting_id, sightings.c.text).where(sightings.c.text_key == key)
+        select(sightings.c.sighting_id, sightings.c.text).where(
+            or_(sightings.c.text_key == key, sightings.c.sighting_id.in_(corrected))
+        )
     ).all()
     texts = {row.text for row in found} | {normalise_plate(plate)}
     ids = [row.sighting_id for row in found]

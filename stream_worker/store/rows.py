@@ -30,7 +30,12 @@ class SightingRow(BaseModel):
     camera_id: str
     text: str
     distance: float | None = Field(
-        None, description="Weighted edit distance of `text` from the searched text (search results only)."
+        None,
+        description="Weighted edit distance from the searched text of `text` or, nearer, of "
+        "`corrected_text` (search results only).",
+    )
+    corrected_text: str | None = Field(
+        None, description="The text an operator corrected the read to (search results only); else null."
     )
     format_valid: bool | None
     confidence: float | None

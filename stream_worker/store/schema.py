@@ -139,3 +139,27 @@ console_sessions = Table(
     Index(None, "user"),
     Index(None, "last_seen"),
 )
+
+# The operators' latest review of a sighting's read (the corrections topic's record), beside the
+# sighting: `text`/`text_key` are the corrected plate, which search finds as it finds `sightings.text`.
+corrections = Table(
+    "corrections",
+    metadata,
+    Column(
+        "sighting_id",
+        String(ID),
+        ForeignKey("sightings.sighting_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("camera_id", String(NAME), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("old_text", String(PLATE), nullable=False),
+    Column("text", String(PLATE), nullable=False),
+    Column("text_key", String(PLATE), nullable=False),
+    Column("region", String(32)),
+    Column("country", String(32)),
+    Column("corrected_by", String(NAME), nullable=False),
+    _time("corrected_at", nullable=False),
+    Index(None, "text"),
+    Index(None, "text_key"),
+)

@@ -10,6 +10,10 @@ writes them), and kept only when the alerts' own weighted distance
 search finds what the watch list would have alerted on; then the sightings with those texts, like
 an exact search of several texts.
 
+A sighting an operator corrected (store/corrections.py) is found by its corrected text as well as
+by the text read: the corrections' texts are indexed and probed the same way, and a sighting
+matches when either of its texts is among those found.
+
 Pages are a keyset over (last_seen, seq), both descending: a page's `next_cursor` is the last
 row's position, and the next page starts strictly after it, so rows stored meanwhile (newer, or
 with later seq) neither repeat nor shift the pages being read.
@@ -28,7 +32,7 @@ from stream_worker.contracts.watchlist import normalise_plate
 from stream_worker.plates.matching import CHEAP_COST, EDIT_COST, plate_distance
 from stream_worker.store.plate_keys import EDITS, fold, spellings, variants
 from stream_worker.store.rows import Page, SightingRow, decode_cursor, encode_cursor, utc
-from stream_worker.store.schema import plate_variants, sightings
+from stream_worker.store.schema import corrections, plate_variants, sightings
 
 MAX_LIMIT = 200
 # The widest tolerance the stored variants serve: fewer than EDITS + 1 whole edits.
@@ -133,12 +137,13 @@ def near_texts(connection: Connection, text: str, max_distance: float) -> dict[s
         else:
             candidates += spelled
     stored: set[str] = set()
-    if candidates:
-        found = select(sightings.c.text).where(sightings.c.text.in_(candidates)).distinct()
-        stored.update(connection.execute(found).scalars())
-    if unspelled:
-        found = select(sightings.c.text).where(sightings.c.text_key.in_(unspelled)).distinct()
-        stored.update(connection.execute(found).scalars())
+    for table in (sightings, corrections):
+        if candidates:
+            found = select(table.c.text).where(table.c.text.in_(candidates)).distinct()
+            stored.update(connection.execute(found).scalars())
+        if unspelled:
+            found = select(table.c.text).where(table.c.text_key.in_(unspelled)).distinct()
+            stored.update(connection.execute(found).scalars())
     near = {}
     for candidate in stored:
         distance = plate_distance(text, candidate, max_distance)
@@ -159,7 +164,8 @@ def search(connection: Connection, query: SearchQuery) -> SearchPage:
         if not distances:
             return SearchPage(items=[])
         texts = sorted(distances)
-        conditions.append(sightings.c.text == texts[0] if len(texts) == 1 else sightings.c.text.in_(texts))
+        corrected = select(corrections.c.sighting_id).where(corrections.c.text.in_(texts))
+        conditions.append(or_(sightings.c.text.in_(texts), sightings.c.sighting_id.in_(corrected)))
     if query.camera is not None:
         conditions.append(sightings.c.camera_id == query.camera)
     if query.zone is not None:
@@ -183,12 +189,27 @@ def search(connection: Connection, query: SearchQuery) -> SearchPage:
         .limit(query.limit + 1)
     )
     rows = connection.execute(statement).mappings().all()
-    items = [summary(row, distances.get(row["text"])) for row in rows[: query.limit]]
+    corrected = _corrected_texts(connection, [row["sighting_id"] for row in rows[: query.limit]])
+    items = []
+    for row in rows[: query.limit]:
+        texts = [row["text"], corrected.get(row["sighting_id"])]
+        near = [distances[text] for text in texts if text in distances]
+        item = summary(row, min(near) if near else None)
+        item.corrected_text = corrected.get(row["sighting_id"])
+        items.append(item)
     next_cursor = None
     if len(rows) > query.limit:
         last = items[-1]
         next_cursor = encode_cursor(last.last_seen, last.seq)
     return SearchPage(items=items, next_cursor=next_cursor)
+
+
+def _corrected_texts(connection: Connection, ids: list[str]) -> dict[str, str]:
+    """The corrected text of each of these sightings that has one (confirmations too)."""
+    if not ids:
+        return {}
+    found = select(corrections.c.sighting_id, corrections.c.text).where(corrections.c.sighting_id.in_(ids))
+    return {row.sighting_id: row.text for row in connection.execute(found)}
 
 
 def summary(row: Any, distance: float | None = None) -> SightingRow:

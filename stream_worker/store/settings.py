@@ -64,6 +64,11 @@ class StoreSettings(ServiceSettings):
         min_length=1,
         description="The cameras' live state (the connector writes it; the console's Cameras page shows it).",
     )
+    corrections_topic: str = Field(
+        "corrections",
+        min_length=1,
+        description="Compacted: the operators' reviews of reads, by sighting id (the console writes it).",
+    )
     notify_targets_topic: str = Field(
         "notify-targets", min_length=1, description="The notification targets (the console writes it)."
     )
@@ -106,8 +111,8 @@ class StoreSettings(ServiceSettings):
     # (console_thread.py), as web.app.create_app(settings, database, kafka_config) with these
     # settings. Its fields: console, console_host, console_port, users_file, secure_cookies, data_dir
     # (first-start admin and keys), the session_* and sign_in_* ones, forwarded_allow_ips,
-    # watchlist_topic, cameras_topic, camera_status_topic, the notify_*_topic ones; kafka_config there
-    # is settings.kafka_config plus "bootstrap.servers".
+    # watchlist_topic, cameras_topic, camera_status_topic, corrections_topic, the notify_*_topic ones;
+    # kafka_config there is settings.kafka_config plus "bootstrap.servers".
     console: bool = Field(True, description="Serve the console and the HTTP API.")
     console_host: str = Field("127.0.0.1", description="Address the console binds (0.0.0.0 in a container).")
     console_port: int = Field(8080, ge=0, le=65535, description="The console's port (0: any free port).")

@@ -33,7 +33,7 @@ class Written:
     pictures: int = 0
 
 
-def _insert_ignoring_duplicates(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
+def insert_ignoring_duplicates(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
     """Insert `rows`, skipping any whose unique key is already stored; how many were new."""
     if not rows:
         return 0
@@ -122,9 +122,9 @@ def write_batch(
         if picture is not None:
             picture_rows.append({"sighting_id": sighting.sighting_id, "jpeg": picture})
     variant_rows = [{"variant": v, "text_key": key} for key in sorted(keys) for v in sorted(variants(key))]
-    written_sightings = _insert_ignoring_duplicates(connection, sightings, sighting_rows)
-    written_pictures = _insert_ignoring_duplicates(connection, pictures, picture_rows)
-    _insert_ignoring_duplicates(connection, plate_variants, variant_rows)
+    written_sightings = insert_ignoring_duplicates(connection, sightings, sighting_rows)
+    written_pictures = insert_ignoring_duplicates(connection, pictures, picture_rows)
+    insert_ignoring_duplicates(connection, plate_variants, variant_rows)
     alert_rows = [alert_row(alert, now) for alert in {a.alert_id: a for a in batch_alerts}.values()]
-    written_alerts = _insert_ignoring_duplicates(connection, alerts, alert_rows)
+    written_alerts = insert_ignoring_duplicates(connection, alerts, alert_rows)
     return Written(written_sightings, written_alerts, written_pictures)

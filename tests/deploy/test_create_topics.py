@@ -93,6 +93,7 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
             "notify.replays": 1,
             "notify-tests": 1,
             "notify-status": 1,
+            "corrections": 1,
         },
         FRAMES_PARTITIONS="12",
         PLATES_PARTITIONS="12",
@@ -118,6 +119,7 @@ def test_creates_each_topic_with_its_partitions_and_retention(tmp_path: Path) ->
         "notify.replays",
         "notify-tests",
         "notify-status",
+        "corrections",
     }
     assert option(creates["frames"], "--partitions") == "12"
     assert option(creates["frames.dlq"], "--partitions") == "1"
@@ -157,6 +159,7 @@ def test_raises_partitions_but_never_lowers_them(tmp_path: Path) -> None:
             "notify.replays": 1,
             "notify-tests": 1,
             "notify-status": 1,
+            "corrections": 1,
         },
         FRAMES_PARTITIONS="6",
         PLATES_PARTITIONS="6",
@@ -187,6 +190,7 @@ def test_passes_the_client_properties_when_present(tmp_path: Path) -> None:
         "notify.replays": 1,
         "notify-tests": 1,
         "notify-status": 1,
+        "corrections": 1,
     }
     code, calls, output = run_script(tmp_path, partitions, COMMAND_CONFIG=str(properties))
     assert code == 0, output

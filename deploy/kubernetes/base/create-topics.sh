@@ -128,3 +128,4 @@ ensure_topic "${NOTIFY_REPLAYS_TOPIC:-notify.replays}" 1 "${DLQ_RETENTION_MS:-12
   "${DLQ_RETENTION_BYTES:-268435456}"
 ensure_compacted_topic "${NOTIFY_TESTS_TOPIC:-notify-tests}"
 ensure_compacted_topic "${NOTIFY_STATUS_TOPIC:-notify-status}"
+ensure_compacted_topic "${CORRECTIONS_TOPIC:-corrections}"

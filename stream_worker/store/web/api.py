@@ -7,15 +7,16 @@ cookie session, the X-CSRF-Token header)."""
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from stream_worker.cameras.records import validate_camera_id
 from stream_worker.cameras.status import STATUS_INTERVAL_S, CameraStatus, is_stale
 from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
+from stream_worker.contracts.corrections import Correction, CorrectionKind
 from stream_worker.contracts.notify import (
     NotifyDelivery,
     NotifyStatus,
@@ -26,7 +27,8 @@ from stream_worker.contracts.notify import (
     target_name_problem,
 )
 from stream_worker.contracts.sightings import Direction
-from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry, validate_plate
+from stream_worker.contracts.watchlist import WatchEntry, WatchKind, error_summary, new_entry, validate_plate
+from stream_worker.store import corrections as stored_corrections
 from stream_worker.store import queries
 from stream_worker.store.rows import MAX_SEQ, AlertRow, AuditRow, SightingDetail
 from stream_worker.store.search import MAX_LIMIT, SearchPage, SearchQuery, search
@@ -54,6 +56,15 @@ class NewEntry(BaseModel):
     max_distance: float | None = None
     expires_at: datetime | None = None
     kind: WatchKind = WatchKind.WATCH
+
+
+class Review(BaseModel):
+    """An operator's review of a read: confirm it, or correct its text (and region/country)."""
+
+    kind: CorrectionKind
+    text: str | None = Field(None, max_length=64, description="kind correct: the plate as it really is.")
+    region: str | None = Field(None, max_length=32)
+    country: str | None = Field(None, max_length=32)
 
 
 class Changed(BaseModel):
@@ -197,6 +208,44 @@ def get_sighting(sighting_id: str, user: Reader, store: Store) -> SightingDetail
     if found is None or len(sighting_id) > 64:
         raise HTTPException(404, "no such sighting stored")
     return found
+
+
+def review_or_422(store: Backend, sighting_id: str, review: Review, user: User) -> Correction:
+    """The correction `review` makes of the stored sighting: 404 when it is not stored, 422 (why)
+    for a text that is not a plate or a correction that changes nothing."""
+    with store.database.connect() as connection:
+        found = queries.sighting(connection, sighting_id) if len(sighting_id) <= 64 else None
+    if found is None:
+        raise HTTPException(404, "no such sighting stored (it may have aged out or been forgotten)")
+    confirm = review.kind is CorrectionKind.CONFIRM
+    try:
+        return Correction(
+            sighting_id=found.sighting_id,
+            camera_id=found.camera_id,
+            kind=review.kind,
+            old_text=found.text,
+            new_text=found.text if confirm else review.text or "",
+            region=None if confirm else review.region or None,
+            country=None if confirm else review.country or None,
+            corrected_by=user.name,
+            corrected_at=datetime.now(UTC),
+        )
+    except ValidationError as error:
+        raise HTTPException(422, f"the correction is refused: {error_summary(error)}") from None
+
+
+@router.post("/sightings/{sighting_id}/correction", response_model=stored_corrections.CorrectionRow)
+def review_sighting(
+    sighting_id: str, review: Review, user: Admin, store: Store
+) -> stored_corrections.CorrectionRow:
+    """Confirm or correct the sighting's read: on the corrections topic, then stored and audited."""
+    correction = review_or_422(store, sighting_id, review, user)
+    store.correct(user, correction)
+    with store.database.connect() as connection:
+        stored = stored_corrections.of_sighting(connection, correction.sighting_id)
+    if stored is None:  # forgotten or aged out meanwhile
+        raise HTTPException(404, "no such sighting stored")
+    return stored
 
 
 @router.get(

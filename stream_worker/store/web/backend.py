@@ -24,14 +24,17 @@ from fastapi import HTTPException, Request
 from stream_worker.cameras import records as camera_records
 from stream_worker.cameras.status import STATUS_WINDOW_S, CameraStatus, decode_status
 from stream_worker.cameras.store import DEFAULT_PARTITIONS as CAMERAS_PARTITIONS
+from stream_worker.contracts import corrections as correction_records
 from stream_worker.contracts import notify as notify_records
 from stream_worker.contracts import watchlist as watchlist_records
 from stream_worker.contracts.cameras import CameraSettings
+from stream_worker.contracts.corrections import Correction
 from stream_worker.contracts.notify import STATUS_KEY as NOTIFY_STATUS_KEY
 from stream_worker.contracts.notify import NotifyDelivery, NotifyStatus, NotifyTarget, NotifyTest
 from stream_worker.contracts.notify import decode_status as decode_notify_status
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
 from stream_worker.service.compacted import CompactedTopicError, CompactedView, write_compacted
+from stream_worker.store import corrections as stored_corrections
 from stream_worker.store import queries
 from stream_worker.store.database import Database
 from stream_worker.store.settings import StoreSettings
@@ -57,6 +60,7 @@ class Views:
     statuses: CompactedView[str, CameraStatus]
     targets: CompactedView[str, NotifyTarget]
     notify_status: CompactedView[str, NotifyStatus]
+    corrections: CompactedView[str, Correction]
     deliveries: DeliveryLog
 
     @classmethod
@@ -86,6 +90,7 @@ class Views:
             ),
             targets=view(settings.notify_targets_topic, notify_records.decode_record, "notify targets"),
             notify_status=view(settings.notify_status_topic, decode_notify_status, "notify status"),
+            corrections=view(settings.corrections_topic, correction_records.decode_record, "corrections"),
             deliveries=DeliveryLog(
                 bootstrap,
                 settings.notify_deliveries_topic,
@@ -96,7 +101,14 @@ class Views:
         )
 
     def _all(self) -> tuple[CompactedView[Any, Any] | DeliveryLog, ...]:
-        views = (self.watchlist, self.cameras, self.statuses, self.targets, self.notify_status)
+        views = (
+            self.watchlist,
+            self.cameras,
+            self.statuses,
+            self.targets,
+            self.notify_status,
+            self.corrections,
+        )
         return (*views, self.deliveries)
 
     def start(self) -> None:
@@ -200,6 +212,16 @@ class Backend:
                 "removed": list(removals),
             },
         )
+
+    # --- corrections ---------------------------------------------------------------------------
+    def correct(self, user: User, correction: Correction) -> None:
+        """Publish the review on the corrections topic (returns once the view has it back), then
+        store it beside the sighting with its audit row: a record the store missed is written
+        again by repeating the form, never the other way round."""
+        self._write_to(self.views.corrections, [correction_records.encode_correction(correction)])
+        with self.database.begin() as connection:
+            stored_corrections.save(connection, correction)
+        self.audit_logged(user, f"sighting.{correction.kind.value}", {"sighting_id": correction.sighting_id})
 
     # --- cameras ------------------------------------------------------------------------------
     def cameras(self) -> dict[str, CameraSettings]:

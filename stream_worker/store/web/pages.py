@@ -16,19 +16,23 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from stream_worker.contracts.cameras import detector_scales_text, parse_detector_scales
+from stream_worker.contracts.corrections import CorrectionKind
 from stream_worker.contracts.credentials import shown
 from stream_worker.contracts.notify import NotifyTarget
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
 from stream_worker.contracts.watchlist import WatchKind
+from stream_worker.store import corrections as stored_corrections
 from stream_worker.store import queries
 from stream_worker.store.search import SearchQuery, search
 from stream_worker.store.web.api import (
+    Review,
     camera_id_or_422,
     camera_states,
     configured_camera_or_404,
     entry_or_422,
     import_rows,
     listed_plate_or_404,
+    review_or_422,
     search_query,
     settings_or_422,
     stored_target_or_404,
@@ -40,6 +44,7 @@ from stream_worker.store.web.backend import Backend, backend
 from stream_worker.store.web.limiter import SignInBusy
 from stream_worker.store.web.paths import camera_page as camera_url
 from stream_worker.store.web.paths import segment
+from stream_worker.store.web.paths import sighting_page as sighting_url
 from stream_worker.store.web.users import User
 
 router = APIRouter(include_in_schema=False)
@@ -176,10 +181,40 @@ def search_page(
 def sighting_page(request: Request, sighting_id: str, user: Reader, store: Store) -> HTMLResponse:
     with store.database.connect() as connection:
         found = queries.sighting(connection, sighting_id) if len(sighting_id) <= 64 else None
+        correction = stored_corrections.of_sighting(connection, sighting_id) if found else None
     if found is None:
         raise HTTPException(404, "no such sighting stored (it may have aged out or been forgotten)")
     record = orjson.dumps(found.record, option=orjson.OPT_INDENT_2).decode()
-    return render(request, "sighting.html", s=found, record=record)
+    return render(
+        request,
+        "sighting.html",
+        s=found,
+        record=record,
+        correction=correction,
+        regions=sorted(known_regions()),
+    )
+
+
+@router.post("/sightings/{sighting_id}/review")
+def sighting_review(
+    request: Request,
+    sighting_id: str,
+    user: Admin,
+    store: Store,
+    kind: Annotated[CorrectionKind, Form()],
+    text: Annotated[str, Form(max_length=64)] = "",
+    region: Annotated[str, Form(max_length=32)] = "",
+    country: Annotated[str, Form(max_length=32)] = "",
+) -> RedirectResponse:
+    """Confirm the read, or correct its text (and region/country): published on the corrections
+    topic, stored beside the sighting, audited."""
+    review = Review(kind=kind, text=text, region=region, country=country)
+    correction = review_or_422(store, sighting_id, review, user)
+    store.correct(user, correction)
+    url = sighting_url(correction.sighting_id)
+    if kind is CorrectionKind.CONFIRM:
+        return back(request, url, f"Confirmed the read {correction.old_text}.")
+    return back(request, url, f"Corrected {correction.old_text} to {correction.new_text}.")
 
 
 @router.get("/alerts", response_class=HTMLResponse)

@@ -118,6 +118,7 @@ def topics_of(unique_name: str) -> dict[str, str]:
         "notify_tests_topic": f"{unique_name}-tests",
         "notify_deliveries_topic": f"{unique_name}-deliveries",
         "notify_status_topic": f"{unique_name}-notify-status",
+        "corrections_topic": f"{unique_name}-corrections",
     }
 
 

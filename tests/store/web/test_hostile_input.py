@@ -81,7 +81,7 @@ ROUTES = re.compile(
     r"/|/(search|alerts|watchlist|cameras|audit|login|logout)"
     r"|/static/[a-z]+\.(js|css)|/watchlist/(add|remove|import)|/sessions/revoke"
     r"|/notifications|/notifications/targets|/notifications/targets/[^/?#]+/(remove|test)"
-    r"|/sightings/[^/?#]+|/api/sightings/[^/?#]+/picture|/alerts/[^/?#]+/acknowledge"
+    r"|/sightings/[^/?#]+(/review)?|/api/sightings/[^/?#]+/picture|/alerts/[^/?#]+/acknowledge"
     r"|/cameras/[^/?#]+(/remove)?|/api/cameras/[^/?#]+/frame"
 )
 URLS = re.compile(r"""\s(?:href|src|action|data-frame)="([^"]*)\"""")
