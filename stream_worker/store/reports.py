@@ -116,12 +116,13 @@ def unique_plates(connection: Connection, span: ReportRange) -> Report:
 
 
 def top_plates(connection: Connection, span: ReportRange, limit: int = TOP_PLATES) -> Report:
-    """The plates seen most often in the range (repeat visitors), most first; ties by plate."""
+    """The plates seen most often in the range (repeat visitors), most first; ties by plate text."""
     count = func.count().label("n")
+    plate = func.max(sightings.c.text).label("plate")  # one spelling of the folded text
     statement = (
         select(
             sightings.c.text_key,
-            func.max(sightings.c.text),
+            plate,
             count,
             func.count(distinct(sightings.c.camera_id)),
             func.min(sightings.c.last_seen),
@@ -129,7 +130,7 @@ def top_plates(connection: Connection, span: ReportRange, limit: int = TOP_PLATE
         )
         .where(*_in_range(span))
         .group_by(sightings.c.text_key)
-        .order_by(count.desc(), sightings.c.text_key)
+        .order_by(count.desc(), plate)
         .limit(limit)
     )
     rows = [
@@ -155,6 +156,26 @@ def alerts_per_list(connection: Connection, span: ReportRange) -> Report:
     rows = [(name, n, int(acked or 0), plates) for name, n, acked, plates in connection.execute(statement)]
     columns = ("list", "alerts", "acknowledged", "plates")
     return Report("alerts", "Alerts per watch list", columns, rows)
+
+
+# Which column a report's chart draws, against which (summed over the rows that share it).
+_CHARTED = {
+    "hourly": ("hour", "sightings"),
+    "daily": ("day", "sightings"),
+    "plates": ("day", "unique_plates"),
+    "top-plates": ("plate", "sightings"),
+    "alerts": ("list", "alerts"),
+}
+
+
+def series(answer: Report) -> list[tuple[str, int]]:
+    """The report's chart: (label, value) in the report's order; the per-camera reports summed
+    over cameras, so each bar is what the CSV's rows of that hour or day add up to."""
+    label, value = (answer.columns.index(column) for column in _CHARTED[answer.name])
+    totals: dict[str, int] = {}
+    for row in answer.rows:
+        totals[row[label]] = totals.get(row[label], 0) + row[value]
+    return list(totals.items())
 
 
 REPORTS: dict[str, Callable[[Connection, ReportRange], Report]] = {
