@@ -20,6 +20,7 @@ from sqlalchemy import Connection, case, distinct, func, select
 from stream_worker.store.schema import alerts, sightings
 
 MAX_SPAN = timedelta(days=366)
+MAX_HOURLY_SPAN = timedelta(days=31)  # 744 hours a camera: longer is the daily report's job
 TOP_PLATES = 20
 HOUR, DAY = "hour", "day"
 _SQLITE_CUT = {HOUR: 13, DAY: 10}  # "YYYY-MM-DD HH" / "YYYY-MM-DD" of "YYYY-MM-DD HH:MM:SS.ffffff"
@@ -93,6 +94,8 @@ def _per_camera(connection: Connection, span: ReportRange, unit: str) -> list[tu
 
 
 def sightings_per_hour(connection: Connection, span: ReportRange) -> Report:
+    if span.until - span.since > MAX_HOURLY_SPAN:
+        raise ValueError(f"the hourly report covers at most {MAX_HOURLY_SPAN.days} days: see daily")
     rows = _per_camera(connection, span, HOUR)
     return Report("hourly", "Sightings per camera per hour", ("hour", "camera_id", "sightings"), rows)
 
@@ -116,28 +119,28 @@ def unique_plates(connection: Connection, span: ReportRange) -> Report:
 
 
 def top_plates(connection: Connection, span: ReportRange, limit: int = TOP_PLATES) -> Report:
-    """The plates seen most often in the range (repeat visitors), most first; ties by plate text."""
+    """The plates seen most often in the range (repeat visitors), most first, ties by folded text;
+    each under its latest spelling in the range. The counts read the (text_key, last_seen) index
+    alone; the spellings are one index probe per plate listed."""
     count = func.count().label("n")
-    plate = func.max(sightings.c.text).label("plate")  # one spelling of the folded text
     statement = (
         select(
             sightings.c.text_key,
-            plate,
             count,
-            func.count(distinct(sightings.c.camera_id)),
             func.min(sightings.c.last_seen),
             func.max(sightings.c.last_seen),
         )
         .where(*_in_range(span))
         .group_by(sightings.c.text_key)
-        .order_by(count.desc(), plate)
+        .order_by(count.desc(), sightings.c.text_key)
         .limit(limit)
     )
-    rows = [
-        (text, n, cameras, _iso(first), _iso(last))
-        for _, text, n, cameras, first, last in connection.execute(statement)
-    ]
-    columns = ("plate", "sightings", "cameras", "first_seen", "last_seen")
+    rows = []
+    for key, n, first, last in connection.execute(statement).all():
+        spelling = select(sightings.c.text).where(sightings.c.text_key == key, *_in_range(span))
+        text = connection.execute(spelling.order_by(sightings.c.last_seen.desc()).limit(1)).scalar()
+        rows.append((text, n, _iso(first), _iso(last)))
+    columns = ("plate", "sightings", "first_seen", "last_seen")
     return Report("top-plates", "Top repeat plates", columns, rows)
 
 

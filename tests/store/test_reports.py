@@ -79,8 +79,8 @@ def _zone(hours: int):
 def test_unique_and_top_plates(stored: Database) -> None:
     assert rows(stored, "plates") == [("2026-03-01", 4, 2), ("2026-03-02", 1, 1)]
     assert rows(stored, "top-plates") == [
-        ("B840OK197", 4, 2, "2026-03-01T12:00:00Z", "2026-03-02T00:00:00Z"),
-        ("A123BC77", 1, 1, "2026-03-01T13:01:00Z", "2026-03-01T13:01:00Z"),
+        ("B840OK197", 4, "2026-03-01T12:00:00Z", "2026-03-02T00:00:00Z"),
+        ("A123BC77", 1, "2026-03-01T13:01:00Z", "2026-03-01T13:01:00Z"),
     ]
 
 
@@ -105,6 +105,12 @@ def test_every_report_of_an_empty_range_is_empty(stored: Database) -> None:
 def test_a_bad_range_is_refused(since: datetime, until: datetime, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ReportRange(since, until)
+
+
+def test_the_hourly_report_covers_31_days_at_most(stored: Database) -> None:
+    with pytest.raises(ValueError, match="at most 31 days"):
+        rows(stored, "hourly", ReportRange(T0, T0 + timedelta(days=32)))
+    assert rows(stored, "daily", ReportRange(T0, T0 + timedelta(days=32)))
 
 
 def test_an_unknown_report_is_refused(stored: Database) -> None:

@@ -215,13 +215,18 @@ def reports_page(
 ) -> HTMLResponse:
     """Every report over one range, each a chart, its figures and its downloads (the same range)."""
     span = report_range(since, until, camera)
-    with store.database.connect() as connection:
-        answers = [report(connection, name, span) for name in REPORTS]
     shown_reports = []
-    for answer in answers:
-        points = series(answer)
-        draw = charts.bars if answer.name in CATEGORY_REPORTS else charts.columns
-        shown_reports.append({"report": answer, "points": points, "svg": draw(points, answer.title)})
+    with store.database.connect() as connection:
+        for name in REPORTS:
+            try:
+                answer = report(connection, name, span)
+            except ValueError as error:  # a range this report does not cover (hourly: 31 days)
+                shown_reports.append({"name": name, "refused": str(error)})
+                continue
+            points = series(answer)
+            draw = charts.bars if answer.name in CATEGORY_REPORTS else charts.columns
+            svg = draw(points, answer.title)
+            shown_reports.append({"name": name, "report": answer, "points": points, "svg": svg})
     params = {"since": span.since.isoformat(), "until": span.until.isoformat()}
     if span.camera:
         params["camera"] = span.camera
@@ -249,8 +254,11 @@ def report_download(
     if name not in REPORTS or file_format not in REPORT_FORMATS:
         raise HTTPException(404, "no such report or format")
     span = report_range(since, until, camera)
-    with store.database.connect() as connection:
-        answer = report(connection, name, span)
+    try:
+        with store.database.connect() as connection:
+            answer = report(connection, name, span)
+    except ValueError as error:
+        raise HTTPException(422, str(error)) from None
     return Response(
         render_report(answer, file_format),
         media_type=REPORT_FORMATS[file_format],

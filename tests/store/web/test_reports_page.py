@@ -103,6 +103,11 @@ def test_one_camera_and_bad_ranges(viewer: TestClient) -> None:
     assert viewer.get("/reports/visits.csv", params=RANGE).status_code == 404
     assert viewer.get("/reports/daily.xlsx", params=RANGE).status_code == 404
     assert viewer.get("/reports").status_code == 200  # the last 7 days
+    long = {"since": T0.isoformat(), "until": (T0 + timedelta(days=60)).isoformat()}
+    page = viewer.get("/reports", params=long).text
+    assert "hourly: the hourly report covers at most 31 days" in page
+    assert figures(page, "daily") == {"2026-03-01": 4, "2026-03-02": 1}
+    assert viewer.get("/reports/hourly.csv", params=long).status_code == 422
 
 
 def test_signed_out_is_sent_to_sign_in(console: Console) -> None:
