@@ -9,6 +9,7 @@ import io
 import re
 from collections import Counter
 from datetime import timedelta
+from urllib.parse import urlencode
 
 import orjson
 import pytest
@@ -19,7 +20,7 @@ from store_records import T0, plate_alert, plate_sighting
 from stream_worker.store.reports import REPORTS
 from stream_worker.store.schema import sightings
 
-from .conftest import Console, signed_in, stored_raw
+from .conftest import PASSWORDS, Console, signed_in, stored_raw
 
 RANGE = {"since": T0.isoformat(), "until": (T0 + timedelta(days=2)).isoformat()}
 HOSTILE_CAMERA = '=HYPERLINK("http://evil.example","x")'
@@ -114,3 +115,29 @@ def test_signed_out_is_sent_to_sign_in(console: Console) -> None:
     client = TestClient(console.app, follow_redirects=False)
     assert client.get("/reports").status_code in (303, 401)
     assert client.get("/reports/daily.csv").status_code in (303, 401)
+
+
+@pytest.mark.integration
+def test_the_charts_show_in_chromium_under_the_csp(served, browser) -> None:
+    """The served console (its own thread, the real broker) in a real Chromium: every chart's bars
+    are drawn, coloured by console.css, and the page raises no CSP violation."""
+    from console_browser import sign_in, wait
+    from selenium.webdriver.common.by import By
+
+    from .test_console_security import VIOLATIONS
+
+    console, address = served
+    console.write(
+        [plate_sighting("s1", "B840OK197", T0), plate_sighting("s2", "A123BC77", T0 + timedelta(hours=2))],
+        [plate_alert("a1", "B840OK197", alerted_at=T0)],
+    )
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": VIOLATIONS})
+    sign_in(browser, address, "vic", PASSWORDS["vic"])
+    browser.get(f"{address}/reports?{urlencode(RANGE)}")
+    charts = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "svg.chart"))
+    assert len(charts) == len(REPORTS)
+    for chart in charts:
+        [bar, *_] = chart.find_elements(By.CSS_SELECTOR, "rect.bar")
+        assert bar.size["width"] > 0 and bar.size["height"] > 0
+        assert browser.execute_script("return getComputedStyle(arguments[0]).fill", bar) == "rgb(11, 92, 173)"
+    assert browser.execute_script("return window.__violations") == []
