@@ -131,3 +131,16 @@ def test_json_lines_carry_the_columns_as_keys() -> None:
     assert orjson.loads(line) == {"day": "2026-03-01", "camera_id": "=HYPERLINK(1)", "sightings": 3}
     with pytest.raises(ValueError, match="unknown format 'xlsx'"):
         render(HOSTILE, "xlsx")
+
+
+def test_times_written_with_an_offset_count_in_their_utc_hour(database: Database) -> None:
+    moscow = T0.astimezone(_zone(3))  # 15:00+03:00 is 12:00 UTC
+    with database.begin() as connection:
+        write_batch(
+            connection,
+            [plate_sighting("m", "B840OK197", moscow)],
+            [plate_alert("m", "B840OK197", alerted_at=moscow)],
+        )
+    assert rows(database, "hourly") == [("2026-03-01T12:00Z", "gate", 1)]
+    assert rows(database, "hourly", ReportRange(T0 + timedelta(hours=3), SPAN.until)) == []
+    assert rows(database, "alerts", ReportRange(T0, T0 + timedelta(seconds=1))) == [("stolen", 1, 0, 1)]
