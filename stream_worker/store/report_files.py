@@ -34,7 +34,3 @@ def render(report: Report, file_format: str) -> bytes:
     if file_format == "jsonl":
         return to_jsonl(report)
     raise ValueError(f"unknown format {file_format!r}: csv or jsonl")
-
-
-def filename(report: Report, file_format: str) -> str:
-    return f"{report.name}.{file_format}"

@@ -10,12 +10,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from stream_worker.store.report_files import FORMATS as FILE_FORMATS
 from stream_worker.store.report_files import render
 from stream_worker.store.reports import ReportRange, report
 from stream_worker.store.search_output import INVALID, UNREACHABLE, open_store
 
 WRITTEN = 0
-FORMATS = ("csv", "jsonl", "png")
+FORMATS = (*FILE_FORMATS, "png")
 
 
 def run(
