@@ -64,6 +64,7 @@ def test_a_viewer_sees_every_report_with_its_chart(viewer: TestClient) -> None:
         assert f'href="/reports/{name}.csv?' in page
     assert page.count('<svg class="chart"') == len(REPORTS)
     assert "script-src 'self'" in answer.headers["content-security-policy"]
+    assert answer.headers["cache-control"] == "no-store"
     assert " style=" not in page and "<style" not in page
     assert re.findall(r"<script[^>]*>", page) == ['<script src="/static/console.js">']
     assert figures(page, "hourly") == {"2026-03-01T12:00Z": 3, "2026-03-01T15:00Z": 1, "2026-03-02T13:00Z": 1}
@@ -90,6 +91,7 @@ def test_the_page_figures_are_what_the_csv_adds_up_to(viewer: TestClient) -> Non
 def test_csv_cells_are_escaped_and_json_lines_keep_them_as_they_are(viewer: TestClient) -> None:
     answer = viewer.get("/reports/daily.csv", params=RANGE)
     assert answer.headers["content-disposition"] == 'attachment; filename="daily.csv"'
+    assert answer.headers["cache-control"] == "no-store"  # plate data: kept in no cache
     cameras = [row["camera_id"] for row in csv.DictReader(io.StringIO(answer.text))]
     assert "'" + HOSTILE_CAMERA in cameras and HOSTILE_CAMERA not in cameras
     lines = viewer.get("/reports/daily.jsonl", params=RANGE).text.splitlines()
