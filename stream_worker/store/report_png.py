@@ -20,7 +20,7 @@ def draw(report: Report, path: Path) -> None:
     if horizontal:
         axes.barh(labels[::-1], values[::-1], color="#2f6db5")
     else:
-        axes.bar(range(len(values)), values, color="#2f6db5", width=1.0)
+        axes.bar(range(len(values)), values, color="#2f6db5", width=0.9)
         ticks = list(range(0, len(labels), max(1, len(labels) // 8)))
         axes.set_xticks(ticks, [labels[index] for index in ticks], rotation=30, ha="right")
     axes.set_title(report.title)
