@@ -12,7 +12,8 @@ motion gating saves on a long live camera read by the connector, gated and ungat
 `connector-memory` (bench/connector_memory.py): many file-source cameras on one connector, its RSS.
 `motion` (bench/motion.py): what the motion gate leaves out of ../shared/videos, and the CPU of
 its grey copy of a JPEG. `store-search` (bench/store_search.py): plate searches and the writer's
-rate in the history store at a million sightings, SQLite and PostgreSQL side by side. `notify`
+rate in the history store at a million sightings, SQLite and PostgreSQL side by side.
+`store-reports` (bench/store_reports.py): each console report over the same store. `notify`
 (bench/notify.py): the same alerts delivered by the notify service to a webhook, an MQTT subscriber
 and an SMTP server, all local: latency per target, deliveries per second, CPU ms per delivery.
 `soak` (bench/soak.py): `up` with live RTSP cameras for N minutes, measured every minute (console
@@ -138,6 +139,10 @@ def main(argv: Sequence[str]) -> int:
         from bench.store_search import main as store_search_main
 
         return store_search_main(argv[1:])
+    if argv and argv[0] == "store-reports":  # its own flags: bench/store_reports.py
+        from bench.store_reports import main as store_reports_main
+
+        return store_reports_main(argv[1:])
     if argv and argv[0] == "notify":  # its own flags: bench/notify.py
         from bench.notify import main as notify_main
 

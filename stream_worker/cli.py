@@ -91,7 +91,7 @@ _add(visits.commands, "visits")
 _add(connector.commands, "connect")
 _add(demo.commands, "demo")
 _add(up.commands, "up")
-_add(store.commands, "search")
+_add(store.commands, "search", "report")
 
 
 # --- bench ------------------------------------------------------------------------- (issue 5)

@@ -1,12 +1,14 @@
 """`stream-worker store` (the history store and its console; `store migrate`, `store forget`,
-`store sessions revoke`) and `stream-worker search` (cli.py adds them to the root app). The work
-is imported only when a command runs: store/app.py for the service, retention.py for forget,
-sessions.py for sessions revoke, search_output.py for search.
+`store sessions revoke`), `stream-worker search` and `stream-worker report` (cli.py adds them to
+the root app). The work is imported only when a command runs: store/app.py for the service,
+retention.py for forget, sessions.py for sessions revoke, search_output.py for search,
+report_output.py for report.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import click
@@ -276,3 +278,56 @@ def search(
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(UNREACHABLE) from None
     raise typer.Exit(run(url, fields, as_json, typer.echo, lambda line: typer.echo(line, err=True)))
+
+
+@commands.command(
+    "report",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker report daily --since 30d > daily.csv\n\n"
+        "  stream-worker report hourly --since 2026-03-01 --until 2026-03-02 --camera gate --format jsonl\n\n"
+        "  stream-worker report top-plates --since 7d --format png --output top.png\n\n"
+        "Reports: hourly and daily (sightings per camera), plates (sightings and unique plates per "
+        "day), top-plates (the most frequent plates), alerts (per watch list). Times as search's: "
+        "ISO 8601 (UTC unless an offset is given) or a span back from now; --since inclusive, "
+        "--until exclusive, at most 366 days; hours and days are UTC. Exit codes: 0 written, "
+        "2 invalid option, 3 database unreachable or without the store's tables."
+    ),
+)
+def report(
+    name: str = typer.Argument(..., help="hourly, daily, plates, top-plates or alerts."),
+    since: str = typer.Option("7d", "--since", help="From this time (ISO 8601 or 2h, 7d...)."),
+    until: str | None = typer.Option(None, "--until", help="Before this time (default: now)."),
+    camera: str | None = typer.Option(None, "--camera", help="Only this camera's sightings and alerts."),
+    file_format: str = typer.Option("csv", "--format", help="csv, jsonl or png (png needs --output)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    database_url: str | None = DATABASE_URL,
+    data_dir: str | None = DATA_DIR,
+) -> None:
+    """Counts over a time range, as CSV (formula-safe cells), JSON Lines or a PNG chart."""
+    from datetime import UTC, datetime
+
+    from stream_worker.store.report_output import run as write_report
+    from stream_worker.store.reports import ReportRange
+    from stream_worker.store.search_output import INVALID, UNREACHABLE, parse_time
+    from stream_worker.store.settings import load_settings
+
+    now = datetime.now(UTC)
+    try:
+        span = ReportRange(parse_time(since, now), parse_time(until, now) if until else now, camera)
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(INVALID) from None
+    overrides = {
+        key: value for key, value in (("database_url", database_url), ("data_dir", data_dir)) if value
+    }
+    try:
+        url = load_settings(None, **overrides).resolved_database_url()
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(UNREACHABLE) from None
+
+    def echo_err(line: str) -> None:
+        typer.echo(line, err=True)
+
+    raise typer.Exit(write_report(url, name, span, file_format, output, echo_err))

@@ -66,6 +66,7 @@ sightings = Table(
     Index(None, "camera_id", "last_seen"),
     Index(None, "last_seen"),
     Index(None, "zone", "last_seen"),
+    Index(None, "last_seen", "camera_id", "text_key"),  # the reports (reports.py) read it alone
 )
 
 pictures = Table(

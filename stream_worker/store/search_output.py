@@ -11,10 +11,14 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from stream_worker.store.rows import SightingRow
+
+if TYPE_CHECKING:
+    from stream_worker.store.database import Database
 
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -78,6 +82,30 @@ def table(rows: list[SightingRow]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def open_store(database_url: str, echo_err: Callable[[str], None]) -> Database | None:
+    """The store at `database_url` to read, or None (the reason printed): a reader creates no
+    database, so a SQLite file that is not there is an error, not a new empty store."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from stream_worker.store.database import Database, DatabaseError
+
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        echo_err("error: the database URL is not one SQLAlchemy reads (sqlite:///... or postgresql://...)")
+        return None
+    path = url.database if url.get_backend_name() == "sqlite" else None
+    if path and path != ":memory:" and not Path(path).is_file():
+        echo_err(f"error: no history store at {path} (the store creates it: stream-worker store)")
+        return None
+    try:
+        return Database(database_url)
+    except DatabaseError as error:
+        echo_err(f"error: {error}")
+        return None
+
+
 def run(
     database_url: str,
     fields: dict[str, object],
@@ -87,10 +115,8 @@ def run(
 ) -> int:
     """Search with the SearchQuery `fields`, print the page, say how to get the next one."""
     from pydantic import ValidationError
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+    from sqlalchemy.exc import SQLAlchemyError
 
-    from stream_worker.store.database import Database, DatabaseError
     from stream_worker.store.search import SearchQuery, search
 
     try:
@@ -100,19 +126,8 @@ def run(
             where = ".".join(str(part) for part in problem["loc"]) or "query"
             echo_err(f"error: {where}: {problem['msg']}")
         return INVALID
-    try:
-        url = make_url(database_url)
-    except ArgumentError:
-        echo_err("error: the database URL is not one SQLAlchemy reads (sqlite:///... or postgresql://...)")
-        return UNREACHABLE
-    path = url.database if url.get_backend_name() == "sqlite" else None
-    if path and path != ":memory:" and not Path(path).is_file():  # a search creates no database
-        echo_err(f"error: no history store at {path} (the store creates it: stream-worker store)")
-        return UNREACHABLE
-    try:
-        database = Database(database_url)
-    except DatabaseError as error:
-        echo_err(f"error: {error}")
+    database = open_store(database_url, echo_err)
+    if database is None:
         return UNREACHABLE
     try:
         with database.connect() as connection:

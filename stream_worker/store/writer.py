@@ -4,7 +4,9 @@ One call writes one consumed batch in the caller's transaction: the offsets are 
 after it (app.py), so a crash between the two reads the batch again, and the unique ids make the
 second write insert nothing (INSERT ... ON CONFLICT DO NOTHING, on SQLite and PostgreSQL alike).
 A sighting's picture (its best read's base64 JPEG) goes to `pictures`, its record without it to
-`sightings.record`; each new plate key brings its fuzzy-search variants (plate_keys.py).
+`sightings.record`; each new plate key brings its fuzzy-search variants (plate_keys.py). Times
+are stored in UTC: SQLite keeps a time's digits without its offset, and search and the reports
+compare and cut those digits.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from stream_worker.contracts import PlateAlert, PlateSighting
 from stream_worker.store.plate_keys import MAX_KEY_LENGTH, fold, variants
+from stream_worker.store.rows import utc
 from stream_worker.store.schema import alerts, pictures, plate_variants, sightings
 
 
@@ -74,9 +77,9 @@ def sighting_row(sighting: PlateSighting, picture: bytes | None, now: datetime) 
         "reads": sighting.reads,
         "direction": sighting.direction.value if sighting.direction else None,
         "zone": sighting.best_read.zone,
-        "first_seen": sighting.first_seen,
-        "last_seen": sighting.last_seen,
-        "closed_at": sighting.closed_at,
+        "first_seen": utc(sighting.first_seen),
+        "last_seen": utc(sighting.last_seen),
+        "closed_at": utc(sighting.closed_at),
         "candidates": record["candidates"],
         "record": record,
         "has_picture": picture is not None,
@@ -97,8 +100,8 @@ def alert_row(alert: PlateAlert, now: datetime) -> dict[str, Any]:
         "distance": alert.distance,
         "confidence": alert.confidence,
         "origin": alert.origin.value,
-        "captured_at": alert.captured_at,
-        "alerted_at": alert.alerted_at,
+        "captured_at": utc(alert.captured_at),
+        "alerted_at": utc(alert.alerted_at),
         "record": alert.model_dump(mode="json"),
         "stored_at": now,
     }

@@ -17,10 +17,9 @@ from datetime import datetime
 from typing import TextIO
 
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry
+from stream_worker.spreadsheet import quoted, unquoted
 
 COLUMNS = ("plate", "list", "label", "max_distance", "expires_at", "kind")
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-QUOTE = "'"
 REQUIRED_COLUMNS = ("plate", "list")
 
 
@@ -117,17 +116,6 @@ def _header_problems(names: list[str]) -> list[str]:
             f"missing column(s) {', '.join(map(repr, missing))} (the first row must be the header)"
         )
     return problems
-
-
-def quoted(cell: str) -> str:
-    """The cell as a spreadsheet shows it as text, never runs it as a formula."""
-    return QUOTE + cell if cell.startswith((*FORMULA_STARTS, QUOTE)) else cell
-
-
-def unquoted(cell: str) -> str:
-    """`quoted` undone: one `'` off a cell that `quoted` would have quoted."""
-    rest = cell.removeprefix(QUOTE)
-    return rest if cell.startswith(QUOTE) and rest.startswith((*FORMULA_STARTS, QUOTE)) else cell
 
 
 def write_csv(entries: Iterable[WatchEntry], out: TextIO) -> None:

@@ -8,13 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind
+from stream_worker.spreadsheet import quoted, unquoted
 from stream_worker.watchlists.csvfile import (
     COLUMNS,
     CsvImportError,
     RowProblem,
     parse_csv,
-    quoted,
-    unquoted,
     write_csv,
 )
 

@@ -1,13 +1,15 @@
 """The console's pages, rendered on the server (Jinja2): sign-in, live feed, search, a sighting,
-alerts, the watch list, the cameras (with their live state), the notification targets (with their
-tests and the delivery log) and the audit. Forms post with the session's CSRF token and
-come back with a redirect (303) and a one-line notice."""
+alerts, the reports (charts and their files), the watch list, the cameras (with their live state),
+the notification targets (with their tests and the delivery log) and the audit. Forms post with
+the session's CSRF token and come back with a redirect (303) and a one-line notice."""
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import orjson
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
@@ -23,7 +25,12 @@ from stream_worker.contracts.plate_formats import DEFAULT_REGION, known_regions
 from stream_worker.contracts.watchlist import WatchKind
 from stream_worker.store import corrections as stored_corrections
 from stream_worker.store import queries
+from stream_worker.store.report_files import FORMATS as REPORT_FORMATS
+from stream_worker.store.report_files import render as render_report
+from stream_worker.store.reports import REPORTS, ReportRange, report, series
 from stream_worker.store.search import SearchQuery, search
+from stream_worker.store.search_output import parse_time
+from stream_worker.store.web import charts
 from stream_worker.store.web.api import (
     Review,
     camera_id_or_422,
@@ -215,6 +222,83 @@ def sighting_review(
     if kind is CorrectionKind.CONFIRM:
         return back(request, url, f"Confirmed the read {correction.old_text}.")
     return back(request, url, f"Corrected {correction.old_text} to {correction.new_text}.")
+
+
+# --- reports ------------------------------------------------------------------------------------
+REPORT_DEFAULT_SINCE = "7d"
+CATEGORY_REPORTS = ("top-plates", "alerts")  # horizontal bars; the others are over time
+
+
+def report_range(since: str, until: str, camera: str) -> ReportRange:
+    """The form's range (empty `since`: the last 7 days; empty `until`: now); 422 when invalid."""
+    now = datetime.now(UTC)
+    try:
+        start = parse_time(since or REPORT_DEFAULT_SINCE, now)
+        return ReportRange(start, parse_time(until, now) if until else now, camera or None)
+    except ValueError as error:
+        raise HTTPException(422, str(error)) from None
+
+
+@router.get("/reports", response_class=HTMLResponse)
+def reports_page(
+    request: Request,
+    user: Reader,
+    store: Store,
+    since: Annotated[str, Query(max_length=40)] = "",
+    until: Annotated[str, Query(max_length=40)] = "",
+    camera: Annotated[str, Query(max_length=128)] = "",
+) -> HTMLResponse:
+    """Every report over one range, each a chart, its figures and its downloads (the same range)."""
+    span = report_range(since, until, camera)
+    shown_reports = []
+    with store.database.connect() as connection:
+        for name in REPORTS:
+            try:
+                answer = report(connection, name, span)
+            except ValueError as error:  # a range this report does not cover (hourly: 31 days)
+                shown_reports.append({"name": name, "refused": str(error)})
+                continue
+            points = series(answer)
+            draw = charts.bars if answer.name in CATEGORY_REPORTS else charts.columns
+            svg = draw(points, answer.title)
+            shown_reports.append({"name": name, "report": answer, "points": points, "svg": svg})
+    params = {"since": span.since.isoformat(), "until": span.until.isoformat()}
+    if span.camera:
+        params["camera"] = span.camera
+    return render(
+        request,
+        "reports.html",
+        reports=shown_reports,
+        span=span,
+        form={"since": since, "until": until, "camera": camera},
+        query=urlencode(params),
+    )
+
+
+@router.get("/reports/{name}.{file_format}")
+def report_download(
+    user: Reader,
+    store: Store,
+    name: str,
+    file_format: str,
+    since: Annotated[str, Query(max_length=40)] = "",
+    until: Annotated[str, Query(max_length=40)] = "",
+    camera: Annotated[str, Query(max_length=128)] = "",
+) -> Response:
+    """One report as a CSV (cells escaped against formula injection) or JSON Lines file."""
+    if name not in REPORTS or file_format not in REPORT_FORMATS:
+        raise HTTPException(404, "no such report or format")
+    span = report_range(since, until, camera)
+    try:
+        with store.database.connect() as connection:
+            answer = report(connection, name, span)
+    except ValueError as error:
+        raise HTTPException(422, str(error)) from None
+    return Response(
+        render_report(answer, file_format),
+        media_type=REPORT_FORMATS[file_format],
+        headers={"content-disposition": f'attachment; filename="{name}.{file_format}"'},
+    )
 
 
 @router.get("/alerts", response_class=HTMLResponse)

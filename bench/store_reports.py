@@ -1,0 +1,131 @@
+"""`stream-worker bench store-reports`: each report of store/reports.py at a million sightings,
+SQLite and PostgreSQL side by side.
+
+The database is the one `bench store-search` fills (same flags, same cache: a year of sightings from
+`--cameras` cameras; alerts are not filled, so `alerts` reads an empty table). Each report is timed
+`--repeats` times over each window ending at the year's end (the last day, 7 days, 30 days, the
+whole year; hourly 31 days at most), all cameras and one camera: p50/p95/max ms, the CPU of this
+process per report (SQLite runs in it) and of PostgreSQL's server processes, with the load average
+before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bench import environment, store_search
+from bench.cpu import self_cpu_s
+from bench.report import format_table, write_json
+
+WINDOWS_DAYS = (1, 7, 30, 365)
+TARGET_P95_MS = 1000.0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = store_search.parser()
+    p.prog = "stream-worker bench store-reports"
+    p.description = __doc__.split("\n\n")[0]
+    p.add_argument("--repeats", type=int, default=10, help="Timings per report, window and camera filter.")
+    return p
+
+
+def time_reports(database: Any, args: argparse.Namespace, server_cpu: Any) -> list[dict[str, Any]]:
+    from stream_worker.store.reports import MAX_HOURLY_SPAN, REPORTS, ReportRange, report
+
+    end = store_search.START + timedelta(seconds=store_search.YEAR_S + 60)
+    rows = []
+    with database.connect() as connection:
+        for days in WINDOWS_DAYS:
+            for camera in (None, "camera-07"):
+                span = ReportRange(end - timedelta(days=days), end, camera)
+                for name in REPORTS:
+                    if name == "hourly" and timedelta(days=days) > MAX_HOURLY_SPAN:
+                        continue
+                    latencies, cpu = [], self_cpu_s()
+                    server = server_cpu() if server_cpu else None
+                    for _ in range(args.repeats):
+                        started = time.perf_counter()
+                        answer = report(connection, name, span)
+                        latencies.append((time.perf_counter() - started) * 1000)
+                    row = {
+                        "report": name,
+                        "days": days,
+                        "camera": camera or "all",
+                        "rows": len(answer.rows),
+                        "p50_ms": round(statistics.median(latencies), 1),
+                        "p95_ms": round(store_search.percentile(latencies, 0.95), 1),
+                        "max_ms": round(max(latencies), 1),
+                        "client_cpu_ms": round((self_cpu_s() - cpu) * 1000 / args.repeats, 1),
+                    }
+                    if server is not None:
+                        row["server_cpu_ms"] = round((server_cpu() - server) * 1000 / args.repeats, 1)
+                    rows.append(row)
+    return rows
+
+
+def measure(name: str, url: str, args: argparse.Namespace, server_cpu: Any = None) -> dict[str, Any]:
+    from stream_worker.store.database import Database
+
+    database = Database(url)
+    try:
+        database.migrate()
+        if not store_search._filled(database, args.sightings):
+            (store_search.fill_postgres if name == "postgresql" else store_search.fill_sqlite)(database, args)
+        before = environment.load_average()
+        reports = time_reports(database, args, server_cpu)
+        return {"database": name, "reports": reports, "load_during": [before, environment.load_average()]}
+    finally:
+        database.dispose()
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    checked = environment.load_or_refuse(args.allow_busy)
+    if checked is None:
+        return 3
+    load, busy = checked
+    args.cache_dir.mkdir(parents=True, exist_ok=True)
+    tag = f"{args.sightings}-{args.plates}-{args.cameras}-{args.seed}-{store_search.schema_fingerprint()}"
+    results = []
+    if not args.no_sqlite:
+        results.append(measure("sqlite", f"sqlite:///{args.cache_dir / f'sqlite-{tag}.db'}", args))
+    if not args.no_postgres:
+        if args.postgres_url:
+            results.append(measure("postgresql", args.postgres_url, args))
+        else:
+            cluster = store_search.LocalPostgres(args.cache_dir / f"postgres-{tag}")
+            url = cluster.start()
+            try:
+                results.append(measure("postgresql", url, args, cluster.server_cpu_s))
+            finally:
+                cluster.stop()
+    rows = [{"database": result["database"], **row} for result in results for row in result["reports"]]
+    columns = ["database", "report", "days", "camera", "rows", "p50_ms", "p95_ms", "max_ms", "client_cpu_ms"]
+    if any("server_cpu_ms" in row for row in rows):
+        columns.append("server_cpu_ms")
+    print(format_table(rows, columns))
+    load_after = environment.load_average()
+    print(f"\nload average before {load} after {load_after}{' (busy: figures inflated)' if busy else ''}")
+    print(f"target: p95 < {TARGET_P95_MS:g} ms for each report")
+    if args.report:
+        settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+        write_json(
+            args.report,
+            {
+                "scenario": "store-reports",
+                "settings": settings,
+                "machine": environment.machine(),
+                "versions": environment.versions(),
+                "load_before": load,
+                "load_after": load_after,
+                "busy": busy,
+                "results": results,
+            },
+        )
+    return 0

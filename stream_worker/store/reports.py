@@ -1,0 +1,197 @@
+"""The console's and `stream-worker report`'s reports: counts over a time range (and optionally one
+camera), aggregated in the database, each a small table of rows.
+
+Sightings count by `last_seen` (as search filters them: `since` inclusive, `until` exclusive),
+alerts by `alerted_at`; hours and days are UTC. The buckets are cut as text in SQL (SQLite stores
+times as ISO text, `substr` of it; PostgreSQL `to_char` of the UTC time), so both databases group
+the same way and a bucket's label is the same on either. The range goes through the
+`(camera_id, last_seen)` / `(last_seen)` / `(text_key, last_seen)` / `(alerted_at)` indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, case, distinct, func, select
+
+from stream_worker.store.schema import alerts, sightings
+
+MAX_SPAN = timedelta(days=366)
+MAX_HOURLY_SPAN = timedelta(days=31)  # 744 hours a camera: longer is the daily report's job
+TOP_PLATES = 20
+HOUR, DAY = "hour", "day"
+_SQLITE_CUT = {HOUR: 13, DAY: 10}  # "YYYY-MM-DD HH" / "YYYY-MM-DD" of "YYYY-MM-DD HH:MM:SS.ffffff"
+_POSTGRES_CUT = {HOUR: "YYYY-MM-DD HH24", DAY: "YYYY-MM-DD"}
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRange:
+    """What a report counts: `since` (inclusive) to `until` (exclusive), one camera or all."""
+
+    since: datetime
+    until: datetime
+    camera: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("since", "until"):
+            value = getattr(self, name)
+            if value.tzinfo is None:
+                raise ValueError(f"{name} needs a time zone")
+            object.__setattr__(self, name, value.astimezone(UTC))
+        if self.until <= self.since:
+            raise ValueError("until must be after since")
+        if self.until - self.since > MAX_SPAN:
+            raise ValueError(f"a report covers at most {MAX_SPAN.days} days")
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One report's table: `columns` names each row's cells; times are ISO 8601 text (UTC)."""
+
+    name: str
+    title: str
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
+def _bucket(connection: Connection, column: Any, unit: str) -> Any:
+    if connection.dialect.name == "postgresql":
+        return func.to_char(func.timezone("UTC", column), _POSTGRES_CUT[unit])
+    return func.substr(column, 1, _SQLITE_CUT[unit])
+
+
+def _label(bucket: str, unit: str) -> str:
+    """The bucket as ISO 8601: `2026-03-01T14:00Z` for an hour, `2026-03-01` for a day."""
+    return f"{bucket[:10]}T{bucket[11:13]}:00Z" if unit == HOUR else bucket[:10]
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, str):  # SQLite's min/max of the stored text
+        value = datetime.fromisoformat(value)
+    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _in_range(span: ReportRange) -> list[Any]:
+    conditions = [sightings.c.last_seen >= span.since, sightings.c.last_seen < span.until]
+    if span.camera is not None:
+        conditions.append(sightings.c.camera_id == span.camera)
+    return conditions
+
+
+def _per_camera(connection: Connection, span: ReportRange, unit: str) -> list[tuple[Any, ...]]:
+    bucket = _bucket(connection, sightings.c.last_seen, unit).label("bucket")
+    statement = (
+        select(bucket, sightings.c.camera_id, func.count().label("n"))
+        .where(*_in_range(span))
+        .group_by(bucket, sightings.c.camera_id)
+        .order_by(bucket, sightings.c.camera_id)
+    )
+    return [(_label(at, unit), camera, n) for at, camera, n in connection.execute(statement)]
+
+
+def sightings_per_hour(connection: Connection, span: ReportRange) -> Report:
+    if span.until - span.since > MAX_HOURLY_SPAN:
+        raise ValueError(f"the hourly report covers at most {MAX_HOURLY_SPAN.days} days: see daily")
+    rows = _per_camera(connection, span, HOUR)
+    return Report("hourly", "Sightings per camera per hour", ("hour", "camera_id", "sightings"), rows)
+
+
+def sightings_per_day(connection: Connection, span: ReportRange) -> Report:
+    rows = _per_camera(connection, span, DAY)
+    return Report("daily", "Sightings per camera per day", ("day", "camera_id", "sightings"), rows)
+
+
+def unique_plates(connection: Connection, span: ReportRange) -> Report:
+    """Per day: sightings and distinct plates (folded text: B840OK197 and b840ok197 are one)."""
+    bucket = _bucket(connection, sightings.c.last_seen, DAY).label("bucket")
+    statement = (
+        select(bucket, func.count(), func.count(distinct(sightings.c.text_key)))
+        .where(*_in_range(span))
+        .group_by(bucket)
+        .order_by(bucket)
+    )
+    rows = [(_label(at, DAY), n, plates) for at, n, plates in connection.execute(statement)]
+    return Report("plates", "Unique plates per day", ("day", "sightings", "unique_plates"), rows)
+
+
+def top_plates(connection: Connection, span: ReportRange, limit: int = TOP_PLATES) -> Report:
+    """The plates seen most often in the range (repeat visitors), most first, ties by folded text;
+    each under its latest spelling in the range. The counts read the (text_key, last_seen) index
+    alone; the spellings are one index probe per plate listed."""
+    count = func.count().label("n")
+    statement = (
+        select(
+            sightings.c.text_key,
+            count,
+            func.min(sightings.c.last_seen),
+            func.max(sightings.c.last_seen),
+        )
+        .where(*_in_range(span))
+        .group_by(sightings.c.text_key)
+        .order_by(count.desc(), sightings.c.text_key)
+        .limit(limit)
+    )
+    rows = []
+    for key, n, first, last in connection.execute(statement).all():
+        spelling = select(sightings.c.text).where(sightings.c.text_key == key, *_in_range(span))
+        text = connection.execute(spelling.order_by(sightings.c.last_seen.desc()).limit(1)).scalar()
+        rows.append((text, n, _iso(first), _iso(last)))
+    columns = ("plate", "sightings", "first_seen", "last_seen")
+    return Report("top-plates", "Top repeat plates", columns, rows)
+
+
+def alerts_per_list(connection: Connection, span: ReportRange) -> Report:
+    """Per watch list: alerts raised in the range, how many are acknowledged, distinct plates."""
+    conditions = [alerts.c.alerted_at >= span.since, alerts.c.alerted_at < span.until]
+    if span.camera is not None:
+        conditions.append(alerts.c.camera_id == span.camera)
+    acknowledged = func.sum(case((alerts.c.acknowledged_at.is_not(None), 1), else_=0))
+    statement = (
+        select(alerts.c.list, func.count(), acknowledged, func.count(distinct(alerts.c.plate)))
+        .where(*conditions)
+        .group_by(alerts.c.list)
+        .order_by(alerts.c.list)
+    )
+    rows = [(name, n, int(acked or 0), plates) for name, n, acked, plates in connection.execute(statement)]
+    columns = ("list", "alerts", "acknowledged", "plates")
+    return Report("alerts", "Alerts per watch list", columns, rows)
+
+
+# Which column a report's chart draws, against which (summed over the rows that share it).
+_CHARTED = {
+    "hourly": ("hour", "sightings"),
+    "daily": ("day", "sightings"),
+    "plates": ("day", "unique_plates"),
+    "top-plates": ("plate", "sightings"),
+    "alerts": ("list", "alerts"),
+}
+
+
+def series(answer: Report) -> list[tuple[str, int]]:
+    """The report's chart: (label, value) in the report's order; the per-camera reports summed
+    over cameras, so each bar is what the CSV's rows of that hour or day add up to."""
+    label, value = (answer.columns.index(column) for column in _CHARTED[answer.name])
+    totals: dict[str, int] = {}
+    for row in answer.rows:
+        totals[row[label]] = totals.get(row[label], 0) + row[value]
+    return list(totals.items())
+
+
+REPORTS: dict[str, Callable[[Connection, ReportRange], Report]] = {
+    "hourly": sightings_per_hour,
+    "daily": sightings_per_day,
+    "plates": unique_plates,
+    "top-plates": top_plates,
+    "alerts": alerts_per_list,
+}
+
+
+def report(connection: Connection, name: str, span: ReportRange) -> Report:
+    """The report called `name` (one of REPORTS); ValueError for another name."""
+    if name not in REPORTS:
+        raise ValueError(f"unknown report {name!r}: one of {', '.join(REPORTS)}")
+    return REPORTS[name](connection, span)

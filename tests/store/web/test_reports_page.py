@@ -1,0 +1,145 @@
+"""The console's Reports page on a real SQLite store: a viewer sees every report's chart (inline
+SVG, nothing the Content-Security-Policy forbids) and figures, and the CSV / JSON Lines downloads
+of the same range add up to the page's numbers, their cells escaped against formula injection."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import Counter
+from datetime import timedelta
+from urllib.parse import urlencode
+
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import update
+from store_records import T0, plate_alert, plate_sighting
+
+from stream_worker.store.reports import REPORTS
+from stream_worker.store.schema import sightings
+
+from .conftest import PASSWORDS, Console, signed_in, stored_raw
+
+RANGE = {"since": T0.isoformat(), "until": (T0 + timedelta(days=2)).isoformat()}
+HOSTILE_CAMERA = '=HYPERLINK("http://evil.example","x")'
+
+
+@pytest.fixture
+def viewer(console: Console) -> TestClient:
+    console.write(
+        [
+            plate_sighting("s1", "B840OK197", T0),
+            plate_sighting("s2", "B840OK197", T0 + timedelta(minutes=20), camera_id="yard"),
+            plate_sighting("s3", "A123BC77", T0 + timedelta(hours=3)),
+            plate_sighting("s4", "A123BC77", T0 + timedelta(days=1, hours=1), camera_id="yard"),
+            plate_sighting("old", "A123BC77", T0 - timedelta(days=1)),
+        ],
+        [plate_alert("a1", "B840OK197", alerted_at=T0), plate_alert("a2", "A123BC77", list_name="vip")],
+    )
+    stored_raw(console, sightings=[{"name": "h", "camera_id": HOSTILE_CAMERA}])  # past the contracts
+    with console.database.begin() as connection:
+        connection.execute(
+            update(sightings).where(sightings.c.camera_id == HOSTILE_CAMERA).values(last_seen=T0)
+        )
+    client, _ = signed_in(console.app, "vic")
+    return client
+
+
+def figures(page: str, name: str) -> dict[str, int]:
+    section = page.split(f'<section id="report-{name}">', 1)[1].split("</section>", 1)[0]
+    return {
+        label: int(value) for label, value in re.findall(r"<tr><td>([^<]*)</td><td>(\d+)</td></tr>", section)
+    }
+
+
+def test_a_viewer_sees_every_report_with_its_chart(viewer: TestClient) -> None:
+    answer = viewer.get("/reports", params=RANGE)
+    assert answer.status_code == 200
+    page = answer.text
+    assert '<a href="/reports">Reports</a>' in page
+    for name in REPORTS:
+        assert f'<section id="report-{name}">' in page
+        assert f'href="/reports/{name}.csv?' in page
+    assert page.count('<svg class="chart"') == len(REPORTS)
+    assert "script-src 'self'" in answer.headers["content-security-policy"]
+    assert answer.headers["cache-control"] == "no-store"
+    assert " style=" not in page and "<style" not in page
+    assert re.findall(r"<script[^>]*>", page) == ['<script src="/static/console.js">']
+    assert figures(page, "hourly") == {"2026-03-01T12:00Z": 3, "2026-03-01T15:00Z": 1, "2026-03-02T13:00Z": 1}
+    assert figures(page, "alerts") == {"stolen": 1, "vip": 1}
+
+
+def test_the_page_figures_are_what_the_csv_adds_up_to(viewer: TestClient) -> None:
+    page = viewer.get("/reports", params=RANGE).text
+    for name, column, value in (("hourly", "hour", "sightings"), ("daily", "day", "sightings")):
+        rows = list(csv.DictReader(io.StringIO(viewer.get(f"/reports/{name}.csv", params=RANGE).text)))
+        totals: Counter[str] = Counter()
+        for row in rows:
+            totals[row[column]] += int(row[value])
+        assert figures(page, name) == dict(totals)
+    plates = list(csv.DictReader(io.StringIO(viewer.get("/reports/plates.csv", params=RANGE).text)))
+    assert figures(page, "plates") == {row["day"]: int(row["unique_plates"]) for row in plates}
+    top = viewer.get("/reports/top-plates.jsonl", params=RANGE)
+    assert top.headers["content-type"] == "application/jsonl"
+    assert figures(page, "top-plates") == {
+        row["plate"]: row["sightings"] for row in map(orjson.loads, top.text.splitlines())
+    }
+
+
+def test_csv_cells_are_escaped_and_json_lines_keep_them_as_they_are(viewer: TestClient) -> None:
+    answer = viewer.get("/reports/daily.csv", params=RANGE)
+    assert answer.headers["content-disposition"] == 'attachment; filename="daily.csv"'
+    assert answer.headers["cache-control"] == "no-store"  # plate data: kept in no cache
+    cameras = [row["camera_id"] for row in csv.DictReader(io.StringIO(answer.text))]
+    assert "'" + HOSTILE_CAMERA in cameras and HOSTILE_CAMERA not in cameras
+    lines = viewer.get("/reports/daily.jsonl", params=RANGE).text.splitlines()
+    assert HOSTILE_CAMERA in [orjson.loads(line)["camera_id"] for line in lines]
+
+
+def test_one_camera_and_bad_ranges(viewer: TestClient) -> None:
+    page = viewer.get("/reports", params={**RANGE, "camera": "yard"}).text
+    assert figures(page, "daily") == {"2026-03-01": 1, "2026-03-02": 1}
+    assert viewer.get("/reports", params={"since": "yesterday"}).status_code == 422
+    assert viewer.get("/reports", params={**RANGE, "until": RANGE["since"]}).status_code == 422
+    assert viewer.get("/reports/visits.csv", params=RANGE).status_code == 404
+    assert viewer.get("/reports/daily.xlsx", params=RANGE).status_code == 404
+    assert viewer.get("/reports").status_code == 200  # the last 7 days
+    long = {"since": T0.isoformat(), "until": (T0 + timedelta(days=60)).isoformat()}
+    page = viewer.get("/reports", params=long).text
+    assert "hourly: the hourly report covers at most 31 days" in page
+    assert figures(page, "daily") == {"2026-03-01": 4, "2026-03-02": 1}
+    assert viewer.get("/reports/hourly.csv", params=long).status_code == 422
+
+
+def test_signed_out_is_sent_to_sign_in(console: Console) -> None:
+    client = TestClient(console.app, follow_redirects=False)
+    assert client.get("/reports").status_code in (303, 401)
+    assert client.get("/reports/daily.csv").status_code in (303, 401)
+
+
+@pytest.mark.integration
+def test_the_charts_show_in_chromium_under_the_csp(served, browser) -> None:
+    """The served console (its own thread, the real broker) in a real Chromium: every chart's bars
+    are drawn, coloured by console.css, and the page raises no CSP violation."""
+    from console_browser import sign_in, wait
+    from selenium.webdriver.common.by import By
+
+    from .test_console_security import VIOLATIONS
+
+    console, address = served
+    console.write(
+        [plate_sighting("s1", "B840OK197", T0), plate_sighting("s2", "A123BC77", T0 + timedelta(hours=2))],
+        [plate_alert("a1", "B840OK197", alerted_at=T0)],
+    )
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": VIOLATIONS})
+    sign_in(browser, address, "vic", PASSWORDS["vic"])
+    browser.get(f"{address}/reports?{urlencode(RANGE)}")
+    charts = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "svg.chart"))
+    assert len(charts) == len(REPORTS)
+    for chart in charts:
+        [bar, *_] = chart.find_elements(By.CSS_SELECTOR, "rect.bar")
+        assert bar.size["width"] > 0 and bar.size["height"] > 0
+        assert browser.execute_script("return getComputedStyle(arguments[0]).fill", bar) == "rgb(11, 92, 173)"
+    assert browser.execute_script("return window.__violations") == []
