@@ -1,1 +1,1 @@
-"""Benchmarks of stream_worker (`stream-worker bench`): see main.py and the README's Performance section."""
+"""Benchmarks of stream_worker (`stream-worker bench`): see main.py and docs/performance.md."""

@@ -229,7 +229,7 @@ def cli(bootstrap: str, *args: str, stdin: str | None = None) -> subprocess.Comp
 
 
 def camera_settings(camera: Camera, url: str) -> str:
-    """The camera's settings file, in the README's YAML."""
+    """The camera's settings file, in docs/cameras.md's YAML."""
     lines = [
         f"display_name: soak {camera.profile.kind} camera",
         "source:",

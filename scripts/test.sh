@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's test command (README "Run the tests"; .ci/run runs exactly this).
+# The project's test command (README "Quick start"; .ci/run runs exactly this).
 # Sets up .venv and the test servers from Debian, lints, then runs the whole suite against real
 # local servers.
 set -euo pipefail

@@ -48,7 +48,7 @@ app = typer.Typer(
         "  stream-worker recognize ../shared/samples/car.jpg\n\n"
         "  stream-worker run --bootstrap-servers kafka:9092 --triton-url triton:8001\n\n"
         "  stream-worker sightings --bootstrap-servers kafka:9092\n\n"
-        "Each command's --help has its own examples and exit codes; see also README.md."
+        "Each command's --help has its own examples and exit codes; every command: docs/reference/cli.md."
     ),
     no_args_is_help=True,
     add_completion=False,

@@ -1,4 +1,4 @@
-"""The layers of the package (pyproject.toml [tool.importlinter], README "Layout") hold, and the
+"""The layers of the package (pyproject.toml [tool.importlinter], docs/development.md "Layout") hold, and the
 check that guards them fails on an import against them; the Triton model repository, which runs
 inside Triton's Python backend, imports nothing of stream_worker."""
 

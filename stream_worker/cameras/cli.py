@@ -47,7 +47,7 @@ CAMERAS_TOPIC_OPTION = typer.Option(
         "The file (JSON or YAML) replaces the camera's settings whole: display_name, masks (polygons "
         "of [x, y] points in 0..1), zones ({name, polygon}), min_plate_width (pixels), plate_images "
         "(true/false), region (what plates it sees: ru, us, auto...), detector_scales (a list of "
-        "fractions of 640 pixels); see README.md, Camera settings. "
+        "fractions of 640 pixels); see docs/cameras.md. "
         "A bad file is refused whole, each problem named.\n\n"
         "Example: stream-worker cameras set gate-1 --region us  (the region alone, the rest kept)\n\n"
         "Example: stream-worker cameras set dash-1 --detector-scales 1.0,0.5,3.0  (a dash camera's "

@@ -150,7 +150,7 @@ class Settler:
         """True when every frame the worker received has its result and the rest never reached it
         (`sent`: the demo's frames and the connector's).
 
-        The local Tansu broker now and then skips a record on a live fetch (README, Limitations):
+        The local Tansu broker now and then skips a record on a live fetch (docs/limitations.md):
         waiting longer would not bring those frames, and the summary names the broker, not the
         worker, as where they went missing.
         """

@@ -49,7 +49,7 @@ def evaluate(
     region: str | None = typer.Option(
         None,
         "--region",
-        help="Read the plates for this region (a country code, eu, auto; see the README's formats).",
+        help="Read the plates for this region (a country code, eu, auto; see docs/regions.md).",
         show_default=False,
     ),
     raw: bool = typer.Option(

@@ -88,8 +88,8 @@ TARGETS_TOPIC_OPTION = typer.Option(
         "The file (JSON or YAML) replaces the target whole: type (webhook), url (a secret one whole "
         "as ${NAME}), secret (only as ${NAME}, one of notify's target secrets: a missing one is "
         "warned of), timeout_s, enabled, rules (lists, cameras, zones, "
-        "directions, min_confidence, timezone, active_hours, cooldown_s); see README.md, "
-        "Notifications. A bad file is refused whole, each problem named.\n\n" + SETTINGS_EXIT_CODES
+        "directions, min_confidence, timezone, active_hours, cooldown_s); see "
+        "docs/notifications.md. A bad file is refused whole, each problem named.\n\n" + SETTINGS_EXIT_CODES
     ),
 )
 def targets_set(

@@ -21,7 +21,7 @@ even in the alphabet). To these the pairs the issue reports from the field are a
 B/8 (the sample van B840CK197 read as B840OK197). Thin evidence, all of it: re-measure with
 `eval --report` on a larger labelled set before widening the cheap set.
 
-Latin plates (the CCT recognizer, README "Plates of other countries: formats"): the look-alikes the
+Latin plates (the CCT recognizer, docs/regions.md "Plates of other countries: formats"): the look-alikes the
 issue names, O/0, I/1, B/8, D/0, S/5, Z/2, and D/O, which it reports among the CCT's misses. Measured
 the same way on the plain argmax reads of `../shared/plates-world` (398 US and Argentine crops, 55
 misread):

@@ -1,6 +1,6 @@
 """Turn a recognizer's probabilities into a plate's text, through the plate formats of a region.
 
-Two recognizers (contracts.plate_formats, README "Plates of other countries: formats"):
+Two recognizers (contracts.plate_formats, docs/regions.md "Plates of other countries: formats"):
 - `global`, the Latin-script CCT: [9 slots, 37 classes], slot i is character i, `_` (class 36)
   pads after the text. `read_slots` finds, per format, the exact most probable text it allows: each
   position's most probable character within its class, the pad in every slot after the text, the
@@ -44,7 +44,7 @@ LPRNET_VOCABULARY = RECOGNIZER_ALPHABETS[LPRNET]
 LPRNET_BLANK = len(LPRNET_VOCABULARY)  # class 22
 LPRNET_STEPS = 18
 # Which recognizers' constrained reading a region uses: LPRNet's stays greedy (today's reading) until
-# a measurement shows `read_ctc` reads no Russian plate worse (README "Plates of other countries").
+# a measurement shows `read_ctc` reads no Russian plate worse (docs/regions.md).
 CONSTRAINED = {GLOBAL: True, LPRNET: False}
 # A format's best text counts as a fit only when it is at least this share as probable as the
 # unconstrained read: reading garbage "through" a format must not make it a valid plate. The reads

@@ -64,7 +64,7 @@ class TopicReader:
                 starts[(part.topic, part.partition)] = low
             part.offset = OFFSET_BEGINNING if from_beginning else OFFSET_END
         # From the end, the first record sets the expected offset: the local broker's high
-        # watermark can read low (README, Limitations).
+        # watermark can read low (docs/limitations.md).
         self.gaps.assign(kafka.partitions(parts), starts)
         self._consumer.assign(parts)
 

@@ -178,7 +178,7 @@ def test_eval_measures_detector_recall_on_voc_scenes(triton_url: str, tmp_path: 
 def test_eval_with_a_dash_cameras_detector_scales_finds_the_small_plates(
     triton_url: str, tmp_path: Path
 ) -> None:
-    """Frames whose small, distant plates the default scales miss (README "Quality by country")."""
+    """Frames whose small, distant plates the default scales miss (docs/performance.md)."""
     folder = tmp_path / "ro-scenes"
     folder.mkdir()
     for stem in ("dayride_type1_001.mp4_t172", "dayride_type1_001.mp4_t684", "dayride_type1_001.mp4_t413"):

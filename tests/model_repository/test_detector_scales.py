@@ -16,7 +16,7 @@ from tests.conftest import weights_dir
 pytestmark = pytest.mark.integration
 
 RO_SCENES = weights_dir().parent / "plates-world" / "ro-scenes"
-# A 73x21 plate in a 1280x720 frame: scored 0.00 at scale 1.0, 0.42 at 3.0 (README "Quality by country").
+# A 73x21 plate in a 1280x720 frame: scored 0.00 at scale 1.0, 0.42 at 3.0 (docs/performance.md).
 SMALL_PLATE_FRAME = "dayride_type1_001.mp4_t172.jpg"
 DASH_CAMERA = (1.0, 0.5, 3.0)
 

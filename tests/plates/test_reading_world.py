@@ -1,5 +1,5 @@
 """Reading through the formats on real plates: the Latin recognizer (ONNX Runtime, in-process) over
-every labelled crop of ../shared/plates-world, as README "Plates of other countries: formats"
+every labelled crop of ../shared/plates-world, as docs/regions.md "Plates of other countries: formats"
 reports: the book's rules must keep their gain over the plain argmax read. Skipped where the data
 or the weights are absent."""
 

@@ -119,7 +119,7 @@ def test_masks_and_zones_apply_while_the_worker_runs_and_removing_them_restores_
 
 def _dash_frame() -> tuple[bytes, tuple[float, ...]]:
     """A Romanian dash-camera frame (a PNG named .jpg, sent as a JPEG) and its small plate's box: 73x21
-    pixels, missed at the default detector scales (README "Quality by country")."""
+    pixels, missed at the default detector scales (docs/performance.md "Quality by country")."""
     import cv2
 
     from stream_worker.evaluation.voc import load_voc_labels
