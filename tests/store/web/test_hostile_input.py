@@ -371,6 +371,65 @@ def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_esc
     _hostile_writes(console, address, kafka_bootstrap)
 
 
+# Target fields that would smuggle a header line, a second name or another variable of notify.
+HOSTILE_TARGETS = {
+    "name-lf": ("w-good\n", {"type": "webhook", "url": "https://hooks.example.com/x"}),
+    "name-crlf": ("w-good\r\n", {"type": "webhook", "url": "https://hooks.example.com/x"}),
+    "url-crlf": ("w-url", {"type": "webhook", "url": "https://hooks.example.com/x\r\nX-Evil: 1"}),
+    "url-host-secret": ("w-host", {"type": "webhook", "url": "https://${SMTP_PASSWORD}.attacker.invalid/"}),
+    "url-path-secret": ("w-path", {"type": "webhook", "url": "http://hooks.example.com/x/${DB_PASSWORD}"}),
+    "url-query-secret": (
+        "w-query", {"type": "webhook", "url": "https://hooks.example.com/x?k=${DB_PASSWORD}"}
+    ),
+    "slack-in-clear": (
+        "w-slack",
+        {"type": "webhook", "url": "https://hooks.slack.com/services/T0/B0/XsEcReTpAtH", "format": "slack"},
+    ),
+    "sender-lf": (
+        "m-sender",
+        {"type": "email", "host": "smtp.example.com", "sender": "a@b.example\n",
+         "recipients": ["o@b.example"]},
+    ),
+    "recipient-crlf": (
+        "m-rcpt",
+        {"type": "email", "host": "smtp.example.com", "sender": "a@b.example",
+         "recipients": ["o@b.example\r\nBcc: x@y"]},
+    ),
+    "topic-prefix-lf": (
+        "q-prefix", {"type": "mqtt", "host": "mqtt.example.com", "topic_prefix": "stream-worker\n"}
+    ),
+    "secret-not-a-reference": (
+        "w-secret",
+        {"type": "webhook", "url": "https://hooks.example.com/x", "secret": "${DB_PASSWORD}\n"},
+    ),
+}  # fmt: skip
+
+
+def test_hostile_notification_targets_are_refused_whole_and_nothing_is_written(
+    served, kafka_bootstrap: str
+) -> None:
+    """A line feed in a name, a URL, a sender, a recipient or a topic prefix; a secret reference in
+    a URL's host, path or query; a chat webhook's URL in clear: each a 4xx that names no secret,
+    through the API and the form, and no target is written."""
+    console, address = served
+    client, token = signed_in(address, "ada")
+    for key, (name, target) in HOSTILE_TARGETS.items():
+        answers = [
+            client.put(f"/api/notify/targets/{segment(name)}", json=target, headers={"x-csrf-token": token}),
+            client.post(
+                "/notifications/targets",
+                data={"csrf_token": token, "name": name, "target": orjson.dumps(target).decode()},
+            ),
+        ]
+        for answer in answers:
+            assert 400 <= answer.status_code < 500, (key, answer.request.url, answer.status_code)
+            assert "XsEcReTpAtH" not in answer.text, key
+            _assert_safe_page(str(answer.request.url), answer)
+    targets = read_compacted(kafka_bootstrap, console.settings.notify_targets_topic, decode_record).values
+    assert targets == {}, sorted(targets)
+    assert "notify.target.set" not in _audit_actions(console)
+
+
 def test_hostile_input_through_the_api_and_forms_runs_no_script_in_chromium(
     served, browser, kafka_bootstrap: str
 ) -> None:
