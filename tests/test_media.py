@@ -36,6 +36,7 @@ NEEDS_EXTRAS = {
     "stream_worker.nets.detector_graph",
     "stream_worker.nets.global_ocr",  # models prepare only (onnx, onnxruntime)
     "stream_worker.nets.placing",
+    "stream_worker.nets.denormals",  # models prepare only (onnx): the built graphs' check
 }
 
 

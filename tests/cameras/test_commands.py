@@ -242,7 +242,18 @@ def test_detector_scales_set_alone_over_a_file_shown_and_cleared(
     got = _cameras(kafka_bootstrap, unique_name, "get", "dash-1")
     assert orjson.loads(got.stdout)["detector_scales"] == [1.0, 0.5, 3.0]
     rows = [line.split() for line in _cameras(kafka_bootstrap, unique_name, "list").stdout.splitlines()]
-    assert rows[1][:8] == ["dash-1", "-", "-", "1", "lane-1", "40", "yes", "1.0,0.5,3.0"]
+    assert rows[0][:9] == [
+        "CAMERA",
+        "STATE",
+        "REGION",
+        "SITE",
+        "MASKS",
+        "ZONES",
+        "MIN_WIDTH",
+        "PICTURES",
+        "SCALES",
+    ]
+    assert rows[1][:9] == ["dash-1", "-", "-", "-", "1", "lane-1", "40", "yes", "1.0,0.5,3.0"]
     # Over a file, with the region: both replace the file's.
     yard = _file(tmp_path, "yard.json", '{"min_plate_width": 25, "detector_scales": [2.0]}')
     flags = ("--file", yard, "--region", "eu", "--detector-scales", "1.0,0.5,3.0")

@@ -91,10 +91,10 @@ def test_yaml_booleans_are_booleans_but_quoted_strings_are_not():
         parse_settings(parse_text("plate_images: 'yes'\n", ".yaml"))
 
 
-def test_the_readme_example_file_is_valid():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Camera settings", 1)[1].split("\n## ", 1)[0]
+def test_the_documented_example_file_is_valid():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cameras.md").read_text(encoding="utf-8")
+    section = page.split("## Camera settings", 1)[1].split("\n## ", 1)[0]
     example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
-    settings = parse_settings(parse_text(example, ".yaml", "README example"))
+    settings = parse_settings(parse_text(example, ".yaml", "docs/cameras.md example"))
     assert len(settings.masks) == 2 and [zone.name for zone in settings.zones] == ["lane-1"]
     assert settings.min_plate_width == 24 and settings.plate_images is False

@@ -112,7 +112,7 @@ def test_topic_script_creates_the_alerts_topic_and_the_compacted_watch_list(tmp_
     configs = {
         option(c, "--entity-name"): option(c, "--add-config") for c in calls_with(calls, "--entity-name")
     }
-    assert configs["hits"].startswith("retention.ms=604800000,")
+    assert configs["hits"].startswith("cleanup.policy=delete,retention.ms=604800000,")
     # Re-applied on every run: a watch list created uncompacted (auto-created) becomes compacted.
     assert configs["wanted"].split(",")[0] == "cleanup.policy=compact"
     assert "retention.ms" not in configs["wanted"]

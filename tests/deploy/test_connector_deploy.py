@@ -159,10 +159,12 @@ def test_topic_script_creates_the_connector_topics_compacted(tmp_path: Path) -> 
     configs = {
         option(c, "--entity-name"): option(c, "--add-config") for c in calls_with(calls, "--entity-name")
     }
-    for topic in ("lanes", "lane-status"):
-        assert option(creates[topic], "--config") == "cleanup.policy=compact", topic
-        assert configs[topic].split(",")[0] == "cleanup.policy=compact", topic
-        assert "retention.ms" not in configs[topic], topic
+    assert option(creates["lanes"], "--config") == "cleanup.policy=compact"
+    assert configs["lanes"].split(",")[0] == "cleanup.policy=compact"
+    assert "retention.ms" not in configs["lanes"]
+    # The status, rewritten every few seconds, is compacted and its old records deleted too.
+    assert option(creates["lane-status"], "--config") == "cleanup.policy=compact,delete"
+    assert configs["lane-status"].startswith("cleanup.policy=[compact,delete],retention.ms=3600000,")
     assert not calls_with(calls, "--alter", "--partitions"), "nothing to raise"
 
 

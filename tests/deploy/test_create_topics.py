@@ -39,7 +39,13 @@ echo "kafka-configs.sh $*" >> "$STUB_LOG"
 """
 
 
-def run_script(tmp_path: Path, partitions: dict[str, int], **env: str) -> tuple[int, list[list[str]], str]:
+def run_script(
+    tmp_path: Path, partitions: dict[str, int], fill: bool = True, **env: str
+) -> tuple[int, list[list[str]], str]:
+    """Run the script against stand-in Kafka tools that report `partitions` per topic (with `fill`,
+    every declared topic not named there reports its declared count)."""
+    if fill:
+        partitions = {**{topic.name: topic.partitions for topic in TOPICS}, **partitions}
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for name, body in (("kafka-topics.sh", STUB_TOPICS), ("kafka-configs.sh", STUB_CONFIGS)):
@@ -202,7 +208,7 @@ def test_passes_the_client_properties_when_present(tmp_path: Path) -> None:
 
 
 def test_fails_when_the_partition_count_cannot_be_read(tmp_path: Path) -> None:
-    code, _, output = run_script(tmp_path, {})
+    code, _, output = run_script(tmp_path, {}, fill=False)
     assert code != 0
     assert "could not read the partition count of topic frames" in output
 

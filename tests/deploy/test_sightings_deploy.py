@@ -75,7 +75,7 @@ def test_topic_script_creates_the_sightings_topic(tmp_path: Path) -> None:
     configs = {
         option(c, "--entity-name"): option(c, "--add-config") for c in calls_with(calls, "--entity-name")
     }
-    assert configs["passes"].startswith("retention.ms=604800000,")
+    assert configs["passes"].startswith("cleanup.policy=delete,retention.ms=604800000,")
 
 
 # --- Kubernetes ------------------------------------------------------------------------------

@@ -96,7 +96,7 @@ def test_the_ipv4_address_inside(address: str, inner: str | None) -> None:
 )
 def test_a_delivery_to_loopback_inside_ipv6_is_refused_without_naming_the_address(host: str) -> None:
     received = Received()
-    sender = WebhookSender(allow_private=False, environ={"HOOK_SECRET": SECRET})
+    sender = WebhookSender(allow_private=False, secrets={"HOOK_SECRET": SECRET})
     with serve_http(recording(received)) as port:
         attempt = sender.send(target(f"http://{host}:{port}/hook"), "a-1", BODY)
     assert (attempt.ok, attempt.retry) == (False, False)  # refused for good, not a network error
@@ -126,7 +126,7 @@ def test_a_rebinding_name_gets_the_checked_address_not_the_second_answer(monkeyp
             return real(host, port, *args, **kwargs)
 
         monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-        sender = WebhookSender(allow_private=False, environ={"HOOK_SECRET": SECRET})
+        sender = WebhookSender(allow_private=False, secrets={"HOOK_SECRET": SECRET})
         attempt = sender.send(target(f"http://hooks.rebind.test:{internal_port}/hook"), "a-1", BODY)
         assert lookups == ["hooks.rebind.test"]  # the guard's lookup, and no second one
         again = sender.send(target(f"http://hooks.rebind.test:{internal_port}/hook"), "a-2", BODY)
@@ -182,7 +182,7 @@ def test_a_rebinding_mail_server_name_gets_the_checked_address(monkeypatch) -> N
             }
         )
         sighting = plate_sighting("visitor", "X999YX99")
-        sender = MailSender(allow_private=False, environ={})
+        sender = MailSender(allow_private=False, secrets={})
         attempt = sender.send(mail, sighting.sighting_id, sighting.to_json(), EventKind.UNKNOWN_VEHICLE)
         sender.close()
     finally:

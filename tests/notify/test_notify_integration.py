@@ -30,7 +30,7 @@ from stream_worker.launchers.mosquitto import Mosquitto, Subscriber
 from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from stream_worker.notify.targets import read_targets, write_target
 from stream_worker.service.compacted import read_compacted, write_compacted
-from stream_worker.store.web.delivery_log import recent_deliveries
+from stream_worker.store.web.delivery_log import DeliveryLog
 from stream_worker.watchlists.topic import write_changes
 from tests.notify.receivers import SECRET, Hook
 
@@ -38,6 +38,17 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 3
 SECRET_ENV = "NOTIFY_TEST_SECRET"
+
+
+def recent_deliveries(
+    bootstrap: str, topic: str, config: dict[str, str], timeout_s: float
+) -> list[NotifyDelivery]:
+    """The delivery log as the console shows it (its newest records, read back from the topic)."""
+    log = DeliveryLog(bootstrap, topic, config, timeout_s).start()
+    try:
+        return log.read(1000, timeout_s)
+    finally:
+        log.close()
 
 
 def alerts(count: int, camera: str = "gate-1") -> list[PlateAlert]:

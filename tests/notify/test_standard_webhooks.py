@@ -29,7 +29,7 @@ BASE64_SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
 
 def deliver(secret: str, event_id: str = "a-1") -> tuple[dict[str, str], bytes]:
     received = Received()
-    sender = WebhookSender(allow_private=True, environ={"HOOK_SECRET": secret})
+    sender = WebhookSender(allow_private=True, secrets={"HOOK_SECRET": secret})
     with serve_http(recording(received)) as port:
         attempt = sender.send(target(f"http://127.0.0.1:{port}/hook"), event_id, BODY)
     assert attempt.ok, attempt.error
@@ -67,7 +67,7 @@ def test_a_replay_is_refused_by_the_receiver(monkeypatch) -> None:
 
 def test_every_retry_has_the_same_id_and_its_own_time(monkeypatch) -> None:
     received = Received()
-    sender = WebhookSender(allow_private=True, environ={"HOOK_SECRET": SECRET})
+    sender = WebhookSender(allow_private=True, secrets={"HOOK_SECRET": SECRET})
     verifier = Webhook(SECRET.encode())
     clock = [time.time() - 30]
     monkeypatch.setattr(webhook, "time", SimpleNamespace(time=lambda: clock[0]))
@@ -84,7 +84,7 @@ def test_every_retry_has_the_same_id_and_its_own_time(monkeypatch) -> None:
 
 @pytest.mark.parametrize("secret", ["whsec_", "whsec_A"])
 def test_an_unusable_base64_secret_is_a_final_error_without_the_secret(secret: str) -> None:
-    attempt = WebhookSender(allow_private=True, environ={"HOOK_SECRET": secret}).send(
+    attempt = WebhookSender(allow_private=True, secrets={"HOOK_SECRET": secret}).send(
         target("http://127.0.0.1:9/"), "a-1", BODY
     )
     assert (attempt.ok, attempt.retry) == (False, False)

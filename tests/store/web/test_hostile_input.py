@@ -78,7 +78,7 @@ HOSTILE = {
 UNESCAPED = ("<script>window.__pwned", "<img src=x", "<svg onload", "49evaluated")
 # The only shapes a same-site URL in a page may have: every id one segment (no raw /, ?, #).
 ROUTES = re.compile(
-    r"/|/(search|alerts|watchlist|cameras|audit|login|logout)"
+    r"/|/(search|alerts|watchlist|cameras|audit|login|logout|reports)|/reports/[a-z-]+\.(csv|jsonl)"
     r"|/static/[a-z]+\.(js|css)|/watchlist/(add|remove|import)|/sessions/revoke"
     r"|/notifications|/notifications/targets|/notifications/targets/[^/?#]+/(remove|test)"
     r"|/sightings/[^/?#]+(/review)?|/api/sightings/[^/?#]+/picture|/alerts/[^/?#]+/acknowledge"
