@@ -152,13 +152,13 @@ def event_delays(bootstrap: str, topic: str, seconds: float) -> list[tuple[float
     return delays
 
 
-@pytest.mark.parametrize("shedding", [True, False], ids=["max_delay_s=5", "never-shed"])
 def test_a_camera_faster_than_the_worker_on_triton_gets_its_plates_read_fresh(
-    kafka_bootstrap, triton_url, topics, start_connector, rtsp_servers, tmp_path, shedding
+    kafka_bootstrap, triton_url, topics, start_connector, rtsp_servers, tmp_path
 ):
     """The real worker on the CPU Triton, which reads fewer than the 25 frames a second of an
-    ungated camera on two shared cores: with shedding, every event after the first 60 s comes
-    within the bound of its frame's capture; without, the delay grows past it."""
+    ungated camera on two shared cores: every event after the first 60 s comes within the bound of
+    its frame's capture, and frames were shed (the worker was the slower: without shedding the
+    delay grows past the bound, as the slow reader's never-shed case above shows)."""
     plates, dlq = f"{topics.frames}-plates", f"{topics.frames}-dlq"
     create_topics(kafka_bootstrap, [plates, dlq], 3)
     workers = f"{topics.group}-workers"
@@ -176,7 +176,7 @@ def test_a_camera_faster_than_the_worker_on_triton_gets_its_plates_read_fresh(
         worker.started_port()
         server = rtsp_servers([Mount("dash", DASHCAM)])
         set_source(kafka_bootstrap, topics, "dash", f"rtsp://{server.host}:{server.port}/dash", fps=25,
-                   max_delay_s=WORKER_BOUND_S if shedding else 0.0)  # fmt: skip
+                   max_delay_s=WORKER_BOUND_S)  # fmt: skip
         started = time.process_time()
         start_connector("--worker-group-id", workers)
         delays = event_delays(kafka_bootstrap, plates, WORKER_RUN_S)
@@ -189,14 +189,10 @@ def test_a_camera_faster_than_the_worker_on_triton_gets_its_plates_read_fresh(
         max((d for at, d in delays if start <= at < start + 15), default=0.0) for start in range(0, 120, 15)
     ]
     print("max delay per 15 s:", " ".join(f"{d:.1f}" for d in by_15_s))
-    print(f"\nshedding={shedding}: {len(delays)} events, {len(settled)} after {WORKER_SETTLED_S:g} s: delay "
+    print(f"\n{len(delays)} events, {len(settled)} after {WORKER_SETTLED_S:g} s: delay "
           f"max {max(settled):.2f} s, last {settled[-1]:.2f} s; worker lag {lag:.1f} s; published "
           f"{status.frames_published} of {status.frames_offered} offered, {status.frames_shed} shed; "
           f"test CPU {time.process_time() - started:.1f} s; load {os.getloadavg()[0]:.1f}")  # fmt: skip
     assert len(settled) >= 10
-    if shedding:
-        assert max(settled) < WORKER_BOUND_S
-        assert status.frames_shed > 0
-    else:
-        assert settled[-1] > 2 * WORKER_BOUND_S
-        assert status.frames_shed == 0
+    assert max(settled) < WORKER_BOUND_S
+    assert status.frames_shed > 0
