@@ -52,7 +52,7 @@ from stream_worker.launchers.retention import (
 TEMP_PREFIX = ".tmp-"
 READY_LINE = "object store listening on"  # printed once the socket accepts connections
 LIST_PAGE = 1000  # keys per ListObjectsV2 page, as S3
-RETENTION_INTERVAL_S = 30.0  # how often the expired record batches are deleted (retention.py)
+RETENTION_INTERVAL_S = 10.0  # how often the expired record batches are deleted (retention.py)
 DELETE_CHUNK = 2000  # objects deleted per hold of the lock, so that requests go on meanwhile
 
 

@@ -70,9 +70,16 @@ class Up:
         self.supervisor = Supervisor(self.watchdog, RestartPolicy(), self.stopping, self._say)
         self.broker = BrokerChild(options.broker_port, options.broker_dir)
         self._step(f"starting the local Kafka broker (Tansu, durable in {options.broker_dir})", self.broker)
-        kept = format_duration(options.frames_retention_ms)
-        with self.console.step(f"creating the topics (frames kept {kept})"):
-            up_topics.create(self.broker.bootstrap_servers, options.partitions, options.frames_retention_ms)
+        kept = f"frames kept {format_duration(options.frames_retention_ms)}"
+        if options.plates_retention_ms != options.frames_retention_ms:
+            kept += f", plates {format_duration(options.plates_retention_ms)}"
+        with self.console.step(f"creating the topics ({kept})"):
+            up_topics.create(
+                self.broker.bootstrap_servers,
+                options.partitions,
+                options.frames_retention_ms,
+                options.plates_retention_ms,
+            )
         if options.triton_url is None:
             self.triton = TritonChild(options.repository)
             self._step("starting the local Triton", self.triton)

@@ -46,7 +46,14 @@ def up(
         "1h",
         "--frames-retention",
         help="How long the broker keeps the camera frames (90s, 3m, 1h, 2d): they are most of the disk "
-        "used. The other topics keep theirs (contracts/topics.py).",
+        "used. The other topics keep theirs (contracts/topics.py), plates aside (--plates-retention).",
+    ),
+    plates_retention: str | None = typer.Option(
+        None,
+        "--plates-retention",
+        help="How long the broker keeps the plates the worker read, each with its picture (the second "
+        "largest topic; the sightings, alerts and the history keep the results): default the frames' "
+        "retention, so that the one box's replay window is one figure.",
     ),
     session_timeout_ms: int = typer.Option(
         10000,
@@ -68,6 +75,10 @@ def up(
         frames_retention_ms = duration_ms(frames_retention)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--frames-retention") from None
+    try:
+        plates_retention_ms = duration_ms(plates_retention) if plates_retention else frames_retention_ms
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--plates-retention") from None
 
     options = UpOptions(
         data_dir=(data_dir or default_data_dir()).expanduser().resolve(),
@@ -79,6 +90,7 @@ def up(
         weights_dir=weights_dir,
         partitions=partitions,
         frames_retention_ms=frames_retention_ms,
+        plates_retention_ms=plates_retention_ms,
         session_timeout_ms=session_timeout_ms,
     )
     raise typer.Exit(run_up(options))

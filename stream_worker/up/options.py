@@ -54,6 +54,7 @@ class UpOptions:
     weights_dir: Path | None = None
     partitions: int = 3
     frames_retention_ms: int = FRAMES_RETENTION_MS  # the other topics': contracts/topics.py
+    plates_retention_ms: int = FRAMES_RETENTION_MS  # plates with their pictures: the frames' by default
     session_timeout_ms: int = 10000  # a killed service's partitions go to its restart this soon
     shutdown_timeout_s: float = 15.0
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from stream_worker.contracts.topics import FRAMES, TOPICS
+from stream_worker.contracts.topics import FRAMES, PLATES, TOPICS
 from stream_worker.launchers.broker import LocalBroker, create_declared_topics, create_topics
 from stream_worker.launchers.commands import broker as broker_command
 from stream_worker.up import topics as up_topics
@@ -41,14 +41,19 @@ def test_up_creates_every_declared_topic_and_retention_reaches_a_topic_made_befo
     configs, partitions = _configs(bootstrap), _partitions(bootstrap)
     assert configs["frames"]["retention.ms"] == "180000"
     assert configs["frames"]["retention.bytes"] == str(FRAMES.retention_bytes)
+    # The plates, each with its picture, follow the frames unless told otherwise.
+    assert configs["plates"]["retention.ms"] == "180000"
+    assert configs["plates"]["retention.bytes"] == str(PLATES.retention_bytes)
     for topic in TOPICS:
         if topic.compacted:
             assert configs[topic.name]["cleanup.policy"] == topic.config()["cleanup.policy"], topic.name
             assert partitions[topic.name] == topic.partitions, topic.name
         else:
             assert partitions[topic.name] == 2, topic.name
-            if topic is not FRAMES:
+            if topic not in (FRAMES, PLATES):
                 assert configs[topic.name]["retention.ms"] == str(topic.retention_ms), topic.name
+    up_topics.create(bootstrap, 2, frames_retention_ms=180_000, plates_retention_ms=7_200_000)
+    assert _configs(bootstrap)["plates"]["retention.ms"] == "7200000"
 
 
 @pytest.mark.integration
