@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -218,14 +219,28 @@ def _read(
         return snapshot
     ends: dict[int, int] = {}
     assignment = []
+    spans: dict[int, tuple[int, int]] = {}
     for partition in partitions:
         try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            spans[partition] = consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=timeout_s
+            )
         except KafkaException as error:
             raise CompactedTopicError(f"cannot read the offsets of {topic}[{partition}]: {error}") from error
-        start = low
-        if cutoff_ms is not None and probe is not None and high - low > SCAN_WHOLE_BELOW:
-            start = first_offset_since(probe, topic, partition, (low, high), cutoff_ms, timeout_s)
+    starts = {partition: low for partition, (low, _high) in spans.items()}
+    if cutoff_ms is not None and probe is not None:
+        long = [partition for partition, (low, high) in spans.items() if high - low > SCAN_WHOLE_BELOW]
+        # Each partition's probes wait on the broker, not the CPU: searched side by side.
+        with ThreadPoolExecutor(max_workers=max(1, len(long))) as pool:
+            found = pool.map(
+                lambda partition: first_offset_since(
+                    probe, topic, partition, spans[partition], cutoff_ms, timeout_s
+                ),
+                long,
+            )
+            starts.update(zip(long, found, strict=True))
+    for partition, (low, high) in spans.items():
+        start = starts[partition]
         if high > start:
             ends[partition] = high
         if high > low:  # from `high` on: only what the local broker's short end hides (below)
