@@ -12,6 +12,9 @@ read back from the alerts topic (history.py: an earlier run's, another replica's
 (the newest `max_remembered`), and a correction whose alert is among them publishes nothing: a
 correction read again after a restart (before its offset was committed), an operator saving the
 same correction twice, and the compacted topic read from its start by a new group all find it.
+What the memory cannot know is an alert beyond the history read back at the start (the last
+`history_alerts` of each partition): such a correction read again raises its alert again, with
+the same id (at-least-once, as the other alerts).
 Corrections saved more than `max_age_s` ago raise nothing either, so a group that starts on a
 long-lived corrections topic does not alert its whole past, and so that the memory covers the rest.
 
