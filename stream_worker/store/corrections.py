@@ -7,7 +7,8 @@ The alerts of a corrected sighting are marked corrected where its entry no longe
 corrected text (`mark_alerts`): they were raised by a misread. The alerts service raises the
 corrected text's own alert (alerts/corrections.py); marking is the store's, where operators see it.
 A sighting's alerts: those that name it (origin sighting or correction), and the read alerts of its
-camera captured within its first..last seen (a read alert names no sighting).
+camera captured within its first..last seen whose read is one of its reads (plates topic position;
+a read alert names no sighting).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def mark_alerts(
     matches again: a later review); how many are marked now. An entry gone from the watch list is
     judged as it was alerted, with the default tolerance. Part of the caller's transaction."""
     seen = connection.execute(
-        select(sightings.c.first_seen, sightings.c.last_seen).where(
+        select(sightings.c.first_seen, sightings.c.last_seen, sightings.c.record).where(
             sightings.c.sighting_id == correction.sighting_id
         )
     ).first()
@@ -108,9 +109,12 @@ def mark_alerts(
             alerts.c.captured_at <= seen.last_seen,
         )
         named = or_(named, read_alerts)
-    rows = connection.execute(select(alerts.c.alert_id, alerts.c.list, alerts.c.plate).where(named)).all()
+    columns = (alerts.c.alert_id, alerts.c.sighting_id, alerts.c.list, alerts.c.plate, alerts.c.record)
+    reads = (seen.record or {}).get("source") if seen is not None else None
     marked = 0
-    for row in rows:
+    for row in connection.execute(select(*columns).where(named)).all():
+        if row.sighting_id is None and not _among_reads((row.record or {}).get("source"), reads):
+            continue  # another vehicle's read alert, of the same camera at the same time
         entry = watchlist.get(row.plate) or WatchEntry(plate=row.plate, list=row.list)
         still = bool(match(correction.new_text, [entry], default_max_distance))
         values = (
@@ -121,6 +125,17 @@ def mark_alerts(
         connection.execute(update(alerts).where(alerts.c.alert_id == row.alert_id).values(values))
         marked += not still
     return marked
+
+
+def _among_reads(source: Any, reads: Any) -> bool:
+    """Whether a read alert's plates position is one of the sighting's reads (either unknown: yes)."""
+    if not isinstance(source, dict) or not isinstance(reads, dict):
+        return True
+    return (
+        source.get("topic") == reads.get("topic")
+        and source.get("partition") == reads.get("partition")
+        and reads.get("first_offset", 0) <= source.get("offset", -1) <= reads.get("last_offset", -1)
+    )
 
 
 def of_sighting(connection: Connection, sighting_id: str) -> CorrectionRow | None:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from store_records import plate_alert, plate_sighting
 
+from stream_worker.contracts import PlateAlert, Source
 from stream_worker.contracts.corrections import Correction, CorrectionKind
 from stream_worker.store import corrections, queries
 from stream_worker.store.database import Database
@@ -91,19 +92,31 @@ def test_the_alerts_a_corrected_text_no_longer_matches_are_marked_and_a_later_re
     database: Database,
 ) -> None:
     misread = plate_sighting("misread", "B840CK197", camera_id="gate-1")
-    # A read alert of the pass (captured within the sighting, naming no sighting), a sighting alert
-    # naming it, and another camera's alert at the same time, which is not the sighting's.
-    read_alert = plate_alert("read", "B840CK197", camera_id="gate-1", alerted_at=misread.last_seen)
+
+    # A read alert of the pass (one of its reads, naming no sighting), a sighting alert naming it;
+    # not the sighting's: another camera's alert and another vehicle's read alert at the same time.
+    def read_at(alert: PlateAlert, offset: int) -> PlateAlert:
+        return alert.model_copy(update={"source": Source(topic="plates", partition=0, offset=offset)})
+
+    read_alert = read_at(
+        plate_alert("read", "B840CK197", camera_id="gate-1", alerted_at=misread.last_seen), 12
+    )
     named = plate_alert("named", "B840CK197", camera_id="gate-1", sighting="misread")
     elsewhere = plate_alert("elsewhere", "B840CK197", camera_id="gate-2", alerted_at=misread.last_seen)
+    beside = read_at(plate_alert("beside", "A123BC77", camera_id="gate-1", alerted_at=misread.last_seen), 30)
     with database.begin() as connection:
-        write_batch(connection, [misread], [read_alert, named, elsewhere])
+        write_batch(connection, [misread], [read_alert, named, elsewhere, beside])
     made = _correction(misread.sighting_id, "B840CK197", "X777XX77")
     with database.begin() as connection:
         assert corrections.mark_alerts(connection, made, {}) == 2
     with database.connect() as connection:
         marked = {row.alert_id: row.corrected_text for row in queries.alerts(connection).items}
-    assert marked == {read_alert.alert_id: "X777XX77", named.alert_id: "X777XX77", elsewhere.alert_id: None}
+    assert marked == {
+        read_alert.alert_id: "X777XX77",
+        named.alert_id: "X777XX77",
+        elsewhere.alert_id: None,
+        beside.alert_id: None,
+    }
     # One misread character from the entry still matches it (within its tolerance): unmarked.
     again = _correction(misread.sighting_id, "B840CK197", "B840OK197")
     with database.begin() as connection:
