@@ -115,7 +115,9 @@ def mark_alerts(
     for row in connection.execute(select(*columns).where(named)).all():
         if row.sighting_id is None and not _among_reads((row.record or {}).get("source"), reads):
             continue  # another vehicle's read alert, of the same camera at the same time
-        entry = watchlist.get(row.plate) or WatchEntry(plate=row.plate, list=row.list)
+        entry = watchlist.get(row.plate) or WatchEntry(
+            plate=row.plate, list=row.list, added_at=correction.corrected_at
+        )
         still = bool(match(correction.new_text, [entry], default_max_distance))
         values = (
             {"corrected_text": None, "corrected_at": None}

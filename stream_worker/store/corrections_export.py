@@ -65,7 +65,7 @@ def export(connection: Connection, out: Path, only: ExportFilter) -> Exported:
         .order_by(sightings.c.last_seen, corrections.c.sighting_id)
     )
     if only.camera is not None:
-        statement = statement.where(corrections.c.camera_id == only.camera)
+        statement = statement.where(sightings.c.camera_id == only.camera)
     if only.since is not None:
         statement = statement.where(sightings.c.last_seen >= only.since)
     if only.until is not None:
