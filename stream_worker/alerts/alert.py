@@ -1,5 +1,5 @@
-"""From a matching read, or a matching voted sighting, to the `PlateAlert` published for it, with an
-id a replay reproduces."""
+"""From a matching read, a matching voted sighting, or an operator's correction to a matching text, to
+the `PlateAlert` published for it, with an id a replay reproduces."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import uuid
 from datetime import datetime
 
 from stream_worker.contracts import AlertOrigin, PlateAlert, PlateEvent, PlateReading, PlateSighting, Source
+from stream_worker.contracts.corrections import Correction
 from stream_worker.plates.matching import Match
 
 # Its own namespace: an alert id never equals an event or a sighting id built from the same position.
@@ -92,4 +93,44 @@ def build_sighting_alert(
         plate_format=sighting.plate_format,
         zone=best.zone,
         direction=sighting.direction,
+    )
+
+
+def correction_alert_id(camera_id: str, plate: str, list_name: str, sighting_id: str) -> str:
+    """The same camera, entry and corrected sighting give the same id, however often the correction
+    is read or saved; never a sighting alert's id (`correction:` where those have `sighting:`)."""
+    name = f"{camera_id}\x1f{plate}\x1f{list_name}\x1fcorrection:{sighting_id}"
+    return str(uuid.uuid5(ALERT_NAMESPACE, name))
+
+
+def build_correction_alert(correction: Correction, match: Match, alerted_at: datetime) -> PlateAlert:
+    """The alert for the corrected text of `correction` matching `match`: the frame, box and
+    positions are the sighting's best read's (the correction carries them); `source` is the
+    sighting's first read. Confidence 1: an operator read the plate."""
+    best, reads = correction.best_read, correction.source
+    if best is None or reads is None:
+        raise ValueError(f"the correction of {correction.sighting_id} carries no best read")
+    entry = match.entry
+    return PlateAlert(
+        alert_id=correction_alert_id(correction.camera_id, entry.plate, entry.list, correction.sighting_id),
+        origin=AlertOrigin.CORRECTION,
+        sighting_id=correction.sighting_id,
+        corrected_from=correction.old_text,
+        list=entry.list,
+        label=entry.label,
+        plate=entry.plate,
+        match_kind=match.kind,
+        distance=match.distance,
+        candidate=match.candidate,
+        confidence=1.0,
+        camera_id=correction.camera_id,
+        frame_id=best.frame_id,
+        event_id=best.event_id,
+        captured_at=best.captured_at,
+        box=best.box,
+        source=Source(topic=reads.topic, partition=reads.partition, offset=reads.first_offset),
+        frame_source=best.source,
+        alerted_at=alerted_at,
+        country=correction.country,
+        zone=best.zone,
     )

@@ -21,6 +21,11 @@ Guarantees and how they are kept:
 - Recognisable duplicates: an alert's id is the camera, the entry and the position of its pass's
   first matching read, or the sighting's id (alert.py), so an alert published again after a
   restart has the same id.
+- Operators' corrections (the compacted corrections topic, its own group): a text corrected to one
+  an entry matches, where the text as read did not, publishes one alert with origin `correction`,
+  once across restarts and replicas (its id is the sighting's and the entry's; published ids are
+  remembered and read back from the alerts topic); its offset is committed once the alert is
+  acknowledged (corrections.py).
 - Rebalance and SIGTERM/SIGINT: alerts already queued are flushed and committed; open passes are
   dropped uncommitted, and whoever reads the partition next reads them again from their first read.
 """
@@ -36,8 +41,13 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from pydantic import ValidationError
 
-from stream_worker.alerts.consumer import AlertsPlatesConsumer, AlertsSightingsConsumer
+from stream_worker.alerts.consumer import (
+    AlertsCorrectionsConsumer,
+    AlertsPlatesConsumer,
+    AlertsSightingsConsumer,
+)
 from stream_worker.alerts.cooldowns import Cooldowns
+from stream_worker.alerts.corrections import CorrectionAlerts, CorrectionOutgoing, RaisedAlerts
 from stream_worker.alerts.following import WatchlistFollower
 from stream_worker.alerts.history import AlertHistory, HistoryRules
 from stream_worker.alerts.metrics import AlertsMetrics
@@ -46,6 +56,7 @@ from stream_worker.alerts.recent import RecentPasses
 from stream_worker.alerts.settings import AlertsSettings, load_settings
 from stream_worker.alerts.sightings import SightingAlerts, SightingOutgoing, SightingRules
 from stream_worker.contracts import PlateEvent, PlateSighting
+from stream_worker.contracts.corrections import Correction
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
@@ -101,6 +112,9 @@ class AlertsService(LoopService):
         self.committer = Committer(
             self.consumer, self.engine, self.metrics, partition_of=lambda p: (topic, p)
         )
+        self.corrections = CorrectionAlerts(
+            settings.correction_max_age_s, RaisedAlerts(settings.recent_passes)
+        )
         self.history = AlertHistory(
             settings.bootstrap_servers,
             settings.output_topic,
@@ -108,6 +122,7 @@ class AlertsService(LoopService):
             settings.history_alerts,
             settings.kafka_config,
             on_alert=self.cooldowns.alerted,
+            on_correction=self.corrections.raised.add,
         )
         self.sightings = SightingAlerts(
             SightingRules(
@@ -130,6 +145,20 @@ class AlertsService(LoopService):
         self.sightings_committer = Committer(
             self.sightings_consumer, self.sightings, self.metrics, partition_of=lambda p: (sightings_topic, p)
         )
+        self.corrections_consumer = AlertsCorrectionsConsumer(
+            settings,
+            self.metrics,
+            self._on_assign_corrections,
+            self._on_revoke_corrections,
+            self._on_lost_corrections,
+        )
+        corrections_topic = settings.corrections_topic
+        self.corrections_committer = Committer(
+            self.corrections_consumer,
+            self.corrections,
+            self.metrics,
+            partition_of=lambda p: (corrections_topic, p),
+        )
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -141,6 +170,8 @@ class AlertsService(LoopService):
             "sightings_topic": self.settings.sightings_topic,
             "group_id": self.settings.group_id,
             "sightings_group_id": self.settings.sightings_group_id,
+            "corrections_topic": self.settings.corrections_topic,
+            "corrections_group_id": self.settings.corrections_group_id,
             "kafka_config": self.settings.redacted_kafka_config(),
         }
 
@@ -163,6 +194,8 @@ class AlertsService(LoopService):
         for record in self.sightings_consumer.consume(CONSUME_CHUNK, 0):
             self._accept_sighting(record)
         self._decide_waiting_sightings()
+        for record in self.corrections_consumer.consume(CONSUME_CHUNK, 0):
+            self._accept_correction(record)
         self._pump()
 
     def _load_watchlist(self) -> None:
@@ -186,9 +219,11 @@ class AlertsService(LoopService):
         self.publisher.poll(0)
         self.committer.commit()
         self.sightings_committer.commit()
+        self.corrections_committer.commit()
         open_passes = self.engine.open_passes()
         self._leave_group()
         self._leave_sightings_group()
+        self._leave_corrections_group()
         self.watchlist.close()
         self.history.close()
         self.http.stop()
@@ -242,6 +277,26 @@ class AlertsService(LoopService):
         for alert in outgoing:
             self._publish(alert, alert.closed_at)
 
+    def _accept_correction(self, record: PlateRecord) -> None:
+        if record.partition not in self.corrections.assigned():
+            return  # fetched before a revocation: its next owner reads it
+        self.metrics.corrections_in.inc()
+        correction: Correction | None = None
+        try:
+            if record.value is not None:  # else a tombstone: nothing to decide
+                correction = Correction.model_validate_json(record.value)
+        except ValidationError as error:
+            self.metrics.invalid_corrections.inc()
+            log.warning(
+                "skipped a record that is not a Correction",
+                extra={"partition": record.partition, "offset": record.offset, "error": str(error)[:300]},
+            )
+        already = self.corrections.already_raised
+        outgoing = self.corrections.add(record.partition, record.offset, correction, self.watchlist.matcher)
+        self.metrics.corrections_already_alerted.inc(self.corrections.already_raised - already)
+        for alert in outgoing:
+            self._publish(alert, alert.corrected_at)
+
     def _decide_waiting_sightings(self) -> None:
         confirmed, waited_out = self.sightings.confirmed, self.sightings.waited_out
         for alert in self.sightings.ready(self.watchlist.matcher, time.monotonic()):
@@ -256,6 +311,7 @@ class AlertsService(LoopService):
         self.publisher.poll(0)
         self.committer.commit()
         self.sightings_committer.commit()
+        self.corrections_committer.commit()
         self.metrics.open_passes.set(self.engine.open_passes())
         self.metrics.held.set(self.engine.held())
         self.metrics.sightings_held.set(self.sightings.held())
@@ -263,17 +319,27 @@ class AlertsService(LoopService):
         self.loop_clock.tick()
         self._log_status()
 
-    def _publish(self, outgoing: Outgoing | SightingOutgoing, processed_at: datetime) -> None:
+    def _publish(
+        self, outgoing: Outgoing | SightingOutgoing | CorrectionOutgoing, processed_at: datetime
+    ) -> None:
         alert = outgoing.alert
         record = OutputRecord(self.settings.output_topic, alert.camera_id.encode(), alert.to_json())
         self.publisher.publish(record, lambda error: self._delivered(outgoing, processed_at, error))
 
     def _delivered(
-        self, outgoing: Outgoing | SightingOutgoing, processed_at: datetime, error: KafkaError | None
+        self,
+        outgoing: Outgoing | SightingOutgoing | CorrectionOutgoing,
+        processed_at: datetime,
+        error: KafkaError | None,
     ) -> None:
-        """`processed_at`: when the input was built (the read's PlateEvent, the sighting's closing)."""
+        """`processed_at`: when the input was built (the read's PlateEvent, the sighting's closing,
+        the correction's saving)."""
         alert = outgoing.alert
-        book = self.sightings if isinstance(outgoing, SightingOutgoing) else self.engine
+        book: AlertEngine | SightingAlerts | CorrectionAlerts = self.engine
+        if isinstance(outgoing, SightingOutgoing):
+            book = self.sightings
+        elif isinstance(outgoing, CorrectionOutgoing):
+            book = self.corrections
         if error is None:
             book.delivered(outgoing)  # type: ignore[arg-type]
             self.metrics.alerts_out.labels(alert.list, alert.match_kind.value, alert.origin.value).inc()
@@ -361,6 +427,35 @@ class AlertsService(LoopService):
         for partition in partitions:
             self.sightings.revoke(partition)
         log.warning("sightings partitions lost", extra={"partitions": partitions})
+
+    def _on_assign_corrections(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.corrections.assign(partition)
+        log.info(
+            "corrections partitions assigned",
+            extra={"partitions": [f"{self.settings.corrections_topic}:{p}" for p in partitions]},
+        )
+
+    def _on_revoke_corrections(self, partitions: list[int]) -> None:
+        if self.fatal is None:
+            self.publisher.flush(self.deadlines.drain_left(self.deadlines.revocation_end()))
+            self.corrections_committer.commit()
+        unacknowledged = sum(self.corrections.revoke(p) for p in partitions)
+        log.info(
+            "corrections partitions revoked",
+            extra={"partitions": partitions, "unacknowledged_alerts": unacknowledged},
+        )
+
+    def _on_lost_corrections(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.corrections.revoke(partition)
+        log.warning("corrections partitions lost", extra={"partitions": partitions})
+
+    def _leave_corrections_group(self) -> None:
+        try:
+            self.corrections_consumer.close()
+        except KafkaException as error:
+            log.warning("could not leave the corrections group cleanly", extra={"error": str(error)})
 
     def _leave_sightings_group(self) -> None:
         try:

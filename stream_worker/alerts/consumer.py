@@ -1,7 +1,7 @@
 """The consumers of the alerts service: the shared consumer of partition numbers
-(service/plate_consumer.py) on the plates topic and on the sightings topic, each reading from its
-committed position (neither commit passes a record whose alerts are unacknowledged: passes.py,
-sightings.py). Both records are (partition, offset, value)."""
+(service/plate_consumer.py) on the plates, the sightings and the corrections topics, each reading
+from its committed position (no commit passes a record whose alerts are unacknowledged: passes.py,
+sightings.py, corrections.py). Each record is (partition, offset, value)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,30 @@ class AlertsSightingsConsumer(PartitionNumbersConsumer):
             settings,
             settings.sightings_topic,
             settings.sightings_group_id,
+            metrics,
+            on_assign,
+            on_revoke,
+            on_lost,
+            client,
+        )
+
+
+class AlertsCorrectionsConsumer(PartitionNumbersConsumer):
+    """Corrections of `--corrections-topic`, in its own group `--corrections-group-id`."""
+
+    def __init__(
+        self,
+        settings: AlertsSettings,
+        metrics: ServiceMetrics,
+        on_assign: PartitionNumbersCallback,
+        on_revoke: PartitionNumbersCallback,
+        on_lost: PartitionNumbersCallback,
+        client: ClientFactory = Consumer,
+    ) -> None:
+        super().__init__(
+            settings,
+            settings.corrections_topic,
+            settings.corrections_group_id,
             metrics,
             on_assign,
             on_revoke,

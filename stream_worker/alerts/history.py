@@ -7,7 +7,8 @@ offset up by time: it answers every timestamp with offset 0), then `poll` follow
 there, each turn, never blocking. A read alert of the plates topic is remembered as a pass of one
 read, its pass's first matching read (the alert's `source`): a sighting whose reads include that
 read confirms it. Its capture time also starts its camera and entry's cooldown (`on_alert`,
-cooldowns.py): a pass of an earlier run resumed after a restart does not alert again. Sighting
+cooldowns.py): a pass of an earlier run resumed after a restart does not alert again. A correction
+alert's id goes to `on_correction` (corrections.py: a correction read again raises it no more). Sighting
 alerts, alerts of another plates topic, alerts older than the memory's age and passes already
 remembered are passed over; records that are not PlateAlerts are skipped and counted. Reading the
 history late or not at all (a missing topic, a slow broker) costs at most a duplicate, never a
@@ -60,14 +61,19 @@ def remember_alert(
     wall_now: datetime,
     now: float,
     on_alert: Callable[[PassKey, float, int], None] = lambda key, time, offset: None,
+    on_correction: Callable[[str], None] = lambda alert_id: None,
 ) -> bool | None:
     """Remember one record of the alerts topic: True when remembered, False when passed over,
     None when it is not a PlateAlert. `now`: monotonic seconds, as the memory counts;
-    `on_alert(key, capture time, offset)`: each read alert of the plates topic, for the cooldowns."""
+    `on_alert(key, capture time, offset)`: each read alert of the plates topic, for the cooldowns;
+    `on_correction(alert id)`: each correction alert."""
     try:
         alert = PlateAlert.model_validate_json(value or b"")
     except ValidationError:
         return None
+    if alert.origin is AlertOrigin.CORRECTION:
+        on_correction(alert.alert_id)
+        return False
     source = alert.source
     if alert.origin is not AlertOrigin.READ or source.topic != rules.plates_topic:
         return False
@@ -92,10 +98,13 @@ class AlertHistory:
         config: Mapping[str, object] | None = None,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         on_alert: Callable[[PassKey, float, int], None] = lambda key, time, offset: None,
+        on_correction: Callable[[str], None] = lambda alert_id: None,
     ) -> None:
-        """`on_alert`: each read alert read back, as `remember_alert` says."""
+        """`on_alert`, `on_correction`: each read alert, each correction alert read back, as
+        `remember_alert` says."""
         self.topic = topic
         self._on_alert = on_alert
+        self._on_correction = on_correction
         self.rules = rules
         self.per_partition = per_partition
         self.loaded = False
@@ -171,7 +180,9 @@ class AlertHistory:
         messages = kafka.consume_records(self._consumer, POLL_BATCH, wait_s, self._gaps)
         wall_now, now = self._wall_clock(), time.monotonic()
         for message in messages:
-            outcome = remember_alert(message.value(), self.rules, recent, wall_now, now, self._on_alert)
+            outcome = remember_alert(
+                message.value(), self.rules, recent, wall_now, now, self._on_alert, self._on_correction
+            )
             self.remembered += outcome is True
             self.skipped += outcome is None
         return messages

@@ -44,6 +44,21 @@ class AlertsMetrics(ServiceMetrics):
             "Sightings decided without their reads, having waited --sighting-wait-s for them.",
             registry=r,
         )
+        self.corrections_in = Counter(
+            "stream_worker_alerts_corrections_in",
+            "Corrections consumed (replays included; tombstones and invalid records too).",
+            registry=r,
+        )
+        self.invalid_corrections = Counter(
+            "stream_worker_alerts_invalid_corrections",
+            "Records of the corrections topic that are not Corrections (skipped).",
+            registry=r,
+        )
+        self.corrections_already_alerted = Counter(
+            "stream_worker_alerts_corrections_already_alerted",
+            "Correction matches whose alert was published before (nothing published again).",
+            registry=r,
+        )
         self.history_remembered = Counter(
             "stream_worker_alerts_history_remembered",
             "Read alerts read back from the alerts topic (an earlier run's, another replica's) into the "
@@ -53,7 +68,8 @@ class AlertsMetrics(ServiceMetrics):
         self.alerts_out = Counter(
             "stream_worker_alerts_out",
             "Alerts acknowledged by the broker, by watch list, match kind and origin (read: a read of "
-            "the pass; sighting: its voted sighting, no read having alerted) (replays included).",
+            "the pass; sighting: its voted sighting, no read having alerted; correction: an operator's "
+            "corrected text) (replays included).",
             ["list", "kind", "origin"],
             registry=r,
         )

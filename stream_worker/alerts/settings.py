@@ -4,7 +4,8 @@ The Kafka, lifecycle and logging settings are the services' shared ones (`Servic
 prefix is the service's own so that it can share one environment with the worker and the
 sightings service. A pass ends like a sightings pass, by capture time: the camera's frames move
 on `pass_gap_s` past its last matching read (passes.py says what the wall clock may end).
-The sightings topic is read in a consumer group of its own (`sightings_group_id`).
+The sightings topic is read in a consumer group of its own (`sightings_group_id`), and so is the
+corrections topic (`corrections_group_id`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,23 @@ class AlertsSettings(ServiceSettings):
         "stream-worker-alerts-sightings",
         min_length=1,
         description="Kafka consumer group of the sightings topic (its own, apart from --group-id's).",
+    )
+    corrections_topic: str = Field(
+        "corrections",
+        min_length=1,
+        description="Compacted topic of the operators' Correction records: a text corrected to one a "
+        "watch-list entry matches, where the text as read did not, alerts once (origin correction).",
+    )
+    corrections_group_id: str = Field(
+        "stream-worker-alerts-corrections",
+        min_length=1,
+        description="Kafka consumer group of the corrections topic (its own).",
+    )
+    correction_max_age_s: float = Field(
+        86_400.0,
+        gt=0,
+        description="Corrections saved longer ago than this (wall clock) raise no alert: a new group "
+        "reads the compacted corrections topic from its beginning.",
     )
     sighting_candidates: int = Field(
         3,
@@ -126,14 +144,20 @@ class AlertsSettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> AlertsSettings:
-        topics = {self.input_topic, self.output_topic, self.watchlist_topic, self.sightings_topic}
-        if len(topics) != 4:
+        topics = {
+            self.input_topic,
+            self.output_topic,
+            self.watchlist_topic,
+            self.sightings_topic,
+            self.corrections_topic,
+        }
+        if len(topics) != 5:
             raise ValueError(
-                "--input-topic, --output-topic, --watchlist-topic and --sightings-topic must be four "
-                "different topics"
+                "--input-topic, --output-topic, --watchlist-topic, --sightings-topic and "
+                "--corrections-topic must be five different topics"
             )
-        if self.sightings_group_id == self.group_id:
-            raise ValueError("--sightings-group-id must differ from --group-id")
+        if len({self.group_id, self.sightings_group_id, self.corrections_group_id}) != 3:
+            raise ValueError("--group-id, --sightings-group-id and --corrections-group-id must differ")
         if self.recent_pass_age_s <= self.max_pass_s:
             raise ValueError(
                 f"--recent-pass-age-s ({self.recent_pass_age_s}) must be above "

@@ -28,6 +28,7 @@ class AlertOrigin(StrEnum):
 
     READ = "read"  # a read (PlateEvent) of the pass matched: the pass's first matching read
     SIGHTING = "sighting"  # no read did, the voted sighting's text or a top candidate did, later
+    CORRECTION = "correction"  # an operator corrected the sighting's text to one the entry matches
 
 
 class PlateAlert(OmitsAbsent):
@@ -37,7 +38,7 @@ class PlateAlert(OmitsAbsent):
 
     model_config = ConfigDict(title="PlateAlert")
     # issue 34, as in sightings; issue 35: the zone and direction (notify's rules ask for them)
-    omitted_when_absent: ClassVar[frozenset[str]] = READ_AS_FIELDS | {"zone", "direction"}
+    omitted_when_absent: ClassVar[frozenset[str]] = READ_AS_FIELDS | {"zone", "direction", "corrected_from"}
 
     schema_version: Literal[1] = SCHEMA_VERSION
     alert_id: Uuid = Field(
@@ -48,11 +49,14 @@ class PlateAlert(OmitsAbsent):
     origin: AlertOrigin = Field(
         AlertOrigin.READ,
         description="read: raised on a read of the pass; sighting: raised on the pass's voted sighting "
-        "because no read alerted it (a later follow-up, at most one per sighting and entry). Absent in "
-        "alerts from before this field: read.",
+        "because no read alerted it (a later follow-up, at most one per sighting and entry); "
+        "correction: raised when an operator corrected the sighting's text to one the entry matches and "
+        "the text as read did not (at most one per sighting and entry). Absent in alerts from before "
+        "this field: read.",
     )
     sighting_id: Uuid | None = Field(
-        None, description="origin sighting: the PlateSighting the alert comes from; else null."
+        None,
+        description="origin sighting or correction: the PlateSighting the alert comes from; else null.",
     )
     candidate_rank: int | None = Field(
         None,
@@ -67,12 +71,12 @@ class PlateAlert(OmitsAbsent):
     distance: float = Field(ge=0, description="Weighted edit distance of the read from the entry's plate.")
     candidate: str = Field(
         max_length=MAX_PLATE_TEXT_LENGTH,
-        description="The read text (origin sighting: the sighting's candidate text) that matched, "
-        "normalised.",
+        description="The read text (origin sighting: the sighting's candidate text; origin correction: "
+        "the corrected text) that matched, normalised.",
     )
     confidence: float = Field(
         description="The read's recogniser confidence in [0, 1] (origin sighting: the matched "
-        "candidate's vote score)."
+        "candidate's vote score; origin correction: 1, an operator read it)."
     )
     camera_id: CameraId
     frame_id: str = Field(description="The read's frame (origin sighting: the sighting's best read's).")
@@ -103,6 +107,12 @@ class PlateAlert(OmitsAbsent):
         description="Origin sighting: the sighting's direction of travel when it has one; else absent "
         "(never null): a read alert is raised at the pass's first matching read, before its direction "
         "is known.",
+    )
+    corrected_from: str | None = Field(
+        None,
+        max_length=MAX_PLATE_TEXT_LENGTH,
+        description="Origin correction: the sighting's text as read, which the operator corrected to "
+        "`candidate`; else absent (never null).",
     )
 
     def to_json(self) -> bytes:

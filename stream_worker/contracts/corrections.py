@@ -3,7 +3,9 @@
 Record key = the sighting id (UTF-8), value = the correction as JSON: the last review of a
 sighting wins (compaction keeps it). `confirm` says the read was right (`new_text` = `old_text`);
 `correct` gives the right text (and region/country when they were wrong too). The console writes
-it; the store keeps it beside the sighting, and any consumer can follow it.
+it with the sighting's best read and plates positions, so that a consumer needs no store to act on
+it (the alerts service raises the corrected text's alert from them); the store keeps it beside the
+sighting, and any consumer can follow it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from stream_worker.contracts.events import MAX_PLATE_TEXT_LENGTH, SCHEMA_VERSION
 from stream_worker.contracts.ids import UUID_PATTERN, CameraId, Uuid
+from stream_worker.contracts.sightings import BestRead, SightingSource
 from stream_worker.contracts.watchlist import error_summary, validate_plate
 
 MAX_USER_LENGTH = 128
@@ -61,6 +64,14 @@ class Correction(BaseModel):
     )
     corrected_by: str = Field(min_length=1, max_length=MAX_USER_LENGTH, description="The console user.")
     corrected_at: datetime = Field(description="When the operator saved it, UTC.")
+    best_read: BestRead | None = Field(
+        None,
+        description="The sighting's best read as stored, without its picture (frame, box, capture "
+        "time); null when the store had no record of it.",
+    )
+    source: SightingSource | None = Field(
+        None, description="Where the sighting's reads are on the plates topic; null as best_read."
+    )
 
     @field_validator("new_text")
     @classmethod

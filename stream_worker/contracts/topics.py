@@ -89,7 +89,7 @@ CAMERA_STATUS = _compacted("camera-status", 3, "connector", ("store", "cameras s
 NOTIFY_TARGETS = _compacted("notify-targets", 1, "notify targets set", ("notify", "store"))
 NOTIFY_TESTS = _compacted("notify-tests", 1, "store", ("notify",))
 NOTIFY_STATUS = _compacted("notify-status", 1, "notify", ("store", "notify targets set"))
-CORRECTIONS = _compacted("corrections", 1, "store", ("store",))
+CORRECTIONS = _compacted("corrections", 1, "store", ("store", "alerts"))
 
 TOPICS: tuple[Topic, ...] = (
     FRAMES,

@@ -1,8 +1,9 @@
 """`stream-worker store` (the history store and its console; `store migrate`, `store forget`,
-`store sessions revoke`), `stream-worker search` and `stream-worker report` (cli.py adds them to
-the root app). The work is imported only when a command runs: store/app.py for the service,
-retention.py for forget, sessions.py for sessions revoke, search_output.py for search,
-report_output.py for report.
+`store sessions revoke`, `store corrections export`), `stream-worker search` and `stream-worker
+report` (cli.py adds them to the root app). The work is imported only when a command runs:
+store/app.py for the service, retention.py for forget, sessions.py for sessions revoke,
+corrections_export.py for corrections export, search_output.py for search, report_output.py for
+report.
 """
 
 from __future__ import annotations
@@ -183,6 +184,71 @@ def revoke_sessions(
             {"user": user, "all": everyone, "revoked": revoked},
         )
     typer.echo(f"ended {revoked} sessions of {user or 'everyone'}")
+
+
+corrections_app = typer.Typer(
+    help="The operators' reviews of reads. Example: stream-worker store corrections export --out ru-reviewed",
+    add_completion=False,
+)
+store_app.add_typer(corrections_app, name="corrections")
+
+
+@corrections_app.command(
+    "export",
+    epilog=(
+        "Examples:\n\n"
+        "  stream-worker store corrections export --out ru-reviewed --since 30d\n\n"
+        "  stream-worker store corrections export --out us-gate --camera gate --country us\n\n"
+        "  stream-worker eval ru-reviewed\n\n"
+        "Writes <sighting id>.jpg (the stored plate crop: the worker must send plate pictures, "
+        "--plate-images) and labels.csv (file, plate, country): the crops layout of `stream-worker "
+        "eval`, which reads the folder for the country its name starts with (else --region). "
+        "Exit codes: 0 written, 1 nothing to export, 2 invalid option or --out not an empty folder, "
+        "3 database unreachable."
+    ),
+)
+def export_corrections(
+    out: Path = typer.Option(..., "--out", help="The folder to write (created; must be empty)."),
+    camera: str | None = typer.Option(None, "--camera", help="Only this camera's reviewed sightings."),
+    country: str | None = typer.Option(
+        None, "--country", help="Only plates of this country (the review's, else the read's)."
+    ),
+    since: str | None = typer.Option(None, "--since", help="Seen from this time (ISO 8601 or 2h, 7d...)."),
+    until: str | None = typer.Option(None, "--until", help="Seen before this time (ISO 8601 or 2h, 7d...)."),
+    database_url: str | None = DATABASE_URL,
+    data_dir: str | None = DATA_DIR,
+) -> None:
+    """The operators' corrected and confirmed reads as plate crops with their texts, for `eval`."""
+    from stream_worker.store.corrections_export import ExportError, ExportFilter, export
+    from stream_worker.store.search_output import parse_time
+
+    try:
+        only = ExportFilter(
+            camera=camera,
+            country=country.strip().lower() if country else None,
+            since=parse_time(since) if since else None,
+            until=parse_time(until) if until else None,
+        )
+    except ValueError as error:
+        typer.echo(f"error: --since/--until: {error}", err=True)
+        raise typer.Exit(2) from None
+    database = _database(database_url, data_dir)
+    try:
+        with database.connect() as connection:
+            exported = export(connection, out, only)
+    except (ExportError, OSError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"wrote {exported.crops} labelled crops to {out}"
+        + (
+            f"; {exported.without_picture} reviewed sightings have no stored crop"
+            if exported.without_picture
+            else ""
+        )
+    )
+    if not exported.crops:
+        raise typer.Exit(1)
 
 
 @store_app.command("hash-password")

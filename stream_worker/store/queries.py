@@ -51,6 +51,8 @@ ALERT_COLUMNS = (
     alerts_table.c.alerted_at,
     alerts_table.c.acknowledged_at,
     alerts_table.c.acknowledged_by,
+    alerts_table.c.corrected_text,
+    alerts_table.c.corrected_at,
 )
 
 
@@ -133,7 +135,7 @@ def cameras_seen(connection: Connection) -> list[CameraSeen]:
 # --- alerts -------------------------------------------------------------------------------------
 def _alert(row: Any) -> AlertRow:
     values = dict(row)
-    for name in ("captured_at", "alerted_at", "acknowledged_at"):
+    for name in ("captured_at", "alerted_at", "acknowledged_at", "corrected_at"):
         values[name] = utc(values[name])
     return AlertRow(**values)
 

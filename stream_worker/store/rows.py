@@ -83,6 +83,12 @@ class AlertRow(BaseModel):
     alerted_at: datetime
     acknowledged_at: datetime | None
     acknowledged_by: str | None
+    corrected_text: str | None = Field(
+        None,
+        description="Set when an operator corrected the alert's sighting to this text, which the "
+        "alert's entry no longer matches: the alert was raised by a misread.",
+    )
+    corrected_at: datetime | None = None
 
 
 class AuditRow(BaseModel):

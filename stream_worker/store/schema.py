@@ -111,6 +111,10 @@ alerts = Table(
     _time("acknowledged_at"),
     Column("acknowledged_by", String(NAME)),
     _time("stored_at"),
+    # Set when an operator corrected the alert's sighting to a text its entry no longer matches
+    # (store/corrections.py); null while the alert stands.
+    Column("corrected_text", String(PLATE)),
+    _time("corrected_at"),
     Index(None, "alerted_at"),
     Index(None, "plate", "alerted_at"),
     Index(None, "camera_id", "alerted_at"),

@@ -34,6 +34,7 @@ SOURCES: dict[tuple[str, str], tuple[str, str] | type[StrEnum]] = {
     ("alerts", "candidate"): ("plate_alert", "candidate"),
     ("alerts", "match_kind"): MatchKind,
     ("alerts", "origin"): AlertOrigin,
+    ("alerts", "corrected_text"): ("correction", "new_text"),  # the console's correction record
 }
 # Folded keys, bounded by the writer (writer.unwritable) and the index (plate_keys.MAX_KEY_LENGTH).
 KEYS = {("sightings", "text_key"), ("plate_variants", "variant"), ("plate_variants", "text_key")}

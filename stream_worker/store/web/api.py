@@ -26,7 +26,7 @@ from stream_worker.contracts.notify import (
     parse_target_text,
     target_name_problem,
 )
-from stream_worker.contracts.sightings import Direction
+from stream_worker.contracts.sightings import BestRead, Direction, SightingSource
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind, error_summary, new_entry, validate_plate
 from stream_worker.store import corrections as stored_corrections
 from stream_worker.store import queries
@@ -229,9 +229,21 @@ def review_or_422(store: Backend, sighting_id: str, review: Review, user: User) 
             country=None if confirm else review.country or None,
             corrected_by=user.name,
             corrected_at=datetime.now(UTC),
+            **sighting_reads(found.record),
         )
     except ValidationError as error:
         raise HTTPException(422, f"the correction is refused: {error_summary(error)}") from None
+
+
+def sighting_reads(record: dict[str, Any]) -> dict[str, Any]:
+    """The stored sighting's best read (its picture left out) and plates positions, which the
+    correction carries for its consumers; none when the stored record lacks them."""
+    try:
+        best = BestRead.model_validate({**record.get("best_read", {}), "image": None})
+        source = SightingSource.model_validate(record.get("source", {}))
+    except (ValidationError, TypeError):
+        return {}
+    return {"best_read": best, "source": source}
 
 
 @router.post("/sightings/{sighting_id}/correction", response_model=stored_corrections.CorrectionRow)

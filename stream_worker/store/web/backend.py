@@ -216,11 +216,14 @@ class Backend:
     # --- corrections ---------------------------------------------------------------------------
     def correct(self, user: User, correction: Correction) -> None:
         """Publish the review on the corrections topic (returns once the view has it back), then
-        store it beside the sighting with its audit row: a record the store missed is written
+        store it beside the sighting with its audit row, marking the alerts its corrected text no
+        longer matches (store/corrections.py): a record the store missed is written
         again by repeating the form, never the other way round."""
         self._write_to(self.views.corrections, [correction_records.encode_correction(correction)])
+        watchlist = self._read(self.views.watchlist)
         with self.database.begin() as connection:
             stored_corrections.save(connection, correction)
+            stored_corrections.mark_alerts(connection, correction, watchlist)
         self.audit_logged(user, f"sighting.{correction.kind.value}", {"sighting_id": correction.sighting_id})
 
     # --- cameras ------------------------------------------------------------------------------
