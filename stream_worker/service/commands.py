@@ -5,13 +5,18 @@ terminal."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from confluent_kafka import KafkaException
 
-from stream_worker.service.compacted import DEFAULT_TIMEOUT_S, CompactedSnapshot, CompactedTopicError
+from stream_worker.service.compacted import (
+    DEFAULT_TIMEOUT_S,
+    CompactedSnapshot,
+    CompactedTopic,
+    CompactedTopicError,
+)
 
 OK, BROKER_FAILED, BAD_INPUT = 0, 1, 2
 
@@ -19,8 +24,6 @@ Echo = Callable[[str], None]
 
 K = TypeVar("K")
 V = TypeVar("V")
-# A store's reader (read_cameras, read_watchlist, read_targets): servers, topic, config, timeout.
-ReadTopic = Callable[[str, str, Mapping[str, str], float], CompactedSnapshot[K, V]]
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,13 @@ class Connection:
 
 
 def read_settings_topic(
-    connection: Connection, read: ReadTopic[K, V], when_missing: str, err: Echo
+    connection: Connection, topic: CompactedTopic[K, V], when_missing: str, err: Echo
 ) -> CompactedSnapshot[K, V] | None:
     """The topic read to its end, what went wrong said on `err`: None when the broker failed (the
     command then exits BROKER_FAILED); a missing topic noted with `when_missing` (what that means
     for this store), each undecodable record warned of."""
     try:
-        snapshot = read(
+        snapshot = topic.read(
             connection.bootstrap_servers, connection.topic, connection.config, connection.timeout_s
         )
     except (CompactedTopicError, KafkaException) as error:
@@ -51,3 +54,21 @@ def read_settings_topic(
     for skipped in snapshot.skipped:
         err(f"warning: skipped the record at {connection.topic} {skipped}")
     return snapshot
+
+
+def write_settings_topic(
+    connection: Connection,
+    topic: CompactedTopic[K, V],
+    records: Sequence[tuple[bytes, bytes | None]],
+    err: Echo,
+) -> int:
+    """Store the records (None: tombstone) and wait until they are: OK, or BROKER_FAILED with what
+    went wrong said on `err`."""
+    try:
+        topic.write(
+            connection.bootstrap_servers, records, connection.topic, connection.config, connection.timeout_s
+        )
+    except (CompactedTopicError, KafkaException) as error:
+        err(f"error: {error}")
+        return BROKER_FAILED
+    return OK

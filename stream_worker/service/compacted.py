@@ -737,3 +737,58 @@ class CompactedView(FollowerThread[K, V]):
                 f"{written.count} record(s) stored in topic {self.topic!r} but not read back within "
                 f"{timeout:.0f} s: the {self.name} shown may not include them yet"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactedTopic(Generic[K, V]):
+    """One compacted topic's record format, declared once: its usual name, how its records decode,
+    how many partitions a topic created by writing it gets and how log lines and errors name it.
+    Every reader and writer of the topic (the services, the console, the commands) goes through
+    it; `topic` on each call overrides the name (a deployment's prefix, a test's own topic)."""
+
+    topic: str
+    decode: Decode[K, V]
+    name: str = "compacted topic"
+    partitions: int = DEFAULT_PARTITIONS
+
+    def read(
+        self,
+        bootstrap_servers: str,
+        topic: str | None = None,
+        config: Mapping[str, object] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        since_s: float | None = None,
+    ) -> CompactedSnapshot[K, V]:
+        """`read_compacted`: the topic whole (or its last `since_s` seconds), a missing one empty."""
+        return read_compacted(bootstrap_servers, topic or self.topic, self.decode, config, timeout_s, since_s)
+
+    def write(
+        self,
+        bootstrap_servers: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        topic: str | None = None,
+        config: Mapping[str, object] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> int:
+        """`write_compacted`, creating the topic with this declaration's partitions."""
+        return write_compacted(
+            bootstrap_servers, topic or self.topic, records, config, timeout_s, self.partitions
+        )
+
+    def view(
+        self,
+        bootstrap_servers: str,
+        topic: str | None = None,
+        config: Mapping[str, object] | None = None,
+        **options: object,
+    ) -> CompactedView[K, V]:
+        """A `CompactedView` of the topic (not started); `options` are the view's own."""
+        return CompactedView(
+            bootstrap_servers,
+            topic or self.topic,
+            self.decode,
+            config,
+            self.name,
+            partitions=self.partitions,
+            **options,  # type: ignore[arg-type]
+        )
