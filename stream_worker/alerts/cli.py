@@ -16,7 +16,7 @@ import typer
 from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_command
 
 if TYPE_CHECKING:
-    from stream_worker.service.commands import Connection
+    from stream_worker.service.options import Connection
 
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 

@@ -15,11 +15,11 @@ from stream_worker.service.commands import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
-    Connection,
     Echo,
     read_settings_topic,
     write_settings_topic,
 )
+from stream_worker.service.options import Connection
 from stream_worker.watchlists.csvfile import CsvImportError, parse_csv, write_csv
 from stream_worker.watchlists.topic import WATCHLIST, WatchlistSnapshot, records
 

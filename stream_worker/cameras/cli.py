@@ -15,7 +15,7 @@ import typer
 from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_command
 
 if TYPE_CHECKING:
-    from stream_worker.service.commands import Connection
+    from stream_worker.service.options import Connection
 
 # --- cameras ----------------------------------------------------------------------- (issue 21)
 cameras_app = typer.Typer(

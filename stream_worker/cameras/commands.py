@@ -31,11 +31,11 @@ from stream_worker.service.commands import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
-    Connection,
     Echo,
     read_settings_topic,
     write_settings_topic,
 )
+from stream_worker.service.options import Connection
 
 DRAW_SUFFIXES = (".jpg", ".jpeg", ".png")  # `cameras draw`'s output formats, by extension
 

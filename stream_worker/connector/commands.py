@@ -20,7 +20,7 @@ from stream_worker.cameras.status import STATUS_WINDOW_S
 from stream_worker.service.options import echo_err, topic_command
 
 if TYPE_CHECKING:
-    from stream_worker.service.commands import Connection
+    from stream_worker.service.options import Connection
 
 commands = typer.Typer()  # `connect`
 status_commands = typer.Typer()  # `cameras status`

@@ -18,7 +18,7 @@ from typer.core import TyperGroup
 from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_command
 
 if TYPE_CHECKING:
-    from stream_worker.service.commands import Connection
+    from stream_worker.service.options import Connection
 
 SERVICE_ARGS = "notify_service_args"
 

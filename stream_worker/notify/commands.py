@@ -26,12 +26,12 @@ from stream_worker.service.commands import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
-    Connection,
     Echo,
     read_settings_topic,
     write_settings_topic,
 )
 from stream_worker.service.compacted import CompactedTopicError
+from stream_worker.service.options import Connection
 
 
 def load_target_file(path: Path) -> NotifyTarget:

@@ -1,22 +1,21 @@
 """What the commands that manage a compacted settings topic (`watchlist`, `cameras`, `notify
-targets`) share: their exit statuses, how they print, where they connect, and how they read the
-topic. The commands take `out` and `err` so that they run the same under a test's runner as in a
-terminal."""
+targets`) share: their exit statuses, how they print, and how they read and write the topic (at
+the `Connection` their options give, service/options.py). The commands take `out` and `err` so
+that they run the same under a test's runner as in a terminal."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from confluent_kafka import KafkaException
 
 from stream_worker.service.compacted import (
-    DEFAULT_TIMEOUT_S,
     CompactedSnapshot,
     CompactedTopic,
     CompactedTopicError,
 )
+from stream_worker.service.options import Connection
 
 OK, BROKER_FAILED, BAD_INPUT = 0, 1, 2
 
@@ -24,16 +23,6 @@ Echo = Callable[[str], None]
 
 K = TypeVar("K")
 V = TypeVar("V")
-
-
-@dataclass(frozen=True)
-class Connection:
-    """The broker, the settings topic and the client settings a command uses."""
-
-    bootstrap_servers: str
-    topic: str
-    config: Mapping[str, str] = field(default_factory=dict)
-    timeout_s: float = DEFAULT_TIMEOUT_S
 
 
 def read_settings_topic(

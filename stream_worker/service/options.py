@@ -11,8 +11,9 @@ this module for `--help`, which must work without the servers, torch or the weig
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from copy import copy
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +120,21 @@ CLIENT_CONFIG_OPTION = typer.Option(
 
 
 # --- the commands that read or write one topic (watchlist, cameras, notify targets) --------------
+DEFAULT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Connection:
+    """The broker, the topic and the client settings a command uses."""
+
+    bootstrap_servers: str
+    topic: str
+    config: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
 SETTINGS_TIMEOUT_OPTION = typer.Option(
-    30.0,
+    DEFAULT_TIMEOUT_S,
     "--timeout",
     min=0.1,
     help="Seconds to wait for the broker on each step.",
@@ -129,18 +143,18 @@ SETTINGS_TIMEOUT_OPTION = typer.Option(
 SETTINGS_EXIT_CODES = "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input (nothing written)."
 
 
-def settings_connection(bootstrap_servers: str, topic: str, client_config: list[str], timeout: float):
+def settings_connection(
+    bootstrap_servers: str, topic: str, client_config: list[str], timeout: float
+) -> Connection:
     """Where a `watchlist` or `cameras` command reads and writes its compacted topic."""
-    from stream_worker.service.commands import Connection
-
     return Connection(bootstrap_servers, topic, parse_client_config(client_config), timeout)
 
 
 def topic_command(topic_option: Any) -> Callable[[Callable[..., int]], Callable[..., None]]:
     """The options every command that reads or writes one topic takes, declared once.
 
-    The decorated function takes its own options and a keyword-only `connection` (a
-    service/commands.Connection) and returns the exit status; the command typer sees has the same
+    The decorated function takes its own options and a keyword-only `connection` (a `Connection`)
+    and returns the exit status; the command typer sees has the same
     options, `connection` replaced by --bootstrap-servers, the topic (`topic_option`: its flag, env
     variable and default), --kafka-config/-X and --timeout.
     """

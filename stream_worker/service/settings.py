@@ -146,7 +146,7 @@ def load(model: type[Settings], cli_args: Sequence[str] | None = None, **overrid
     if cli_args is not None and ("--help" in cli_args or "-h" in cli_args):
         from stream_worker.service.settings_help import print_settings_help
 
-        print_settings_help(model)
+        print_settings_help(model, ServiceSettings.model_fields)
         raise SystemExit(0)
     try:
         if cli_args is None:

@@ -17,14 +17,15 @@ import os
 import re
 import textwrap
 import typing
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import typer
 from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings
 
 from stream_worker.service.options import KAFKA_PANEL, REPO_ROOT
-from stream_worker.service.settings import ServiceSettings, flag
 
 # The settings that say how to reach and use the broker: the Kafka panel, as the tools' options.
 KAFKA_FIELDS = (
@@ -38,13 +39,14 @@ KAFKA_FIELDS = (
 EXAMPLES = re.compile(r"^Examples?:\s*$", re.MULTILINE)
 
 
-def print_settings_help(model: type[ServiceSettings]) -> None:
-    """Print what `<service> --help` shows, at the terminal's width (typer's console)."""
+def print_settings_help(model: type[BaseSettings], common: Collection[str]) -> None:
+    """Print what `<service> --help` shows, at the terminal's width (typer's console); `common`:
+    the settings every service has, shown after the service's own."""
     running = _running_command()
     app = typer.Typer(add_completion=False, rich_markup_mode="rich")
     help_text, epilog = _texts(model, running)
     subcommands = getattr(running, "commands", None)
-    function = _command_function(model)
+    function = _command_function(model, common)
     if subcommands:
         app.callback(invoke_without_command=True, help=help_text, epilog=epilog)(function)
     else:
@@ -67,7 +69,7 @@ def _running_command() -> Any:
     return None if context is None else context.command
 
 
-def _texts(model: type[ServiceSettings], running: Any) -> tuple[str, str]:
+def _texts(model: type[BaseSettings], running: Any) -> tuple[str, str]:
     """(description, epilog): the command's help, then the model's paragraphs and its examples in
     the tools' epilog form (a paragraph per example)."""
     doc = textwrap.dedent(model.__doc__ or "").strip()
@@ -86,10 +88,9 @@ def _texts(model: type[ServiceSettings], running: Any) -> tuple[str, str]:
     return help_text, "\n\n".join(paragraphs)
 
 
-def _command_function(model: type[ServiceSettings]) -> Any:
+def _command_function(model: type[BaseSettings], common: Collection[str]) -> Any:
     """A function typer reads as a command: one keyword parameter per setting, never called."""
     fields = list(model.model_fields.items())
-    common = ServiceSettings.model_fields
     ordered = [
         *(item for item in fields if item[0] not in common and item[0] not in KAFKA_FIELDS),
         *(item for item in fields if item[0] in common and item[0] not in KAFKA_FIELDS),
@@ -109,16 +110,17 @@ def _command_function(model: type[ServiceSettings]) -> Any:
     return settings
 
 
-def _option(model: type[ServiceSettings], name: str, info: FieldInfo) -> tuple[Any, Any]:
+def _option(model: type[BaseSettings], name: str, info: FieldInfo) -> tuple[Any, Any]:
     """(annotation, typer.Option) that shows the setting as `--help` shows an option."""
     annotation, metavar = _shown_type(info.annotation)
     described = info.description or ""
     choices = _choices(info.annotation)
     if choices:
         described += " One of: " + ", ".join(choices) + "."
-    declarations = [flag(name)]
+    long = "--" + name.replace("_", "-")
+    declarations = [long]
     if annotation is bool:  # its --no-x in the help text: a column of its own would crowd the rest
-        described += f" --no-{flag(name)[2:]} turns it off."
+        described += f" --no-{long[2:]} turns it off."
     if name == "kafka_config":
         declarations.append("-X")
     has_default = info.default_factory is None and info.default is not None
@@ -128,7 +130,8 @@ def _option(model: type[ServiceSettings], name: str, info: FieldInfo) -> tuple[A
         default,
         *declarations,
         help=described.strip(),
-        envvar=model.env_var(name),  # not shown: the description above says how each is named
+        # not shown: the description says how each is named
+        envvar=str(model.model_config.get("env_prefix", "")) + name.upper(),
         show_envvar=False,
         metavar=metavar,
         show_default=shown if shown is not None else has_default,
