@@ -165,7 +165,7 @@ def kafka_config_aliases(cli_args: Sequence[str]) -> list[str]:
         if arg == "-X":
             spelled.append("--kafka-config")
         elif arg.startswith("-X"):
-            spelled += ["--kafka-config", arg[2:].removeprefix("=")]
+            spelled += ["--kafka-config", arg[2:]]
         else:
             spelled.append(arg)
     return spelled

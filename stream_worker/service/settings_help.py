@@ -7,7 +7,7 @@ then the examples.
 
 The description is the running command's own help (its docstring, with the exit codes), else the
 model's first paragraph; a group that runs a service (`notify`) lists its commands too. Only the
-`--help` path imports this module (typer is not a service's dependency otherwise).
+`--help` path imports this module.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import inspect
 import os
 import re
-import textwrap
 import typing
 from collections.abc import Collection
 from pathlib import Path
@@ -43,7 +42,7 @@ def print_settings_help(model: type[BaseSettings], common: Collection[str]) -> N
     """Print what `<service> --help` shows, at the terminal's width (typer's console); `common`:
     the settings every service has, shown after the service's own."""
     running = _running_command()
-    app = typer.Typer(add_completion=False, rich_markup_mode="rich")
+    app = typer.Typer(add_completion=False)
     help_text, epilog = _texts(model, running)
     subcommands = getattr(running, "commands", None)
     function = _command_function(model, common)
@@ -72,10 +71,7 @@ def _running_command() -> Any:
 def _texts(model: type[BaseSettings], running: Any) -> tuple[str, str]:
     """(description, epilog): the command's help, then the model's paragraphs and its examples in
     the tools' epilog form (a paragraph per example)."""
-    doc = textwrap.dedent(model.__doc__ or "").strip()
-    # The model's first line is not indented (a docstring's), the rest is: dedent the rest alone.
-    first, _, rest = doc.partition("\n")
-    doc = f"{first}\n{textwrap.dedent(rest)}".strip()
+    doc = inspect.cleandoc(model.__doc__ or "")
     parts = EXAMPLES.split(doc, maxsplit=1)
     about = parts[0].strip()
     examples = parts[1] if len(parts) > 1 else ""
