@@ -172,7 +172,7 @@ def _relative_defaults(command: Any) -> None:
 
 
 def _help(root: Any, path: tuple[str, ...]) -> str:
-    """What `stream-worker PATH --help` prints (a service's too: service/settings_help.py)."""
+    """What `stream-worker PATH --help` prints (a service's too: service/help_layout.py)."""
     output = io.StringIO()
     with redirect_stdout(output):
         try:

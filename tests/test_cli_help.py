@@ -101,10 +101,8 @@ def every_help() -> dict[str, str]:
 
 
 def test_every_command_has_the_same_help_layout(every_help: dict[str, str]) -> None:
-    """typer's layout for the tools and the services alike (the benchmarks keep their own parser)."""
+    """typer's layout for the tools, the services and the benchmarks alike."""
     for command, shown in every_help.items():
-        if command.startswith("stream-worker bench"):
-            continue
         assert shown.lstrip().startswith(f"Usage: {command} "), command
         assert "╭─ Options ─" in shown, command
         assert "usage:" not in shown, command  # argparse's

@@ -2,7 +2,7 @@
 
 Each service subclasses `ServiceSettings` with its own env prefix, program name and fields; a
 field is then a CLI flag (pydantic-settings' own parser: `--kafka-config k=v` repeatable, `-X k=v`
-as on every command), an env variable `<PREFIX><FIELD>` and a `--help` line (settings_help.py: in
+as on every command), an env variable `<PREFIX><FIELD>` and a `--help` line (help_layout.py: in
 the layout of every other command). Errors name the flag and the variable at fault and
 never echo `kafka_config`, which may hold SASL passwords.
 """
@@ -144,7 +144,7 @@ def load(model: type[Settings], cli_args: Sequence[str] | None = None, **overrid
     0), as a CLI would; `-X key=value` is `--kafka-config key=value`, as on every command.
     """
     if cli_args is not None and ("--help" in cli_args or "-h" in cli_args):
-        from stream_worker.service.settings_help import print_settings_help
+        from stream_worker.service.help_layout import print_settings_help
 
         print_settings_help(model, ServiceSettings.model_fields)
         raise SystemExit(0)

@@ -1,17 +1,17 @@
-"""A service's `--help` in the layout of every other command: the services parse their flags with
-pydantic-settings (so that a flag, its env variable and its default stay one field), and show them
-the way typer shows the tools' options. The help is rendered by typer itself, from a command built
-for the purpose out of the settings model: the usage line, the description, the options with their
-defaults (the service's own first, then those every service has; the broker's in the Kafka panel),
-then the examples.
+"""`--help` in typer's layout for the commands that parse their own flags: the services (with
+pydantic-settings, so that a flag, its env variable and its default stay one field) and the
+benchmarks (argparse). typer renders it, from a command built for the purpose out of the settings
+model or the parser: the usage line, the description, the options with their defaults (a service's
+own first, then those every service has; the broker's in the Kafka panel), then the examples.
 
-The description is the running command's own help (its docstring, with the exit codes), else the
-model's first paragraph; a group that runs a service (`notify`) lists its commands too. Only the
-`--help` path imports this module.
+A service's description is the running command's own help (its docstring, with the exit codes),
+else the model's first paragraph; a group that runs a service (`notify`) lists its commands too.
+Only the `--help` path imports this module.
 """
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import os
 import re
@@ -58,6 +58,63 @@ def print_settings_help(model: type[BaseSettings], common: Collection[str]) -> N
     command.main(["--help"], prog_name=prog_name, standalone_mode=False)
 
 
+def print_parser_help(parser: argparse.ArgumentParser) -> None:
+    """Print an argparse parser's help in the same layout: its arguments, options and epilog."""
+    app = typer.Typer(add_completion=False)
+    parameters = [
+        inspect.Parameter(
+            action.dest,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=_parameter(action),
+            annotation=_action_type(action),
+        )
+        for action in parser._actions  # argparse has no public list of them
+        if not isinstance(action, argparse._HelpAction)
+    ]
+    app.command(help=parser.description, epilog=parser.epilog)(_never_run(parameters))
+    typer.main.get_command(app).main(["--help"], prog_name=parser.prog, standalone_mode=False)
+
+
+def _parameter(action: argparse.Action) -> Any:
+    help_text = "" if action.help in (None, argparse.SUPPRESS) else str(action.help)
+    if not action.option_strings:
+        if action.choices:
+            help_text = f"{help_text} One of: {', '.join(map(str, action.choices))}.".strip()
+        metavar = str(action.metavar or action.dest.upper())
+        return typer.Argument(..., help=help_text, metavar=metavar, show_default=False)
+    default = None if action.default is argparse.SUPPRESS else action.default
+    shown = _inside_checkout(default)
+    flag_only = isinstance(action, argparse._StoreTrueAction)
+    return typer.Option(
+        False if flag_only else default,
+        *action.option_strings,
+        help=help_text,
+        metavar=None if action.metavar is None else str(action.metavar),
+        show_default=shown if shown is not None else (default not in (None, [], "") and not flag_only),
+    )
+
+
+def _action_type(action: argparse.Action) -> Any:
+    if isinstance(action, argparse._StoreTrueAction):
+        return bool
+    if isinstance(action, argparse._AppendAction):
+        return list[str]
+    if action.type in (int, float, Path):
+        return action.type
+    return str
+
+
+def _never_run(parameters: list[inspect.Parameter]) -> Any:
+    """A function typer reads as a command with these parameters; the command parses its own."""
+
+    def flags() -> None:
+        """Never run."""
+
+    flags.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    flags.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
+    return flags
+
+
 def _running_command() -> Any:
     """The typer command running now (`stream-worker sightings`), None outside one."""
     try:
@@ -85,25 +142,20 @@ def _texts(model: type[BaseSettings], running: Any) -> tuple[str, str]:
 
 
 def _command_function(model: type[BaseSettings], common: Collection[str]) -> Any:
-    """A function typer reads as a command: one keyword parameter per setting, never called."""
+    """A command with one option per setting, the service's own first."""
     fields = list(model.model_fields.items())
     ordered = [
         *(item for item in fields if item[0] not in common and item[0] not in KAFKA_FIELDS),
         *(item for item in fields if item[0] in common and item[0] not in KAFKA_FIELDS),
         *(item for item in fields if item[0] in KAFKA_FIELDS),
     ]
-    parameters = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
-        for name, info in ordered
-        for annotation, option in [_option(model, name, info)]
-    ]
-
-    def settings() -> None:
-        """Never run: the service parses its own flags."""
-
-    settings.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    settings.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
-    return settings
+    return _never_run(
+        [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+            for name, info in ordered
+            for annotation, option in [_option(model, name, info)]
+        ]
+    )
 
 
 def _option(model: type[BaseSettings], name: str, info: FieldInfo) -> tuple[Any, Any]:
