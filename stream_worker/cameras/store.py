@@ -21,9 +21,9 @@ DEFAULT_TOPIC = "cameras"
 # The camera connector's replicas share the cameras by the topic's partitions (a consumer group over
 # it): a topic created here gets as many as the connector and the deployments create it with.
 DEFAULT_PARTITIONS = 6
-CAMERAS = CompactedTopic(DEFAULT_TOPIC, decode_record, "camera settings", DEFAULT_PARTITIONS)
+CAMERAS = CompactedTopic(DEFAULT_TOPIC, decode_record, DEFAULT_PARTITIONS)
 # Each connector's report of its cameras, renewed every few seconds: read by a window (`since_s`).
-STATUSES = CompactedTopic(status.DEFAULT_TOPIC, status.decode_status, "camera status")
+STATUSES = CompactedTopic(status.DEFAULT_TOPIC, status.decode_status)
 
 CamerasSnapshot = CompactedSnapshot[str, CameraSettings]
 CamerasStoreError = CompactedTopicError

@@ -22,9 +22,9 @@ from stream_worker.service.compacted import (
 )
 
 DEFAULT_TOPIC = "notify-targets"
-TARGETS = CompactedTopic(DEFAULT_TOPIC, decode_record, "notify targets")
+TARGETS = CompactedTopic(DEFAULT_TOPIC, decode_record)
 # What notify says of itself (the names of the target secrets it has), one record: STATUS_KEY.
-STATUS = CompactedTopic("notify-status", decode_status, "notify status")
+STATUS = CompactedTopic("notify-status", decode_status)
 
 TargetsSnapshot = CompactedSnapshot[str, NotifyTarget]
 TargetsStoreError = CompactedTopicError

@@ -21,6 +21,8 @@ One reader for all of them, so that each service reads its settings the same way
 - `ensure_compacted_topic` / `write_compacted` create the topic and write records with acks=all,
   waiting for each delivery, with Kafka's Java default partitioner so every client puts a key in
   the same partition (compaction and last-record-wins rely on it).
+- `CompactedTopic` declares a topic's record format once (CAMERAS, WATCHLIST, TARGETS...): its
+  `read` and `write` are the two above with the declared decode and partitions.
 
 Records a `decode` function refuses (ValueError) are skipped, counted and logged with their
 partition and offset: one bad producer never hides the rest, and never stops the reader.
@@ -741,14 +743,13 @@ class CompactedView(FollowerThread[K, V]):
 
 @dataclass(frozen=True, slots=True)
 class CompactedTopic(Generic[K, V]):
-    """One compacted topic's record format, declared once: its usual name, how its records decode,
-    how many partitions a topic created by writing it gets and how log lines and errors name it.
-    Every reader and writer of the topic (the services, the console, the commands) goes through
-    it; `topic` on each call overrides the name (a deployment's prefix, a test's own topic)."""
+    """One compacted topic's record format, declared once: its usual name, how its records decode
+    and how many partitions a topic created by writing it gets. The commands read and write their
+    topics through it; `topic` on each call overrides the name (a deployment's prefix, a test's
+    own topic)."""
 
     topic: str
     decode: Decode[K, V]
-    name: str = "compacted topic"
     partitions: int = DEFAULT_PARTITIONS
 
     def read(
@@ -773,22 +774,4 @@ class CompactedTopic(Generic[K, V]):
         """`write_compacted`, creating the topic with this declaration's partitions."""
         return write_compacted(
             bootstrap_servers, topic or self.topic, records, config, timeout_s, self.partitions
-        )
-
-    def view(
-        self,
-        bootstrap_servers: str,
-        topic: str | None = None,
-        config: Mapping[str, object] | None = None,
-        **options: object,
-    ) -> CompactedView[K, V]:
-        """A `CompactedView` of the topic (not started); `options` are the view's own."""
-        return CompactedView(
-            bootstrap_servers,
-            topic or self.topic,
-            self.decode,
-            config,
-            self.name,
-            partitions=self.partitions,
-            **options,  # type: ignore[arg-type]
         )

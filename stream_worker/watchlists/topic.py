@@ -20,7 +20,7 @@ from stream_worker.service.compacted import (
 )
 
 DEFAULT_TOPIC = "watchlist"
-WATCHLIST = CompactedTopic(DEFAULT_TOPIC, decode_record, "watch list")
+WATCHLIST = CompactedTopic(DEFAULT_TOPIC, decode_record)
 
 WatchlistSnapshot = CompactedSnapshot[str, WatchEntry]
 WatchlistStoreError = CompactedTopicError
