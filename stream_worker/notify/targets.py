@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from stream_worker.contracts import topics
 from stream_worker.contracts.notify import (
     NotifyTarget,
     decode_record,
@@ -24,7 +25,7 @@ from stream_worker.service.compacted import (
 DEFAULT_TOPIC = "notify-targets"
 TARGETS = CompactedTopic(DEFAULT_TOPIC, decode_record)
 # What notify says of itself (the names of the target secrets it has), one record: STATUS_KEY.
-STATUS = CompactedTopic("notify-status", decode_status)
+STATUS = CompactedTopic(topics.NOTIFY_STATUS.name, decode_status)
 
 TargetsSnapshot = CompactedSnapshot[str, NotifyTarget]
 TargetsStoreError = CompactedTopicError
