@@ -41,7 +41,8 @@ EXAMPLES = re.compile(r"^Examples?:\s*$", re.MULTILINE)
 def print_settings_help(model: type[BaseSettings], common: Collection[str]) -> None:
     """Print what `<service> --help` shows, at the terminal's width (typer's console); `common`:
     the settings every service has, shown after the service's own."""
-    running = _running_command()
+    context = _running_context()
+    running = None if context is None else context.command
     app = typer.Typer(add_completion=False)
     help_text, epilog = _texts(model, running)
     subcommands = getattr(running, "commands", None)
@@ -54,8 +55,9 @@ def print_settings_help(model: type[BaseSettings], common: Collection[str]) -> N
     if subcommands:
         for name, sub in subcommands.items():
             command.add_command(sub, name)  # type: ignore[attr-defined]
-    prog_name = str(model.model_config.get("cli_prog_name") or "stream-worker")
-    command.main(["--help"], prog_name=prog_name, standalone_mode=False)
+    # As typed (`stream-worker store run`), else as the model names its command.
+    prog_name = context.command_path if context is not None else model.model_config.get("cli_prog_name")
+    command.main(["--help"], prog_name=str(prog_name or "stream-worker"), standalone_mode=False)
 
 
 def print_parser_help(parser: argparse.ArgumentParser) -> None:
@@ -115,14 +117,13 @@ def _never_run(parameters: list[inspect.Parameter]) -> Any:
     return flags
 
 
-def _running_command() -> Any:
-    """The typer command running now (`stream-worker sightings`), None outside one."""
+def _running_context() -> Any:
+    """The context of the typer command running now (`stream-worker sightings`), None outside one."""
     try:
         from typer._click.globals import get_current_context
     except ImportError:  # a typer that does not vendor click
         return None
-    context = get_current_context(silent=True)
-    return None if context is None else context.command
+    return get_current_context(silent=True)
 
 
 def _texts(model: type[BaseSettings], running: Any) -> tuple[str, str]:
