@@ -65,9 +65,11 @@ def parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0] if __doc__ else None,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         epilog=(
-            "Examples: stream-worker bench all --frames 96 --report reports/all.json | "
-            "stream-worker bench pipeline --frames 64 --rounds 3 | "
-            "stream-worker bench stream --backlog 5000 --report reports/stream5000.json"
+            "Examples:\n\n  stream-worker bench all --frames 96 --report reports/all.json\n\n"
+            "  stream-worker bench pipeline --frames 64 --rounds 3\n\n"
+            "  stream-worker bench stream --backlog 5000 --report reports/stream5000.json\n\n"
+            "The other benchmarks take their own flags (stream-worker bench NAME --help): chaos, "
+            "sightings, motion, connector-memory, gating, store-search, store-reports, notify, soak, videos."
         ),
     )
     p.add_argument("scenario", choices=SCENARIOS)
@@ -155,6 +157,11 @@ def main(argv: Sequence[str]) -> int:
         from bench.videos import main as videos_main
 
         return videos_main(argv[1:])
+    if "--help" in argv or "-h" in argv:  # in the layout of every other command
+        from stream_worker.service.help_layout import print_parser_help
+
+        print_parser_help(parser())
+        return 0
     args = parser().parse_args(list(argv))
     for name in ("frames", "rounds", "batch", "concurrency", "baseline_concurrency", "limit_workers"):
         if getattr(args, name) < 1:

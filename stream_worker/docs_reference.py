@@ -135,7 +135,8 @@ def configuration_page() -> str:
         "the setting's name in capitals); a flag wins over its variable, which wins over the default. "
         "Settings are validated at start, and an error names the flag and the variable at fault. Any "
         "other librdkafka setting (SASL, TLS, ...) goes through `--kafka-config key=value` "
-        "(repeatable) or the `KAFKA_CONFIG` variable as a JSON object; secrets are never logged.",
+        "(`-X key=value`, repeatable, as on every command) or the `KAFKA_CONFIG` variable as a JSON "
+        "object; secrets are never logged.",
     ]
     with _fixed_environment():
         for title, model in SERVICES:
@@ -171,12 +172,12 @@ def _relative_defaults(command: Any) -> None:
 
 
 def _help(root: Any, path: tuple[str, ...]) -> str:
-    """What `stream-worker PATH --help` prints (typer's layout, or a service's settings parser)."""
+    """What `stream-worker PATH --help` prints (a service's too: service/help_layout.py)."""
     output = io.StringIO()
     with redirect_stdout(output):
         try:
             code = root.main([*path, "--help"], prog_name="stream-worker", standalone_mode=False)
-        except SystemExit as exit_:  # the services' parser (argparse) exits after its help
+        except SystemExit as exit_:  # a service exits after its help, as its settings parser would
             code = exit_.code
     if code:
         raise RuntimeError(f"stream-worker {' '.join(path)} --help exited {code}: {output.getvalue()}")

@@ -89,3 +89,38 @@ def test_demo_help_documents_exit_codes() -> None:
     assert "Exit codes:" in output
     for code in ("0 ", "1 ", "2 ", "130 "):
         assert code in output
+
+
+@pytest.fixture(scope="module")
+def every_help() -> dict[str, str]:
+    """Every command's help as the CLI reference renders it (in this process: quick), by command."""
+    from stream_worker.docs_reference import cli_page
+
+    sections = cli_page().split("\n## `")[1:]
+    return {section.split("`", 1)[0]: section.split("```text\n", 1)[1] for section in sections}
+
+
+def test_every_command_has_the_same_help_layout(every_help: dict[str, str]) -> None:
+    """typer's layout for the tools, the services and the benchmarks alike."""
+    for command, shown in every_help.items():
+        assert shown.lstrip().startswith(f"Usage: {command} "), command
+        assert "╭─ Options ─" in shown, command
+        assert "usage:" not in shown, command  # argparse's
+
+
+def test_every_command_spells_the_kafka_settings_one_way(every_help: dict[str, str]) -> None:
+    """--kafka-config KEY=VALUE, -X its alias, in the Kafka panel, wherever extra librdkafka settings go."""
+    taking = {command: shown for command, shown in every_help.items() if "librdkafka setting" in shown}
+    assert {
+        "stream-worker run",
+        "stream-worker sightings",
+        "stream-worker produce",
+        "stream-worker cameras set",
+        "stream-worker watchlist add",
+        "stream-worker notify targets set",
+        "stream-worker cameras status",
+    } <= set(taking)
+    for command, shown in taking.items():
+        kafka = shown.split("╭─ Kafka ─", 1)[1]
+        assert "--kafka-config" in kafka and "-X" in kafka, command
+        assert "--config" not in shown.replace("--kafka-config", ""), command

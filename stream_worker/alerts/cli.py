@@ -9,17 +9,14 @@ bodies import commands.py and app.py only when they run, so `--help` needs neith
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from stream_worker.service.options import (
-    BOOTSTRAP_OPTION,
-    SETTINGS_CONFIG_OPTION,
-    SETTINGS_EXIT_CODES,
-    SETTINGS_TIMEOUT_OPTION,
-    echo_err,
-    settings_connection,
-)
+from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_command
+
+if TYPE_CHECKING:
+    from stream_worker.service.options import Connection
 
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 
@@ -57,6 +54,7 @@ watchlist_app = typer.Typer(
 WATCHLIST_TOPIC_OPTION = typer.Option(
     "watchlist", "--topic", envvar="STREAM_WORKER_WATCHLIST_TOPIC", help="Compacted watch-list topic."
 )
+watchlist_command = topic_command(WATCHLIST_TOPIC_OPTION)
 
 
 @watchlist_app.command(
@@ -68,6 +66,7 @@ WATCHLIST_TOPIC_OPTION = typer.Option(
         "--expires-at 2027-01-01\n\n" + SETTINGS_EXIT_CODES
     ),
 )
+@watchlist_command
 def watchlist_add(
     plate: str = typer.Argument(
         ..., help="The plate; Cyrillic letters, lowercase, spaces and dashes are normalised."
@@ -91,36 +90,29 @@ def watchlist_add(
         "--allow",
         help="A known vehicle, never alerted: the list is an allow list (notify's unknown-vehicle rule).",
     ),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Put a plate on a watch list (replaces the plate's entry if it has one)."""
     from stream_worker.alerts.commands import add
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(
-        add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, echo_err, allow)
-    )
+    return add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, echo_err, allow)
 
 
 @watchlist_app.command(
     "remove",
     epilog=("Example: stream-worker watchlist remove B840CK197\n\n" + SETTINGS_EXIT_CODES),
 )
+@watchlist_command
 def watchlist_remove(
     plate: str = typer.Argument(..., help="The plate, in any spelling."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Take a plate off the watch list (writes its tombstone)."""
     from stream_worker.alerts.commands import remove
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(remove(connection, plate, typer.echo, echo_err))
+    return remove(connection, plate, typer.echo, echo_err)
 
 
 @watchlist_app.command(
@@ -130,18 +122,16 @@ def watchlist_remove(
         + SETTINGS_EXIT_CODES
     ),
 )
+@watchlist_command
 def watchlist_list(
     as_json: bool = typer.Option(False, "--json", help="One WatchEntry JSON object per line."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Print every entry, by list then plate (undecodable records are reported on stderr)."""
     from stream_worker.alerts.commands import show
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(show(connection, as_json, typer.echo, echo_err))
+    return show(connection, as_json, typer.echo, echo_err)
 
 
 @watchlist_app.command(
@@ -153,32 +143,28 @@ def watchlist_list(
         "whole file, every bad row is named.\n\n" + SETTINGS_EXIT_CODES
     ),
 )
+@watchlist_command
 def watchlist_import(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="UTF-8 CSV file."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Add or replace the entries of a CSV file (plates not in the file stay)."""
     from stream_worker.alerts.commands import import_csv
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(import_csv(connection, file, typer.echo, echo_err))
+    return import_csv(connection, file, typer.echo, echo_err)
 
 
 @watchlist_app.command(
     "export",
     epilog=("Example: stream-worker watchlist export > plates.csv\n\n" + SETTINGS_EXIT_CODES),
 )
+@watchlist_command
 def watchlist_export(
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = WATCHLIST_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Write the watch list as CSV to stdout, in the columns `import` reads."""
     from stream_worker.alerts.commands import export_csv
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(export_csv(connection, typer.echo, echo_err))
+    return export_csv(connection, typer.echo, echo_err)

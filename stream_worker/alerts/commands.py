@@ -10,24 +10,18 @@ import io
 from datetime import UTC, datetime
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry, validate_plate
 from stream_worker.service.commands import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
-    Connection,
     Echo,
     read_settings_topic,
+    write_settings_topic,
 )
+from stream_worker.service.options import Connection
 from stream_worker.watchlists.csvfile import CsvImportError, parse_csv, write_csv
-from stream_worker.watchlists.topic import (
-    WatchlistSnapshot,
-    WatchlistStoreError,
-    read_watchlist,
-    write_changes,
-)
+from stream_worker.watchlists.topic import WATCHLIST, WatchlistSnapshot, records
 
 
 def add(
@@ -128,23 +122,11 @@ def export_csv(connection: Connection, out: Echo, err: Echo) -> int:
 
 
 def _read(connection: Connection, err: Echo) -> WatchlistSnapshot | None:
-    return read_settings_topic(connection, read_watchlist, "the watch list is empty", err)
+    return read_settings_topic(connection, WATCHLIST, "the watch list is empty", err)
 
 
 def _write(connection: Connection, entries: list[WatchEntry], removals: list[str], err: Echo) -> int:
-    try:
-        write_changes(
-            connection.bootstrap_servers,
-            connection.topic,
-            entries,
-            removals,
-            connection.config,
-            connection.timeout_s,
-        )
-    except (WatchlistStoreError, KafkaException) as error:
-        err(f"error: {error}")
-        return BROKER_FAILED
-    return OK
+    return write_settings_topic(connection, WATCHLIST, records(entries, removals), err)
 
 
 def _row(plate: str, list_name: str, distance: str, expires: str, label: str) -> str:

@@ -8,17 +8,14 @@ bodies import commands.py only when they run, so `--help` needs none of them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from stream_worker.service.options import (
-    BOOTSTRAP_OPTION,
-    SETTINGS_CONFIG_OPTION,
-    SETTINGS_EXIT_CODES,
-    SETTINGS_TIMEOUT_OPTION,
-    echo_err,
-    settings_connection,
-)
+from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_command
+
+if TYPE_CHECKING:
+    from stream_worker.service.options import Connection
 
 # --- cameras ----------------------------------------------------------------------- (issue 21)
 cameras_app = typer.Typer(
@@ -38,6 +35,7 @@ STATUS_TOPIC = "camera-status"
 CAMERAS_TOPIC_OPTION = typer.Option(
     "cameras", "--topic", envvar="STREAM_WORKER_CAMERAS_TOPIC", help="Compacted camera-settings topic."
 )
+cameras_command = topic_command(CAMERAS_TOPIC_OPTION)
 
 
 @cameras_app.command(
@@ -54,6 +52,7 @@ CAMERAS_TOPIC_OPTION = typer.Option(
         "small, distant plates; --detector-scales default clears them)\n\n" + SETTINGS_EXIT_CODES
     ),
 )
+@cameras_command
 def cameras_set(
     camera: str = typer.Argument(..., help="The camera id, as in the frames' camera_id."),
     file: Path | None = typer.Option(
@@ -73,16 +72,13 @@ def cameras_set(
         "alone over the stored settings.",
         show_default=False,
     ),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = CAMERAS_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Give a camera the settings of a file (replaces any it had), and/or its region or detector scales."""
     from stream_worker.cameras.commands import set_settings
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(set_settings(connection, camera, file, typer.echo, echo_err, region, detector_scales))
+    return set_settings(connection, camera, file, typer.echo, echo_err, region, detector_scales)
 
 
 @cameras_app.command(
@@ -92,18 +88,16 @@ def cameras_set(
         + SETTINGS_EXIT_CODES
     ),
 )
+@cameras_command
 def cameras_get(
     camera: str = typer.Argument(..., help="The camera id."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = CAMERAS_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Print a camera's settings as JSON (the defaults when it has none)."""
     from stream_worker.cameras.commands import get_settings
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(get_settings(connection, camera, typer.echo, echo_err))
+    return get_settings(connection, camera, typer.echo, echo_err)
 
 
 @cameras_app.command(
@@ -113,43 +107,39 @@ def cameras_get(
         + SETTINGS_EXIT_CODES
     ),
 )
+@cameras_command
 def cameras_list(
     as_json: bool = typer.Option(False, "--json", help="One {camera_id, settings} JSON object per line."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = CAMERAS_TOPIC_OPTION,
     status_topic: str = typer.Option(
         STATUS_TOPIC,
         "--status-topic",
         envvar="STREAM_WORKER_CONNECT_STATUS_TOPIC",
         help="Compacted camera-status topic: each camera's state in the table.",
     ),
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Print every camera that has settings, by id, with its state, region and source (its account
     shown as ***); undecodable records are reported on stderr."""
     from stream_worker.cameras.commands import list_settings
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(list_settings(connection, as_json, typer.echo, echo_err, status_topic))
+    return list_settings(connection, as_json, typer.echo, echo_err, status_topic)
 
 
 @cameras_app.command(
     "remove",
     epilog=("Example: stream-worker cameras remove gate-1\n\n" + SETTINGS_EXIT_CODES),
 )
+@cameras_command
 def cameras_remove(
     camera: str = typer.Argument(..., help="The camera id."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = CAMERAS_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Put a camera back to the defaults (writes its tombstone)."""
     from stream_worker.cameras.commands import remove
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(remove(connection, camera, typer.echo, echo_err))
+    return remove(connection, camera, typer.echo, echo_err)
 
 
 @cameras_app.command(
@@ -166,6 +156,7 @@ def cameras_remove(
         "image, the settings file, the camera id or the output; nothing written)."
     ),
 )
+@cameras_command
 def cameras_draw(
     image: Path = typer.Argument(
         ..., exists=True, dir_okay=False, help="A frame of the camera (JPEG, PNG, ...)."
@@ -181,13 +172,10 @@ def cameras_draw(
         None, "--file", "-f", exists=True, dir_okay=False, help="Settings file (JSON or YAML) to draw."
     ),
     camera: str | None = typer.Option(None, "--camera", "-c", help="Draw this camera's stored settings."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = CAMERAS_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Draw a camera's masks and zones over a frame, from a settings file or the topic."""
     from stream_worker.cameras.commands import draw
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(draw(image, out, file, camera, connection, typer.echo, echo_err))
+    return draw(image, out, file, camera, connection, typer.echo, echo_err)

@@ -16,14 +16,8 @@ from confluent_kafka import KafkaException
 
 from stream_worker.cameras.drawing import draw_settings
 from stream_worker.cameras.files import load_settings_file
-from stream_worker.cameras.records import validate_camera_id
-from stream_worker.cameras.store import (
-    CamerasSnapshot,
-    CamerasStoreError,
-    read_cameras,
-    remove_settings,
-    write_settings,
-)
+from stream_worker.cameras.records import encode_removal, encode_settings, validate_camera_id
+from stream_worker.cameras.store import CAMERAS, STATUSES, CamerasSnapshot
 from stream_worker.contracts.cameras import (
     CameraSettings,
     CameraSettingsError,
@@ -37,10 +31,11 @@ from stream_worker.service.commands import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
-    Connection,
     Echo,
     read_settings_topic,
+    write_settings_topic,
 )
+from stream_worker.service.options import Connection
 
 DRAW_SUFFIXES = (".jpg", ".jpeg", ".png")  # `cameras draw`'s output formats, by extension
 
@@ -86,20 +81,10 @@ def set_settings(
             return BROKER_FAILED
         settings = snapshot.values.get(camera_id) or CameraSettings()
     settings = settings.model_copy(update=changes)  # each change checked above by the contract's own field
-    try:
-        write_settings(
-            connection.bootstrap_servers,
-            camera_id,
-            settings,
-            connection.topic,
-            connection.config,
-            connection.timeout_s,
-        )
-    except (CamerasStoreError, KafkaException) as error:
-        err(f"error: {error}")
-        return BROKER_FAILED
-    out(f"set {camera_id}: {summary(settings)}")
-    return OK
+    status = write_settings_topic(connection, CAMERAS, [encode_settings(camera_id, settings)], err)
+    if status == OK:
+        out(f"set {camera_id}: {summary(settings)}")
+    return status
 
 
 def get_settings(connection: Connection, camera_id: str, out: Echo, err: Echo) -> int:
@@ -168,14 +153,13 @@ def settings_table(cameras: list[tuple[str, CameraSettings]], states: dict[str, 
 
 def _states(connection: Connection, status_topic: str, err: Echo) -> dict[str, str]:
     """Each camera's state as its connector last reported it; none when the topic cannot be read."""
-    from stream_worker.cameras.status import STATUS_INTERVAL_S, STATUS_WINDOW_S, decode_status, is_stale
-    from stream_worker.service.compacted import CompactedTopicError, read_compacted
+    from stream_worker.cameras.status import STATUS_INTERVAL_S, STATUS_WINDOW_S, is_stale
+    from stream_worker.service.compacted import CompactedTopicError
 
     try:  # the last window alone: a running connector rewrites each camera's status within it
-        snapshot = read_compacted(
+        snapshot = STATUSES.read(
             connection.bootstrap_servers,
             status_topic,
-            decode_status,
             connection.config,
             connection.timeout_s,
             since_s=STATUS_WINDOW_S,
@@ -201,15 +185,10 @@ def remove(connection: Connection, camera_id: str, out: Echo, err: Echo) -> int:
     if camera_id not in snapshot.values:
         out(f"{camera_id} has no settings; nothing written")
         return OK
-    try:
-        remove_settings(
-            connection.bootstrap_servers, camera_id, connection.topic, connection.config, connection.timeout_s
-        )
-    except (CamerasStoreError, KafkaException) as error:
-        err(f"error: {error}")
-        return BROKER_FAILED
-    out(f"removed the settings of {camera_id}: back to the defaults")
-    return OK
+    status = write_settings_topic(connection, CAMERAS, [encode_removal(camera_id)], err)
+    if status == OK:
+        out(f"removed the settings of {camera_id}: back to the defaults")
+    return status
 
 
 def draw(
@@ -338,4 +317,4 @@ def _load_file(path: Path, err: Echo) -> CameraSettings | None:
 
 
 def _read(connection: Connection, err: Echo) -> CamerasSnapshot | None:
-    return read_settings_topic(connection, read_cameras, "no camera has settings", err)
+    return read_settings_topic(connection, CAMERAS, "no camera has settings", err)

@@ -1,48 +1,45 @@
-"""The cameras' settings on their compacted topic: read whole, write one camera's settings or its
-tombstone. The reading and writing are service/compacted.py's (as for the watch list); this adds
-the record format (records.py) and the topic's name."""
+"""The cameras' settings on their compacted topic: key = the camera id, value = its
+`CameraSettings`, tombstone = back to the defaults. `CAMERAS` declares the topic (`STATUSES` the connectors'
+camera-status) for
+service/compacted.py, which reads, writes and follows it; this adds the two writes by camera."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from stream_worker.cameras import status
 from stream_worker.cameras.records import decode_record, encode_removal, encode_settings
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.service.compacted import (
     DEFAULT_TIMEOUT_S,
     CompactedSnapshot,
+    CompactedTopic,
     CompactedTopicError,
-    read_compacted,
-    write_compacted,
 )
 
 DEFAULT_TOPIC = "cameras"
 # The camera connector's replicas share the cameras by the topic's partitions (a consumer group over
 # it): a topic created here gets as many as the connector and the deployments create it with.
 DEFAULT_PARTITIONS = 6
+CAMERAS = CompactedTopic(DEFAULT_TOPIC, decode_record, DEFAULT_PARTITIONS)
+# Each connector's report of its cameras, renewed every few seconds: read by a window (`since_s`).
+STATUSES = CompactedTopic(status.DEFAULT_TOPIC, status.decode_status)
 
 CamerasSnapshot = CompactedSnapshot[str, CameraSettings]
 CamerasStoreError = CompactedTopicError
+read_cameras = CAMERAS.read  # every camera's settings, read to the topic's end; a missing topic has none
 
 __all__ = [
+    "CAMERAS",
     "DEFAULT_TIMEOUT_S",
     "DEFAULT_TOPIC",
+    "STATUSES",
     "CamerasSnapshot",
     "CamerasStoreError",
     "read_cameras",
     "remove_settings",
     "write_settings",
 ]
-
-
-def read_cameras(
-    bootstrap_servers: str,
-    topic: str = DEFAULT_TOPIC,
-    config: Mapping[str, str] | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> CamerasSnapshot:
-    """Every camera's settings, read to the topic's end; a missing topic has none."""
-    return read_compacted(bootstrap_servers, topic, decode_record, config, timeout_s)
 
 
 def write_settings(
@@ -54,14 +51,7 @@ def write_settings(
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Store the camera's settings (creating the compacted topic if needed); returns once stored."""
-    write_compacted(
-        bootstrap_servers,
-        topic,
-        [encode_settings(camera_id, settings)],
-        config,
-        timeout_s,
-        DEFAULT_PARTITIONS,
-    )
+    CAMERAS.write(bootstrap_servers, [encode_settings(camera_id, settings)], topic, config, timeout_s)
 
 
 def remove_settings(
@@ -72,6 +62,4 @@ def remove_settings(
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Write the camera's tombstone: it is back to the defaults."""
-    write_compacted(
-        bootstrap_servers, topic, [encode_removal(camera_id)], config, timeout_s, DEFAULT_PARTITIONS
-    )
+    CAMERAS.write(bootstrap_servers, [encode_removal(camera_id)], topic, config, timeout_s)

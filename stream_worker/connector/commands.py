@@ -12,16 +12,15 @@ Only typer and the shared options are imported here, so `--help` needs neither P
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from stream_worker.cameras.status import STATUS_WINDOW_S
-from stream_worker.service.options import (
-    BOOTSTRAP_OPTION,
-    SETTINGS_CONFIG_OPTION,
-    SETTINGS_TIMEOUT_OPTION,
-    echo_err,
-    parse_client_config,
-)
+from stream_worker.service.options import echo_err, topic_command
+
+if TYPE_CHECKING:
+    from stream_worker.service.options import Connection
 
 commands = typer.Typer()  # `connect`
 status_commands = typer.Typer()  # `cameras status`
@@ -59,6 +58,7 @@ def connect(ctx: typer.Context) -> None:
         "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input."
     ),
 )
+@topic_command(STATUS_TOPIC_OPTION)
 def cameras_status(
     as_json: bool = typer.Option(False, "--json", help="One status JSON object per camera and line."),
     since: float = typer.Option(
@@ -69,17 +69,21 @@ def cameras_status(
         help="Read the records of the last SECONDS only (every running connector renews each of its "
         "cameras every 5 s); 0: the whole topic, slow on a long history.",
     ),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = STATUS_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Print each camera's state, frame rates, reconnects and last error, as the connector replica
     reading it last reported (a record not renewed for 15 s is marked stale)."""
     from stream_worker.connector.status_view import print_status
 
-    config = parse_client_config(client_config)
     window = since if since > 0 else None
-    raise typer.Exit(
-        print_status(bootstrap_servers, topic, config, timeout, as_json, typer.echo, echo_err, window)
+    return print_status(
+        connection.bootstrap_servers,
+        connection.topic,
+        connection.config,
+        connection.timeout_s,
+        as_json,
+        typer.echo,
+        echo_err,
+        window,
     )

@@ -14,7 +14,6 @@ from stream_worker.cameras.status import (
     STATUS_INTERVAL_S,
     STATUS_WINDOW_S,
     CameraStatus,
-    decode_status,
     is_stale,
 )
 
@@ -37,10 +36,11 @@ def print_status(
     status."""
     from confluent_kafka import KafkaException
 
-    from stream_worker.service.compacted import CompactedTopicError, read_compacted
+    from stream_worker.cameras.store import STATUSES
+    from stream_worker.service.compacted import CompactedTopicError
 
     try:
-        snapshot = read_compacted(bootstrap_servers, topic, decode_status, config, timeout_s, since_s)
+        snapshot = STATUSES.read(bootstrap_servers, topic, config, timeout_s, since_s)
     except (CompactedTopicError, KafkaException) as error:
         err(f"error: {error}")
         return BROKER_FAILED

@@ -9,19 +9,16 @@ commands.py only when they run, so `--help` needs neither the Kafka client nor h
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import typer
 from typer.core import TyperGroup
 
-from stream_worker.service.options import (
-    BOOTSTRAP_OPTION,
-    SETTINGS_CONFIG_OPTION,
-    SETTINGS_EXIT_CODES,
-    SETTINGS_TIMEOUT_OPTION,
-    echo_err,
-    settings_connection,
-)
+from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_command
+
+if TYPE_CHECKING:
+    from stream_worker.service.options import Connection
 
 SERVICE_ARGS = "notify_service_args"
 
@@ -79,6 +76,7 @@ TARGETS_TOPIC_OPTION = typer.Option(
     envvar="STREAM_WORKER_NOTIFY_TARGETS_TOPIC",
     help="Compacted topic of the targets.",
 )
+targets_command = topic_command(TARGETS_TOPIC_OPTION)
 
 
 @targets_app.command(
@@ -92,28 +90,26 @@ TARGETS_TOPIC_OPTION = typer.Option(
         "docs/notifications.md. A bad file is refused whole, each problem named.\n\n" + SETTINGS_EXIT_CODES
     ),
 )
+@targets_command
 def targets_set(
     name: str = typer.Argument(..., help="The target's name (lowercase letters, digits, . _ -)."),
     file: Path = typer.Option(
         ..., "--file", "-f", exists=True, dir_okay=False, help="Target file, JSON or YAML."
     ),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = TARGETS_TOPIC_OPTION,
     status_topic: str = typer.Option(
         "notify-status",
         "--status-topic",
         envvar="STREAM_WORKER_NOTIFY_STATUS_TOPIC",
         help="Where notify says which target secrets it has (names only): a missing one is warned of.",
     ),
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Define a target from a file (replaces any target of that name); warns of a secret it names
     that notify lacks."""
     from stream_worker.notify.commands import set_target
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(set_target(connection, name, file, typer.echo, echo_err, status_topic))
+    return set_target(connection, name, file, typer.echo, echo_err, status_topic)
 
 
 @targets_app.command(
@@ -123,18 +119,16 @@ def targets_set(
         + SETTINGS_EXIT_CODES
     ),
 )
+@targets_command
 def targets_get(
     name: str = typer.Argument(..., help="The target's name."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = TARGETS_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Print a target as JSON (its secret as the ${NAME} it is stored as)."""
     from stream_worker.notify.commands import get_target
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(get_target(connection, name, typer.echo, echo_err))
+    return get_target(connection, name, typer.echo, echo_err)
 
 
 @targets_app.command(
@@ -144,36 +138,32 @@ def targets_get(
         "  stream-worker notify targets list --json | jq .name\n\n" + SETTINGS_EXIT_CODES
     ),
 )
+@targets_command
 def targets_list(
     as_json: bool = typer.Option(False, "--json", help="One {name, target} JSON object per line."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = TARGETS_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Print every target, by name (undecodable records are reported on stderr)."""
     from stream_worker.notify.commands import list_targets
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(list_targets(connection, as_json, typer.echo, echo_err))
+    return list_targets(connection, as_json, typer.echo, echo_err)
 
 
 @targets_app.command(
     "remove",
     epilog=("Example: stream-worker notify targets remove gate\n\n" + SETTINGS_EXIT_CODES),
 )
+@targets_command
 def targets_remove(
     name: str = typer.Argument(..., help="The target's name."),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    topic: str = TARGETS_TOPIC_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Remove a target (writes its tombstone); alerts queued for it are dropped."""
     from stream_worker.notify.commands import remove
 
-    connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
-    raise typer.Exit(remove(connection, name, typer.echo, echo_err))
+    return remove(connection, name, typer.echo, echo_err)
 
 
 dlq_app = typer.Typer(
@@ -193,13 +183,15 @@ notify_app.add_typer(dlq_app, name="dlq")
         "notify service, with the same event id; the dead letters stay in the DLQ.\n\n" + SETTINGS_EXIT_CODES
     ),
 )
+@topic_command(
+    typer.Option(
+        "notify.dlq", "--dlq-topic", envvar="STREAM_WORKER_NOTIFY_DLQ_TOPIC", help="The dead letters' topic."
+    )
+)
 def dlq_replay(
     target: str | None = typer.Option(None, "--target", help="Only this target's dead letters."),
     since: str | None = typer.Option(
         None, "--since", help="Only those dead-lettered at or after this ISO 8601 time (UTC unless it says)."
-    ),
-    dlq_topic: str = typer.Option(
-        "notify.dlq", "--dlq-topic", envvar="STREAM_WORKER_NOTIFY_DLQ_TOPIC", help="The dead letters' topic."
     ),
     replays_topic: str = typer.Option(
         "notify.replays",
@@ -207,12 +199,10 @@ def dlq_replay(
         envvar="STREAM_WORKER_NOTIFY_REPLAYS_TOPIC",
         help="Where notify takes replays from.",
     ),
-    bootstrap_servers: str = BOOTSTRAP_OPTION,
-    client_config: list[str] = SETTINGS_CONFIG_OPTION,
-    timeout: float = SETTINGS_TIMEOUT_OPTION,
-) -> None:
+    *,
+    connection: Connection,
+) -> int:
     """Send dead-lettered deliveries again (same event ids)."""
     from stream_worker.notify.commands import replay
 
-    connection = settings_connection(bootstrap_servers, dlq_topic, client_config, timeout)
-    raise typer.Exit(replay(connection, replays_topic, target, since, typer.echo, echo_err))
+    return replay(connection, replays_topic, target, since, typer.echo, echo_err)

@@ -17,28 +17,21 @@ from stream_worker.contracts.notify import (
     STATUS_KEY,
     NotifyTarget,
     NotifyTargetError,
-    decode_status,
     parse_target_text,
     secret_names,
 )
 from stream_worker.notify.replays import choose, publish_replays, read_dead_letters
-from stream_worker.notify.targets import (
-    TargetsSnapshot,
-    TargetsStoreError,
-    read_targets,
-    remove_target,
-    validate_name,
-    write_target,
-)
+from stream_worker.notify.targets import STATUS, TARGETS, TargetsSnapshot, target_record, validate_name
 from stream_worker.service.commands import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
-    Connection,
     Echo,
     read_settings_topic,
+    write_settings_topic,
 )
-from stream_worker.service.compacted import CompactedTopicError, read_compacted
+from stream_worker.service.compacted import CompactedTopicError
+from stream_worker.service.options import Connection
 
 
 def load_target_file(path: Path) -> NotifyTarget:
@@ -65,18 +58,9 @@ def set_target(
     except ValueError as error:
         err(f"error: {error}")
         return BAD_INPUT
-    try:
-        write_target(
-            connection.bootstrap_servers,
-            name,
-            target,
-            connection.topic,
-            connection.config,
-            connection.timeout_s,
-        )
-    except (TargetsStoreError, KafkaException) as error:
-        err(f"error: {error}")
-        return BROKER_FAILED
+    status = write_settings_topic(connection, TARGETS, [target_record(name, target)], err)
+    if status != OK:
+        return status
     out(f"set {name}: {summary(target)}")
     warning = missing_secrets(connection, status_topic, target)
     if warning is not None:
@@ -91,8 +75,8 @@ def missing_secrets(connection: Connection, status_topic: str, target: NotifyTar
     if not names:
         return None
     try:
-        snapshot = read_compacted(
-            connection.bootstrap_servers, status_topic, decode_status, connection.config, connection.timeout_s
+        snapshot = STATUS.read(
+            connection.bootstrap_servers, status_topic, connection.config, connection.timeout_s
         )
     except (CompactedTopicError, KafkaException) as error:
         return f"could not ask which secrets notify has: {error}"
@@ -156,15 +140,10 @@ def remove(connection: Connection, name: str, out: Echo, err: Echo) -> int:
     if name not in snapshot.values:
         out(f"there is no target {name}; nothing written")
         return OK
-    try:
-        remove_target(
-            connection.bootstrap_servers, name, connection.topic, connection.config, connection.timeout_s
-        )
-    except (TargetsStoreError, KafkaException) as error:
-        err(f"error: {error}")
-        return BROKER_FAILED
-    out(f"removed the target {name}")
-    return OK
+    status = write_settings_topic(connection, TARGETS, [target_record(name, None)], err)
+    if status == OK:
+        out(f"removed the target {name}")
+    return status
 
 
 def summary(target: NotifyTarget) -> str:
@@ -184,7 +163,7 @@ def summary(target: NotifyTarget) -> str:
 
 
 def _read(connection: Connection, err: Echo) -> TargetsSnapshot | None:
-    return read_settings_topic(connection, read_targets, "there are no targets", err)
+    return read_settings_topic(connection, TARGETS, "there are no targets", err)
 
 
 def _row(name: str, kind: str, enabled: str, address: str) -> str:
@@ -210,7 +189,7 @@ def replay(
             publish_replays(
                 connection.bootstrap_servers, replays_topic, chosen, connection.config, connection.timeout_s
             )
-    except (TargetsStoreError, KafkaException) as error:
+    except (CompactedTopicError, KafkaException) as error:
         err(f"error: {error}")
         return BROKER_FAILED
     counts = Counter(letter.target for letter in chosen)

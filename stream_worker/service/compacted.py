@@ -21,6 +21,8 @@ One reader for all of them, so that each service reads its settings the same way
 - `ensure_compacted_topic` / `write_compacted` create the topic and write records with acks=all,
   waiting for each delivery, with Kafka's Java default partitioner so every client puts a key in
   the same partition (compaction and last-record-wins rely on it).
+- `CompactedTopic` declares a topic's record format once (CAMERAS, WATCHLIST, TARGETS...): its
+  `read` and `write` are the two above with the declared decode and partitions.
 
 Records a `decode` function refuses (ValueError) are skipped, counted and logged with their
 partition and offset: one bad producer never hides the rest, and never stops the reader.
@@ -752,3 +754,39 @@ class CompactedView(FollowerThread[K, V]):
                 f"{written.count} record(s) stored in topic {self.topic!r} but not read back within "
                 f"{timeout:.0f} s: the {self.name} shown may not include them yet"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactedTopic(Generic[K, V]):
+    """One compacted topic's record format, declared once: its usual name, how its records decode
+    and how many partitions a topic created by writing it gets. The commands read and write their
+    topics through it; `topic` on each call overrides the name (a deployment's prefix, a test's
+    own topic)."""
+
+    topic: str
+    decode: Decode[K, V]
+    partitions: int = DEFAULT_PARTITIONS
+
+    def read(
+        self,
+        bootstrap_servers: str,
+        topic: str | None = None,
+        config: Mapping[str, object] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        since_s: float | None = None,
+    ) -> CompactedSnapshot[K, V]:
+        """`read_compacted`: the topic whole (or its last `since_s` seconds), a missing one empty."""
+        return read_compacted(bootstrap_servers, topic or self.topic, self.decode, config, timeout_s, since_s)
+
+    def write(
+        self,
+        bootstrap_servers: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        topic: str | None = None,
+        config: Mapping[str, object] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> int:
+        """`write_compacted`, creating the topic with this declaration's partitions."""
+        return write_compacted(
+            bootstrap_servers, topic or self.topic, records, config, timeout_s, self.partitions
+        )

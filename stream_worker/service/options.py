@@ -1,7 +1,8 @@
 """The command-line options and helpers that several packages' commands share: the repository's
-folders, the Kafka connection options (`-X`, --bootstrap-servers), those of the commands that
-manage a compacted settings topic (`watchlist`, `cameras`), and the TLS options to Triton
-(`recognize`, `eval --url`; `run` has its own --triton-tls-* settings).
+folders, the Kafka connection options (--bootstrap-servers, --kafka-config/-X, spelled as the
+services spell them), `topic_command` (the options of every command that reads or writes one topic:
+`watchlist`, `cameras`, `notify targets`), and the TLS options to Triton (`recognize`, `eval
+--url`; `run` has its own --triton-tls-* settings).
 
 Only typer is imported here: each package's commands module and `stream_worker/cli.py` import
 this module for `--help`, which must work without the servers, torch or the weights.
@@ -9,7 +10,12 @@ this module for `--help`, which must work without the servers, torch or the weig
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Mapping
+from copy import copy
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -68,14 +74,17 @@ def triton_tls(ca_file: Path | None, cert_file: Path | None, key_file: Path | No
         raise typer.BadParameter(str(error), param_hint="'--tls-cert-file' / '--tls-key-file'") from None
 
 
-# --- Kafka (broker / produce / tail, watchlist, cameras) ------------------------------------
+# --- Kafka: every command that reaches the broker, the services' own flags spelled the same -------
+KAFKA_PANEL = "Kafka"  # the help panel of the broker connection's options, services' included
+
+
 def parse_client_config(pairs: list[str]) -> dict[str, str]:
-    """`-X key=value` options as librdkafka settings (SASL/TLS and the like)."""
+    """`--kafka-config key=value` (`-X key=value`) options as librdkafka settings (SASL/TLS...)."""
     config = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
-            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="'-X'")
+            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="'--kafka-config' / '-X'")
         config[name.strip()] = value
     return config
 
@@ -98,37 +107,103 @@ BOOTSTRAP_OPTION = typer.Option(
     envvar="STREAM_WORKER_BOOTSTRAP_SERVERS",
     show_default=False,
     help="Kafka bootstrap servers (default: the running `stream-worker up`'s, else localhost:9092).",
+    rich_help_panel=KAFKA_PANEL,
 )
 CLIENT_CONFIG_OPTION = typer.Option(
     [],
-    "-X",
-    "--config",
-    metavar="KEY=VALUE",
-    help="Extra librdkafka setting; repeatable (e.g. security.protocol=SSL).",
-)
-
-
-# --- the compacted settings topics (watchlist, cameras) ------------------------ (issue 20/21)
-# CLIENT_CONFIG_OPTION's flags, plus --kafka-config (the name issue 20 gives it).
-SETTINGS_CONFIG_OPTION = typer.Option(
-    [],
-    "-X",
-    "--config",
     "--kafka-config",
+    "-X",
     metavar="KEY=VALUE",
     help="Extra librdkafka setting; repeatable (e.g. security.protocol=SSL).",
+    rich_help_panel=KAFKA_PANEL,
 )
+
+
+# --- the commands that read or write one topic (watchlist, cameras, notify targets) --------------
+DEFAULT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Connection:
+    """The broker, the topic and the client settings a command uses."""
+
+    bootstrap_servers: str
+    topic: str
+    config: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
 SETTINGS_TIMEOUT_OPTION = typer.Option(
-    30.0, "--timeout", min=0.1, help="Seconds to wait for the broker on each step."
+    DEFAULT_TIMEOUT_S,
+    "--timeout",
+    min=0.1,
+    help="Seconds to wait for the broker on each step.",
+    rich_help_panel=KAFKA_PANEL,
 )
 SETTINGS_EXIT_CODES = "Exit codes: 0 done, 1 the broker failed or timed out, 2 bad input (nothing written)."
 
 
-def settings_connection(bootstrap_servers: str, topic: str, client_config: list[str], timeout: float):
+def settings_connection(
+    bootstrap_servers: str, topic: str, client_config: list[str], timeout: float
+) -> Connection:
     """Where a `watchlist` or `cameras` command reads and writes its compacted topic."""
-    from stream_worker.service.commands import Connection
-
     return Connection(bootstrap_servers, topic, parse_client_config(client_config), timeout)
+
+
+def topic_command(topic_option: Any) -> Callable[[Callable[..., int]], Callable[..., None]]:
+    """The options every command that reads or writes one topic takes, declared once.
+
+    The decorated function takes its own options and a keyword-only `connection` (a `Connection`)
+    and returns the exit status; the command typer sees has the same
+    options, `connection` replaced by --bootstrap-servers, the topic (`topic_option`: its flag, env
+    variable and default), --kafka-config/-X and --timeout.
+    """
+
+    def decorate(body: Callable[..., int]) -> Callable[..., None]:
+        own = [
+            parameter.replace(annotation=_evaluated(parameter.annotation, body))
+            for name, parameter in inspect.signature(body).parameters.items()
+            if name != "connection"
+        ]
+        shared = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+            for name, option, annotation in (
+                ("bootstrap_servers", BOOTSTRAP_OPTION, str),
+                ("topic", _in_kafka_panel(topic_option), str),
+                ("client_config", CLIENT_CONFIG_OPTION, list[str]),
+                ("timeout", SETTINGS_TIMEOUT_OPTION, float),
+            )
+        ]
+
+        def command(**values: Any) -> None:
+            connection = settings_connection(
+                values.pop("bootstrap_servers"),
+                values.pop("topic"),
+                values.pop("client_config"),
+                values.pop("timeout"),
+            )
+            raise typer.Exit(body(connection=connection, **values))
+
+        parameters = [*own, *shared]
+        command.__name__, command.__qualname__ = body.__name__, body.__qualname__
+        command.__doc__, command.__module__ = body.__doc__, body.__module__
+        command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        command.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
+        return command
+
+    return decorate
+
+
+def _in_kafka_panel(option: Any) -> Any:
+    shown = copy(option)
+    shown.rich_help_panel = KAFKA_PANEL
+    return shown
+
+
+def _evaluated(annotation: Any, function: Callable[..., Any]) -> Any:
+    """A parameter's annotation as a type (a module with `from __future__ import annotations`
+    holds it as a string, which typer cannot read from a signature it is given)."""
+    return eval(annotation, function.__globals__) if isinstance(annotation, str) else annotation
 
 
 def echo_err(line: str) -> None:

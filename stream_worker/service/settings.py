@@ -1,8 +1,9 @@
 """The settings every Kafka service of the project has, and how settings models are loaded.
 
 Each service subclasses `ServiceSettings` with its own env prefix, program name and fields; a
-field is then a CLI flag (pydantic-settings' own parser: `--kafka-config k=v` repeatable), an env
-variable `<PREFIX><FIELD>` and a `--help` line. Errors name the flag and the variable at fault and
+field is then a CLI flag (pydantic-settings' own parser: `--kafka-config k=v` repeatable, `-X k=v`
+as on every command), an env variable `<PREFIX><FIELD>` and a `--help` line (help_layout.py: in
+the layout of every other command). Errors name the flag and the variable at fault and
 never echo `kafka_config`, which may hold SASL passwords.
 """
 
@@ -139,16 +140,35 @@ def describe(error: ValidationError, model: type[ServiceSettings]) -> str:
 def load(model: type[Settings], cli_args: Sequence[str] | None = None, **overrides: object) -> Settings:
     """Settings from CLI args, env and defaults; `ConfigError` names what is wrong.
 
-    `--help` in `cli_args` prints the flags and exits (SystemExit), as a CLI would.
+    `--help` (`-h`) in `cli_args` prints the flags in every command's layout and exits (SystemExit
+    0), as a CLI would; `-X key=value` is `--kafka-config key=value`, as on every command.
     """
+    if cli_args is not None and ("--help" in cli_args or "-h" in cli_args):
+        from stream_worker.service.help_layout import print_settings_help
+
+        print_settings_help(model, ServiceSettings.model_fields)
+        raise SystemExit(0)
     try:
         if cli_args is None:
             return model(**overrides)
-        return model(_cli_parse_args=list(cli_args), **overrides)
+        return model(_cli_parse_args=kafka_config_aliases(cli_args), **overrides)
     except ValidationError as error:
         raise ConfigError(describe(error, model)) from None
     except SettingsError as error:
         raise ConfigError(f"invalid settings: {error}") from None
+
+
+def kafka_config_aliases(cli_args: Sequence[str]) -> list[str]:
+    """The arguments with `-X key=value` (and `-Xkey=value`) spelled `--kafka-config key=value`."""
+    spelled: list[str] = []
+    for arg in cli_args:
+        if arg == "-X":
+            spelled.append("--kafka-config")
+        elif arg.startswith("-X"):
+            spelled += ["--kafka-config", arg[2:]]
+        else:
+            spelled.append(arg)
+    return spelled
 
 
 def check_kafka_config(settings: ServiceSettings) -> None:

@@ -1,6 +1,7 @@
-"""The watch list on its compacted topic: read whole, write entries and removals (tombstones).
-The reading and writing are service/compacted.py's, as for the cameras' settings; this adds the
-record format (watchlist.py) and the topic's name. A snapshot's `values` are the entries by plate.
+"""The watch list on its compacted topic: key = the plate, value = its `WatchEntry`, tombstone =
+taken off. `WATCHLIST` declares the topic for service/compacted.py, which reads, writes and
+follows it; this adds the write of entries and removals in one go. A snapshot's `values` are the
+entries by plate.
 """
 
 from __future__ import annotations
@@ -12,26 +13,29 @@ from stream_worker.service.compacted import (
     DEFAULT_PARTITIONS,
     DEFAULT_TIMEOUT_S,
     CompactedSnapshot,
+    CompactedTopic,
     CompactedTopicError,
     SkippedRecord,
     ensure_compacted_topic,
-    read_compacted,
-    write_compacted,
 )
 
 DEFAULT_TOPIC = "watchlist"
+WATCHLIST = CompactedTopic(DEFAULT_TOPIC, decode_record)
 
 WatchlistSnapshot = CompactedSnapshot[str, WatchEntry]
 WatchlistStoreError = CompactedTopicError
+read_watchlist = WATCHLIST.read  # every entry, read to the topic's end; a missing topic is an empty list
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "DEFAULT_TOPIC",
+    "WATCHLIST",
     "SkippedRecord",
     "WatchlistSnapshot",
     "WatchlistStoreError",
     "ensure_topic",
     "read_watchlist",
+    "records",
     "write_changes",
 ]
 
@@ -47,14 +51,9 @@ def ensure_topic(
     return ensure_compacted_topic(bootstrap_servers, topic, config, partitions, timeout_s)
 
 
-def read_watchlist(
-    bootstrap_servers: str,
-    topic: str = DEFAULT_TOPIC,
-    config: Mapping[str, str] | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> WatchlistSnapshot:
-    """Every entry, read to the topic's end; a missing topic is an empty watch list."""
-    return read_compacted(bootstrap_servers, topic, decode_record, config, timeout_s)
+def records(entries: Sequence[WatchEntry], removals: Sequence[str]) -> list[tuple[bytes, bytes | None]]:
+    """The records that put `entries` on the watch list and take the plates `removals` off."""
+    return [encode_entry(entry) for entry in entries] + [encode_removal(plate) for plate in removals]
 
 
 def write_changes(
@@ -67,5 +66,4 @@ def write_changes(
 ) -> int:
     """Put `entries` on the watch list and take the plates `removals` off, in one go; returns once
     every record is stored (how many), else raises WatchlistStoreError naming those that failed."""
-    records = [encode_entry(entry) for entry in entries] + [encode_removal(plate) for plate in removals]
-    return write_compacted(bootstrap_servers, topic, records, config, timeout_s)
+    return WATCHLIST.write(bootstrap_servers, records(entries, removals), topic, config, timeout_s)

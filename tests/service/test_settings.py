@@ -49,3 +49,29 @@ def test_client_configs_keep_the_at_least_once_settings_whatever_kafka_config_sa
     producer = producer_config(settings)
     assert (producer["enable.idempotence"], producer["acks"]) == (True, "all")
     assert producer["linger.ms"] == "50"
+
+
+def test_x_is_kafka_config_on_a_service_as_on_every_command():
+    settings = load(
+        DemoSettings, ["-X", "security.protocol=SSL", "-Xclient.id=a", "--kafka-config", "linger.ms=5"]
+    )
+    assert settings.kafka_config == {"security.protocol": "SSL", "client.id": "a", "linger.ms": "5"}
+    with pytest.raises(ConfigError, match="use --group-id instead"):
+        load(DemoSettings, ["-X", "group.id=x"])
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_a_services_help_has_the_layout_of_every_command(flag, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit) as stopped:
+        load(DemoSettings, [flag])
+    assert stopped.value.code == 0
+    shown = capsys.readouterr().out
+    assert shown.lstrip().startswith("Usage: demo [OPTIONS]")
+    assert "╭─ Options ─" in shown
+    kafka = shown.split("╭─ Kafka ─", 1)[1]
+    for option in ("--bootstrap-servers", "--kafka-config", "-X", "--group-id", "--auto-offset-reset"):
+        assert option in kafka, option
+    assert "--metrics-port" in shown.split("╭─ Kafka ─", 1)[0]  # the service's own, above
+    assert "[default: 9999]" in shown
+    assert "usage:" not in shown  # argparse's layout
