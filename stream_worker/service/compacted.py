@@ -221,14 +221,16 @@ def _read(
         return snapshot
     ends: dict[int, int] = {}
     assignment = []
-    spans: dict[int, tuple[int, int]] = {}
-    for partition in partitions:
+
+    def watermarks(partition: int) -> tuple[int, int]:
         try:
-            spans[partition] = consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=timeout_s
-            )
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
         except KafkaException as error:
             raise CompactedTopicError(f"cannot read the offsets of {topic}[{partition}]: {error}") from error
+
+    # One round trip each, waiting on the broker: asked side by side.
+    with ThreadPoolExecutor(max_workers=max(1, len(partitions))) as pool:
+        spans = dict(zip(partitions, pool.map(watermarks, partitions), strict=True))
     starts = {partition: low for partition, (low, _high) in spans.items()}
     if cutoff_ms is not None and probe is not None:
         long = [partition for partition, (low, high) in spans.items() if high - low > SCAN_WHOLE_BELOW]
