@@ -65,7 +65,9 @@ WATCHLIST_TOPIC_OPTION = typer.Option(
         "Examples:\n\n"
         "  stream-worker watchlist add B840CK197 --list stolen --label 'grey van'\n\n"
         "  stream-worker watchlist add 'в 840 ск 197' --list residents --max-distance 0 "
-        "--expires-at 2027-01-01\n\n" + SETTINGS_EXIT_CODES
+        "--expires-at 2027-01-01\n\n"
+        "  stream-worker watchlist add A123BC77 --list deliveries --allow --overstay-s 1800\n\n"
+        + SETTINGS_EXIT_CODES
     ),
 )
 def watchlist_add(
@@ -91,6 +93,14 @@ def watchlist_add(
         "--allow",
         help="A known vehicle, never alerted: the list is an allow list (notify's unknown-vehicle rule).",
     ),
+    overstay_s: float | None = typer.Option(
+        None,
+        "--overstay-s",
+        min=0.0,
+        help="The plate's own visit limit (visits): its visit past it raises an overstay, whatever its "
+        "site's limit; 0: never.",
+        show_default=False,
+    ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = WATCHLIST_TOPIC_OPTION,
     client_config: list[str] = SETTINGS_CONFIG_OPTION,
@@ -101,7 +111,18 @@ def watchlist_add(
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(
-        add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, echo_err, allow)
+        add(
+            connection,
+            plate,
+            list_name,
+            label,
+            max_distance,
+            expires_at,
+            typer.echo,
+            echo_err,
+            allow,
+            overstay_s,
+        )
     )
 
 
