@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from confluent_kafka import Producer
-from service_processes import TopicReader, wait_until
+from service_processes import TopicReader, committed_offsets, wait_until
 from store_records import plate_sighting
 from support import serve_http
 
@@ -287,7 +287,11 @@ def test_limits_per_plate_and_list_and_one_overstay_delivered_by_notify(
             lambda: set(ops.acknowledged) == wanted, f"overstays not delivered: {ops.received}", notify
         )
         time.sleep(2)  # and nothing more
+        assert notify.metric("stream_worker_notify_visits_in_total") == len(got)
         assert notify.stop() == 0, notify.log_tail()
+    # Every visit event settled and committed: the opened and closed ones passed over, not held back.
+    committed = committed_offsets(kafka_bootstrap, f"{unique_name}-notify-visits", topics.visits, PARTITIONS)
+    assert sum(max(0, offset) for offset in committed.values()) == len(got)
     assert sorted(ops.acknowledged) == sorted(wanted)  # each once
     assert len(ops.received) == len(wanted) + 1 and ops.received[0] == ops.received[1]  # the 500, again
     assert set(ops.kinds) == {"overstay"} and ops.bad_signatures == 0
