@@ -63,7 +63,9 @@ watchlist_command = topic_command(WATCHLIST_TOPIC_OPTION)
         "Examples:\n\n"
         "  stream-worker watchlist add B840CK197 --list stolen --label 'grey van'\n\n"
         "  stream-worker watchlist add 'в 840 ск 197' --list residents --max-distance 0 "
-        "--expires-at 2027-01-01\n\n" + SETTINGS_EXIT_CODES
+        "--expires-at 2027-01-01\n\n"
+        "  stream-worker watchlist add A123BC77 --list deliveries --allow --overstay-s 1800\n\n"
+        + SETTINGS_EXIT_CODES
     ),
 )
 @watchlist_command
@@ -90,13 +92,23 @@ def watchlist_add(
         "--allow",
         help="A known vehicle, never alerted: the list is an allow list (notify's unknown-vehicle rule).",
     ),
+    overstay_s: float | None = typer.Option(
+        None,
+        "--overstay-s",
+        min=0.0,
+        help="The plate's own visit limit (visits): its visit past it raises an overstay, whatever its "
+        "site's limit; 0: never.",
+        show_default=False,
+    ),
     *,
     connection: Connection,
 ) -> int:
     """Put a plate on a watch list (replaces the plate's entry if it has one)."""
     from stream_worker.alerts.commands import add
 
-    return add(connection, plate, list_name, label, max_distance, expires_at, typer.echo, echo_err, allow)
+    return add(
+        connection, plate, list_name, label, max_distance, expires_at, typer.echo, echo_err, allow, overstay_s
+    )
 
 
 @watchlist_app.command(

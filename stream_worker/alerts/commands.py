@@ -34,11 +34,12 @@ def add(
     out: Echo,
     err: Echo,
     allow: bool = False,
+    overstay_s: float | None = None,
 ) -> int:
     """Put one plate on a list (replacing its entry if it has one); `allow`: an allow list's."""
     kind = WatchKind.ALLOW if allow else WatchKind.WATCH
     try:
-        entry = new_entry(plate, list_name, label, max_distance, expires_at, kind=kind)
+        entry = new_entry(plate, list_name, label, max_distance, expires_at, kind=kind, overstay_s=overstay_s)
     except ValueError as error:
         err(f"error: {error}")
         return BAD_INPUT

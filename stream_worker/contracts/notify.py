@@ -88,6 +88,14 @@ class VehicleMatch(StrEnum):
     ALLOWED = "allowed"  # plates on one of them: "open the gate for a known car"
 
 
+class OverstayMatch(StrEnum):
+    """Whether a target gets the overstay events of the visits service (the visits topic)."""
+
+    NONE = "none"  # no overstays
+    ALSO = "also"  # overstays besides its alerts (or its vehicles, with allow_lists)
+    ONLY = "only"  # overstays and nothing else
+
+
 class Weekday(StrEnum):
     MON = "mon"
     TUE = "tue"
@@ -141,6 +149,19 @@ class NotifyRules(BaseModel):
         description="With allow_lists: unknown (an unknown_vehicle event for a plate on none of them) or "
         "allowed (an allowed_vehicle event for a plate on one of them: a gate opener).",
     )
+    overstays: OverstayMatch = Field(
+        OverstayMatch.NONE,
+        description="none, also (an overstay event for each visit past its limit, besides the alerts or "
+        "vehicles) or only (overstays alone). An overstay passes the other rules with its entry camera, "
+        "its site, the watch list that set its limit (lists) and its time; it has no zone, direction or "
+        "confidence (min_confidence does not hold it back).",
+    )
+    sites: tuple[str, ...] = Field(
+        (),
+        max_length=MAX_RULE_ITEMS,
+        description="Sites (visits); empty: any. Only overstays have a site: with sites set, no alert or "
+        "sighting passes.",
+    )
     cameras: tuple[str, ...] = Field((), max_length=MAX_RULE_ITEMS, description="Camera ids; empty: any.")
     zones: tuple[str, ...] = Field((), max_length=MAX_RULE_ITEMS, description="Zone names; empty: any.")
     directions: tuple[Direction, ...] = Field((), max_length=5, description="Directions; empty: any.")
@@ -166,6 +187,8 @@ class NotifyRules(BaseModel):
             raise ValueError("lists (alerts) and allow_lists (unknown vehicles) exclude each other")
         if self.vehicles is VehicleMatch.ALLOWED and not self.allow_lists:
             raise ValueError("vehicles: allowed needs allow_lists")
+        if self.overstays is OverstayMatch.ONLY and self.allow_lists:
+            raise ValueError("overstays: only takes no sightings: allow_lists would never be used")
         return self
 
     @field_validator("timezone")
@@ -447,7 +470,7 @@ class NotifyDelivery(BaseModel):
 
     target: str = Field(max_length=MAX_TARGET_NAME_LENGTH)
     event_id: str = Field(max_length=256)
-    kind: str = Field(max_length=32, description="alert, unknown_vehicle, allowed_vehicle or test.")
+    kind: str = Field(max_length=32, description="alert, unknown_vehicle, allowed_vehicle, overstay or test.")
     outcome: DeliveryOutcome
     attempts: int = Field(ge=0)
     status: int | None = Field(None, description="The target's answer (an HTTP status), if it gave one.")

@@ -78,12 +78,12 @@ SIGHTINGS = _stream("sightings", 6, "sightings", ("store", "alerts", "notify"), 
 ALERTS = _stream("alerts", 6, "alerts", ("store", "notify"), 7 * DAY_MS, 256)
 # Read whole by the visits service at each start (its open visits): a visit longer than this
 # retention is forgotten.
-VISITS = _stream("visits", 6, "visits", ("visits",), 14 * DAY_MS, 256)
+VISITS = _stream("visits", 6, "visits", ("visits", "notify"), 14 * DAY_MS, 256)
 STORE_DLQ = _stream("store.dlq", 1, "store", ("tail",), 14 * DAY_MS, 256)
 NOTIFY_DLQ = _stream("notify.dlq", 1, "notify", ("notify dlq replay", "tail"), 14 * DAY_MS, 256)
 NOTIFY_DELIVERIES = _stream("notify.deliveries", 1, "notify", ("store",), 14 * DAY_MS, 256)
 NOTIFY_REPLAYS = _stream("notify.replays", 1, "notify dlq replay", ("notify",), 14 * DAY_MS, 256)
-WATCHLIST = _compacted("watchlist", 1, "watchlist add", ("alerts", "notify", "store"))
+WATCHLIST = _compacted("watchlist", 1, "watchlist add", ("alerts", "notify", "store", "visits"))
 CAMERAS = _compacted("cameras", 6, "cameras set", ("connector", "sightings", "store"))
 CAMERA_STATUS = _compacted("camera-status", 3, "connector", ("store", "cameras status"), STATUS_RETENTION_MS)
 NOTIFY_TARGETS = _compacted("notify-targets", 1, "notify targets set", ("notify", "store"))

@@ -15,6 +15,7 @@ from stream_worker.contracts.base import OmitsAbsent
 from stream_worker.contracts.cameras import MAX_NAME_LENGTH, SITE_NAME
 from stream_worker.contracts.events import MAX_PLATE_TEXT_LENGTH
 from stream_worker.contracts.ids import CameraId, Uuid
+from stream_worker.contracts.watchlist import MAX_LIST_LENGTH
 
 # The namespace of visit and visit-event ids: uuid5 of it and the site's name and the entry
 # sighting's id, so that a visit decided again after a restart carries the same ids.
@@ -37,7 +38,7 @@ class PlateVisit(OmitsAbsent):
 
     model_config = ConfigDict(title="PlateVisit")
     omitted_when_absent: ClassVar[frozenset[str]] = frozenset(
-        {"exit_camera_id", "exit_sighting_id", "exit_text", "exited_at", "ended_by", "overstay_s"}
+        {"exit_camera_id", "exit_sighting_id", "exit_text", "exited_at", "ended_by", "overstay_s", "list"}
     )
 
     schema_version: Literal[1] = 1
@@ -65,6 +66,12 @@ class PlateVisit(OmitsAbsent):
     ended_by: VisitEnd | None = Field(None, description="closed: exit, or reentry (no exit seen).")
     overstay_s: float | None = Field(
         None, gt=0, description="opened and overstay: the visit's limit (absent: none)."
+    )
+    list: str | None = Field(
+        None,
+        max_length=MAX_LIST_LENGTH,
+        description="opened and overstay: the watch list whose entry set the limit (the plate's own "
+        "overstay_s, or its list's limit); absent: the limit is the site's or the default.",
     )
 
     def to_json(self) -> bytes:

@@ -18,6 +18,7 @@ import orjson
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from stream_worker.contracts.base import OmitsAbsent
+from stream_worker.contracts.cameras import MAX_OVERSTAY_S
 
 # The Russian recognizer's alphabet: stream_worker/nets/lprnet.py VOCABULARY (copied here: importing
 # it would import torch). tests/contracts/test_watchlist.py checks the two stay equal.
@@ -87,7 +88,7 @@ class WatchEntry(OmitsAbsent):
     """One plate on a watch list (value of a `watchlist` record; key = `plate`), JSON-encoded."""
 
     model_config = ConfigDict(title="WatchEntry", extra="forbid")
-    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"kind"})
+    omitted_when_absent: ClassVar[frozenset[str]] = frozenset({"kind", "overstay_s"})
 
     schema_version: Literal[1] = 1
     plate: str = Field(
@@ -122,6 +123,15 @@ class WatchEntry(OmitsAbsent):
         None,
         description="allow: a known vehicle, never alerted (the notify service's allow lists); absent: "
         "watch, alerted.",
+    )
+    overstay_s: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_OVERSTAY_S,
+        allow_inf_nan=False,
+        description="The visits service's limit for this plate: its visit raises an overstay event once "
+        "it lasts longer than this, whatever its site's limit; 0: its visits never overstay; absent: "
+        "its list's limit (visits --list-overstay-s), else its site's.",
     )
 
     @field_validator("plate", mode="before")
@@ -213,6 +223,7 @@ def new_entry(
     expires_at: datetime | str | None = None,
     now: datetime | None = None,
     kind: WatchKind = WatchKind.WATCH,
+    overstay_s: float | str | None = None,
 ) -> WatchEntry:
     """An entry from what a person typed (the CLI, a CSV row), added `now`; ValueError with one
     readable reason per problem. Blank optional values are absent; an expiry already past is an
@@ -233,6 +244,7 @@ def new_entry(
     if label is not None and len(label) > MAX_LABEL_LENGTH:
         problems.append(f"label has {len(label)} characters, more than {MAX_LABEL_LENGTH}")
     distance = _distance(max_distance, problems)
+    limit = _overstay(overstay_s, problems)
     expiry = _expiry(expires_at, now, problems)
     if problems:
         raise ValueError("; ".join(problems))
@@ -245,6 +257,7 @@ def new_entry(
             expires_at=expiry,
             added_at=now,
             kind=None if kind is WatchKind.WATCH else kind,
+            overstay_s=limit,
         )
     except ValidationError as error:
         raise ValueError(error_summary(error)) from error
@@ -261,6 +274,21 @@ def _distance(value: float | str | None, problems: list[str]) -> float | None:
             return None
     if value is not None and not 0 <= value < float("inf"):
         problems.append(f"max_distance {value!r} is not a finite number >= 0")
+        return None
+    return value
+
+
+def _overstay(value: float | str | None, problems: list[str]) -> float | None:
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            value = float(value)
+        except ValueError:
+            problems.append(f"overstay_s {value!r} is not a number")
+            return None
+    if value is not None and not 0 <= value <= MAX_OVERSTAY_S:
+        problems.append(f"overstay_s {value!r} is not a number of seconds from 0 to {MAX_OVERSTAY_S:.0f}")
         return None
     return value
 

@@ -1,4 +1,4 @@
-"""The composition root of `stream-worker notify`: consume alerts (and sightings) -> decide per
+"""The composition root of `stream-worker notify`: consume alerts (sightings, visits) -> decide per
 target (rules.py) -> deliver on each target's lane (lanes.py; webhook.py, mqtt.py, mail.py) -> commit, the
 Kafka side on one thread.
 
@@ -11,6 +11,9 @@ Guarantees and how they are kept:
   text or a top candidate, within --allow-max-distance) is on none of, or as an allowed_vehicle
   event to those asking for the plates on them (`vehicles: allowed`, a gate opener). The
   sightings topic is read in a group of its own and committed the same way as the alerts topic.
+- Overstays: the visits topic, in a group of its own too; its `overstay` events go, as overstay
+  events, to the targets asking for them (`overstays: also` or `only`) whose rules they pass, with
+  the same signing, retries, held deliveries and DLQ as alerts; its other events are passed over.
 - At-least-once: an event's offset is committed only once each of its deliveries is settled: the
   target acknowledged it, or it is in `--dlq-topic` (acknowledged by the broker) after the retry
   budget or a final refusal (progress.py). A crash re-reads from the commit and delivers again,
@@ -50,7 +53,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from pydantic import ValidationError
 
-from stream_worker.contracts import PlateAlert, PlateSighting
+from stream_worker.contracts import PlateAlert, PlateSighting, PlateVisit, VisitEventKind
 from stream_worker.contracts.frames import DeadLetterHeader
 from stream_worker.contracts.notify import (
     STATUS_KEY,
@@ -81,6 +84,7 @@ from stream_worker.notify.rules import (
     Source,
     alert_facts,
     event_for,
+    overstay_facts,
     sighting_facts,
     source_of,
 )
@@ -183,7 +187,8 @@ class NotifyService(LoopService):
         self.alerts = self._input(Source.ALERTS, settings.input_topic, settings.group_id)
         self.consumer = self.alerts.consumer  # the group LoopService leaves at the end
         self.sightings = self._input(Source.SIGHTINGS, settings.sightings_topic, settings.sightings_group_id)
-        self.inputs = {source.source: source for source in (self.alerts, self.sightings)}
+        self.visits = self._input(Source.VISITS, settings.visits_topic, settings.visits_group_id)
+        self.inputs = {source.source: source for source in (self.alerts, self.sightings, self.visits)}
 
     def _input(self, kind: Source, topic: str, group_id: str) -> Input:
         progress = Progress()
@@ -205,6 +210,7 @@ class NotifyService(LoopService):
         return {
             "input_topic": self.settings.input_topic,
             "sightings_topic": self.settings.sightings_topic,
+            "visits_topic": self.settings.visits_topic,
             "watchlist_topic": self.settings.watchlist_topic,
             "targets_topic": self.settings.targets_topic,
             "dlq_topic": self.settings.dlq_topic,
@@ -214,6 +220,7 @@ class NotifyService(LoopService):
             "replays_topic": self.settings.replays_topic,
             "group_id": self.settings.group_id,
             "sightings_group_id": self.settings.sightings_group_id,
+            "visits_group_id": self.settings.visits_group_id,
             "allow_private_targets": self.settings.allow_private_targets,
             "secrets_file": str(self.settings.secrets_file) if self.settings.secrets_file else None,
             "secret_names": self.secrets.names(),
@@ -242,6 +249,8 @@ class NotifyService(LoopService):
             self._accept_alert(record)
         for record in self.sightings.consumer.consume(CONSUME_CHUNK, 0):
             self._accept_sighting(record)
+        for record in self.visits.consumer.consume(CONSUME_CHUNK, 0):
+            self._accept_visit(record)
         self._settle_outcomes()
         self.publisher.poll(0)
         pending = 0
@@ -285,10 +294,11 @@ class NotifyService(LoopService):
                 source.committer.commit()
         unsettled = self._pending()
         self._leave_group()
-        try:
-            self.sightings.consumer.close()
-        except KafkaException as error:
-            log.warning("could not leave the sightings group cleanly", extra={"error": str(error)})
+        for source in (self.sightings, self.visits):
+            try:
+                source.consumer.close()
+            except KafkaException as error:
+                log.warning(f"could not leave the {source.topic} group cleanly", extra={"error": str(error)})
         try:
             self.replays.close()
         except KafkaException as error:
@@ -515,11 +525,28 @@ class NotifyService(LoopService):
             allowed,
         )
 
+    def _accept_visit(self, record: PlateRecord) -> None:
+        """An overstay event to the targets asking for it; any other visit event is passed over."""
+        if record.partition not in self.visits.progress.assigned():
+            return
+        self.metrics.visits_in.inc()
+        try:
+            visit = PlateVisit.model_validate_json(record.value or b"")
+        except ValidationError as error:
+            self._skip(self.visits, record, "PlateVisit", error)
+            return
+        if visit.event is not VisitEventKind.OVERSTAY:
+            self.visits.progress.add(record.partition, record.offset, 0)
+            return
+        self._route(self.visits, record, overstay_facts(visit), visit.to_json(), datetime.now(UTC), ())
+
     def _skip(self, source: Input, record: PlateRecord, what: str, error: ValidationError) -> None:
-        counter = (
-            self.metrics.invalid_alerts if source.source is Source.ALERTS else self.metrics.invalid_sightings
-        )
-        counter.inc()
+        counters = {
+            Source.ALERTS: self.metrics.invalid_alerts,
+            Source.SIGHTINGS: self.metrics.invalid_sightings,
+            Source.VISITS: self.metrics.invalid_visits,
+        }
+        counters[source.source].inc()
         log.warning(
             f"skipped a record that is not a {what}",
             extra={
@@ -546,7 +573,7 @@ class NotifyService(LoopService):
         chosen = []
         for name, lane in self.lanes.items():
             kind = event_for(lane.target.rules, source.source, facts, allowed_lists)
-            if kind is not None and self.cooldown.admit(name, lane.target.rules.cooldown_s, facts):
+            if kind is not None and self.cooldown.admit(name, lane.target.rules.cooldown_s, facts, kind):
                 chosen.append((name, lane, kind))
         source.progress.add(record.partition, record.offset, len(chosen))
         for name, lane, kind in chosen:
@@ -735,6 +762,7 @@ class NotifyService(LoopService):
                     "queued": {name: lane.queued() for name, lane in self.lanes.items()},
                     "assigned": self.alerts.progress.assigned(),
                     "sightings_assigned": self.sightings.progress.assigned(),
+                    "visits_assigned": self.visits.progress.assigned(),
                 },
             )
 

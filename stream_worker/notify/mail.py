@@ -56,7 +56,7 @@ def compose(target: NotifyTarget, event_id: str, body: bytes, kind: EventKind) -
     message["X-Stream-Worker-Event"] = event_id
     message["X-Stream-Worker-Kind"] = kind.value
     lines = [f"{headline(kind, event)}."]
-    for label, key in (("Seen", "captured_at"), ("First seen", "first_seen")):
+    for label, key in (("Seen", "captured_at"), ("First seen", "first_seen"), ("Entered", "entered_at")):
         if event.get(key):
             lines.append(f"{label}: {event[key]}")
     lines.append(f"Event id: {event_id} (the attached JSON is the whole event)")

@@ -30,6 +30,16 @@ class NotifyMetrics(ServiceMetrics):
             "Records of the sightings topic that are not PlateSightings (skipped).",
             registry=r,
         )
+        self.visits_in = Counter(
+            "stream_worker_notify_visits_in",
+            "Visit events consumed (only the overstays are delivered).",
+            registry=r,
+        )
+        self.invalid_visits = Counter(
+            "stream_worker_notify_invalid_visits",
+            "Records of the visits topic that are not PlateVisits (skipped).",
+            registry=r,
+        )
         self.sent = Counter(
             "stream_worker_notify_sent",
             "Deliveries the target acknowledged (a 2xx, an MQTT PUBACK).",

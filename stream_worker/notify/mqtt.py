@@ -1,7 +1,8 @@
 """MQTT delivery: each alert published (QoS 1) to PREFIX/CAMERA/alert, the camera's last plate
 retained on PREFIX/CAMERA/last_plate, and Home Assistant's discovery config (retained) published
 once per camera, so that each camera shows up as a sensor of its last plate with no YAML. An
-unknown or allowed vehicle (a sighting) goes to PREFIX/CAMERA/unknown_vehicle or allowed_vehicle.
+unknown or allowed vehicle (a sighting) goes to PREFIX/CAMERA/unknown_vehicle or allowed_vehicle,
+an overstay (a visit) to PREFIX/ENTRY_CAMERA/overstay (the camera its visit was opened by).
 
 One client per target (its lane's), connected on first use and kept; paho's own thread keeps the
 connection and reconnects. An attempt is acknowledged once the broker answered each QoS 1 publish
@@ -90,9 +91,10 @@ class MqttSender:
     ) -> Attempt:
         try:
             client = self._connect(target)
-            camera = str(orjson.loads(body)["camera_id"])
+            event = orjson.loads(body)
+            camera = str(event.get("camera_id") or event["entry_camera_id"])  # a visit: its entry's
             level = f"{target.topics_prefix}/{camera_level(camera)}"
-            if kind is not EventKind.ALERT:  # a sighting: PREFIX/CAMERA/unknown_vehicle or allowed_vehicle
+            if kind is not EventKind.ALERT:  # PREFIX/CAMERA/unknown_vehicle, allowed_vehicle or overstay
                 self._publish(client, f"{level}/{kind.value}", body, False, target.timeout_s)
                 return Attempt(True, retry=False)
             if target.discovery_prefix is not None and camera not in self._announced:

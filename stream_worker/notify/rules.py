@@ -1,9 +1,10 @@
-"""Which alerts a target gets (its `NotifyRules`): pure logic, no I/O, so every case is a unit test.
+"""Which events a target gets (its `NotifyRules`): pure logic, no I/O, so every case is a unit test.
 
-`Facts` is what a rule looks at, taken from the alert or the sighting (a zone or a direction only
-where the event carries one: a rule asking for them passes no event without; an alert has its
-read's zone, and a direction only when raised on a sighting).
-`Cooldown` remembers, per target and plate, the event time of the last delivery decided, so one
+`Facts` is what a rule looks at, taken from the alert, the sighting or the visit's overstay (a zone,
+a direction or a site only where the event carries one: a rule asking for them passes no event
+without; an alert has its read's zone, and a direction only when raised on a sighting; only an
+overstay has a site).
+`Cooldown` remembers, per target, kind and plate, the event time of the last delivery decided, so one
 vehicle standing at a gate is one message; the same event decided again (a replay) is never held
 back by itself.
 """
@@ -19,8 +20,9 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from stream_worker.contracts.alerts import PlateAlert
-from stream_worker.contracts.notify import WEEKDAYS, ActiveHours, NotifyRules, VehicleMatch
+from stream_worker.contracts.notify import WEEKDAYS, ActiveHours, NotifyRules, OverstayMatch, VehicleMatch
 from stream_worker.contracts.sightings import Direction, PlateSighting
+from stream_worker.contracts.visits import PlateVisit
 
 MAX_REMEMBERED = 100_000  # (target, plate) pairs the cooldown remembers, the oldest forgotten first
 
@@ -35,6 +37,7 @@ class Facts:
     at: datetime  # aware
     zone: str | None = None
     direction: Direction | None = None
+    site: str | None = None
 
 
 def alert_facts(alert: PlateAlert) -> Facts:
@@ -64,26 +67,51 @@ def sighting_facts(sighting: PlateSighting) -> Facts:
     )
 
 
+def overstay_facts(visit: PlateVisit) -> Facts:
+    """An overstay's facts: its entry camera, its site, the list that set its limit, its time (the
+    entry's capture time + the limit). Not a read: it is as confident as can be."""
+    return Facts(
+        event_id=visit.event_id,
+        plate=visit.plate,
+        list=visit.list,
+        camera_id=visit.entry_camera_id,
+        confidence=1.0,
+        at=_aware(visit.at),
+        site=visit.site,
+    )
+
+
 def _aware(at: datetime) -> datetime:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)  # the contracts' times are UTC
 
 
 class EventKind(StrEnum):
-    """What a delivery is about: an alert (the alerts topic), or a sighting whose plate is on none
-    (unknown) or one (allowed) of the target's allow lists (the sightings topic)."""
+    """What a delivery is about: an alert (the alerts topic), a sighting whose plate is on none
+    (unknown) or one (allowed) of the target's allow lists (the sightings topic), or a visit past
+    its limit (the visits topic)."""
 
     ALERT = "alert"
     UNKNOWN_VEHICLE = "unknown_vehicle"
     ALLOWED_VEHICLE = "allowed_vehicle"
+    OVERSTAY = "overstay"
 
 
 class Source(StrEnum):
     ALERTS = "alerts"
     SIGHTINGS = "sightings"
+    VISITS = "visits"
+
+
+SOURCE_OF = {
+    EventKind.ALERT: Source.ALERTS,
+    EventKind.UNKNOWN_VEHICLE: Source.SIGHTINGS,
+    EventKind.ALLOWED_VEHICLE: Source.SIGHTINGS,
+    EventKind.OVERSTAY: Source.VISITS,
+}
 
 
 def source_of(kind: EventKind) -> Source:
-    return Source.ALERTS if kind is EventKind.ALERT else Source.SIGHTINGS
+    return SOURCE_OF[kind]
 
 
 def event_for(
@@ -92,7 +120,13 @@ def event_for(
     """What a target with `rules` gets from an event of `source` (the cooldown aside), or None. An
     alert goes to targets without allow lists; a sighting to those with, as an unknown vehicle
     when its plate is on none of them, or (`vehicles: allowed`) as an allowed vehicle when it is on
-    one (`allowed_lists`: the allow lists its plate matched)."""
+    one (`allowed_lists`: the allow lists its plate matched); an overstay to those asking for
+    overstays (`overstays: also` or `only`, the latter getting nothing else)."""
+    if source is Source.VISITS:
+        wanted = rules.overstays is not OverstayMatch.NONE
+        return EventKind.OVERSTAY if wanted and passes(rules, facts) else None
+    if rules.overstays is OverstayMatch.ONLY:
+        return None
     if source is Source.ALERTS:
         return EventKind.ALERT if not rules.allow_lists and passes(rules, facts) else None
     if not rules.allow_lists or not passes(rules, facts):
@@ -108,6 +142,8 @@ def passes(rules: NotifyRules, facts: Facts) -> bool:
     if rules.lists and facts.list not in rules.lists:
         return False
     if rules.cameras and facts.camera_id not in rules.cameras:
+        return False
+    if rules.sites and facts.site not in rules.sites:
         return False
     if rules.zones and facts.zone not in rules.zones:
         return False
@@ -147,13 +183,14 @@ def _within(window: ActiveHours, local: datetime) -> bool:
 
 class Cooldown:
     def __init__(self, max_remembered: int = MAX_REMEMBERED) -> None:
-        self._last: OrderedDict[tuple[str, str], tuple[datetime, str]] = OrderedDict()
+        self._last: OrderedDict[tuple[str, str, str], tuple[datetime, str]] = OrderedDict()
         self._max = max_remembered
 
-    def admit(self, target: str, cooldown_s: float, facts: Facts) -> bool:
-        """Whether the alert goes to `target`: no other alert of its plate was admitted there within
-        `cooldown_s` before it (alert time); admitted, it starts a new cooldown."""
-        key = (target, facts.plate)
+    def admit(self, target: str, cooldown_s: float, facts: Facts, kind: EventKind = EventKind.ALERT) -> bool:
+        """Whether the event goes to `target`: no other event of its plate and kind (an overstay and
+        an alert are counted apart) was admitted there within `cooldown_s` before it (event time);
+        admitted, it starts a new cooldown."""
+        key = (target, kind.value, facts.plate)
         last = self._last.get(key)
         if cooldown_s > 0 and last is not None:
             at, event_id = last

@@ -50,6 +50,17 @@ class NotifySettings(ServiceSettings):
         min_length=1,
         description="Kafka consumer group of the sightings topic (its own, apart from --group-id's).",
     )
+    visits_topic: str = Field(
+        "visits",
+        min_length=1,
+        description="Topic of PlateVisit JSON records: their overstay events go to the targets asking "
+        "for overstays.",
+    )
+    visits_group_id: str = Field(
+        "stream-worker-notify-visits",
+        min_length=1,
+        description="Kafka consumer group of the visits topic (its own, apart from the other two).",
+    )
     watchlist_topic: str = Field(
         "watchlist", min_length=1, description="Compacted topic of WatchEntry records (the allow lists)."
     )
@@ -145,6 +156,7 @@ class NotifySettings(ServiceSettings):
         topics = {
             self.input_topic,
             self.sightings_topic,
+            self.visits_topic,
             self.watchlist_topic,
             self.targets_topic,
             self.dlq_topic,
@@ -153,14 +165,14 @@ class NotifySettings(ServiceSettings):
             self.status_topic,
             self.replays_topic,
         }
-        if len(topics) != 9:
+        if len(topics) != 10:
             raise ValueError(
-                "--input-topic, --sightings-topic, --watchlist-topic, --targets-topic, --dlq-topic, "
-                "--deliveries-topic, --tests-topic, --status-topic and --replays-topic must be nine "
-                "different topics"
+                "--input-topic, --sightings-topic, --visits-topic, --watchlist-topic, --targets-topic, "
+                "--dlq-topic, --deliveries-topic, --tests-topic, --status-topic and --replays-topic must "
+                "be ten different topics"
             )
-        if self.sightings_group_id == self.group_id:
-            raise ValueError("--sightings-group-id must differ from --group-id")
+        if len({self.group_id, self.sightings_group_id, self.visits_group_id}) != 3:
+            raise ValueError("--group-id, --sightings-group-id and --visits-group-id must differ")
         if self.initial_backoff_s > self.max_backoff_s:
             raise ValueError(
                 f"--initial-backoff-s ({self.initial_backoff_s}) must not exceed "

@@ -2,8 +2,9 @@
 visits -> publish visit events -> commit, on one thread.
 
 Guarantees and how they are kept:
-- The camera settings (which camera is a site's entry or exit) are read whole before the first
-  sighting, then followed live; the visits published by earlier runs are read back whole too
+- The camera settings (which camera is a site's entry or exit) and the watch list (a plate's or a
+  list's overstay limit, limits.py) are read whole before the first sighting, then followed live
+  (a change counts from the next visit opened); the visits published by earlier runs are read back whole too
   (history.py), so open visits, their overstays and the sightings already decided survive a restart.
 - No visit lost: a chunk's sightings offsets are committed only once every event they decided is
   acknowledged by the broker (and only what the broker accepted: service/commits.py). A crash
@@ -33,8 +34,11 @@ from pydantic import ValidationError
 
 from stream_worker.cameras.following import CameraSettingsFollower
 from stream_worker.contracts import PlateSighting, PlateVisit
+from stream_worker.contracts.watchlist import WatchEntry
+from stream_worker.contracts.watchlist import decode_record as decode_watch_entry
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
+from stream_worker.service.compacted import CompactedFollower, CompactedTopicError
 from stream_worker.service.consumer import ClientFactory
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
@@ -43,6 +47,7 @@ from stream_worker.service.plate_consumer import PartitionNumbersCallback, Parti
 from stream_worker.service.plate_records import PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
 from stream_worker.visits.history import VisitHistory
+from stream_worker.visits.limits import Limits
 from stream_worker.visits.metrics import VisitsMetrics
 from stream_worker.visits.pairing import SiteCamera, Visits
 from stream_worker.visits.settings import VisitsSettings, load_settings
@@ -133,7 +138,18 @@ class VisitsService(LoopService):
             settings.kafka_config,
             on_skipped=self.metrics.camera_settings_skipped.inc,
         ).start()
-        self.visits = Visits(settings.max_distance, settings.overstay_s or None, settings.remembered)
+        self.watchlist: CompactedFollower[str, WatchEntry] = CompactedFollower(
+            settings.bootstrap_servers,
+            settings.watchlist_topic,
+            decode_watch_entry,
+            settings.kafka_config,
+            on_skipped=self.metrics.watchlist_skipped.inc,
+            name="watch list",
+        )
+        self.limits = Limits(settings.list_overstay_s, settings.max_distance)
+        self.visits = Visits(
+            settings.max_distance, settings.overstay_s or None, settings.remembered, self.limits.of
+        )
         self.history = VisitHistory(settings.bootstrap_servers, settings.output_topic, settings.kafka_config)
         self.publisher = Publisher(kafka.producer_config(settings))
         self.positions = Positions()
@@ -150,6 +166,8 @@ class VisitsService(LoopService):
             "input_topic": self.settings.input_topic,
             "output_topic": self.settings.output_topic,
             "cameras_topic": self.settings.cameras_topic,
+            "watchlist_topic": self.settings.watchlist_topic,
+            "list_overstay_s": self.settings.list_overstay_s,
             "group_id": self.settings.group_id,
             "kafka_config": self.settings.redacted_kafka_config(),
         }
@@ -159,6 +177,11 @@ class VisitsService(LoopService):
             self.cameras.wait_until_caught_up(POLL_S)
             self.loop_clock.tick()
             return
+        if not self.watchlist.loaded:
+            self._load_watchlist()
+            return
+        if self.watchlist.poll():
+            self.limits.follow(self.watchlist.values)
         if not self.history.loaded:
             before = self.history.events
             self.history.load(self.visits)
@@ -195,6 +218,17 @@ class VisitsService(LoopService):
         self._count()
         self.loop_clock.tick()
         self._log_status()
+
+    def _load_watchlist(self) -> None:
+        try:
+            self.watchlist.load()
+        except CompactedTopicError as error:
+            log.warning("cannot read the watch list yet, trying again", extra={"error": str(error)})
+            time.sleep(POLL_S)
+            return
+        finally:
+            self.loop_clock.tick()
+        self.limits.follow(self.watchlist.values)
 
     def _retry_held(self, now: float) -> list[PlateVisit]:
         """The held exits again: those whose entry has come since, or whose wait is over, decided."""
@@ -283,6 +317,7 @@ class VisitsService(LoopService):
             self.committer.commit()  # only positions whose events were all acknowledged
         self._leave_group()
         self.cameras.close()
+        self.watchlist.close()
         self.history.close()
         self.http.stop()
         log.info(
@@ -314,12 +349,15 @@ class VisitsService(LoopService):
                     "open_visits": len(self.visits),
                     "unmatched_exits": self.visits.unmatched_exits,
                     "cameras": len(self.cameras.settings),
+                    "plates_with_limits": len(self.limits),
                 },
             )
 
     def _readiness(self) -> tuple[bool, str]:
         if not self.cameras.caught_up:
             return False, f"reading the camera settings ({self.settings.cameras_topic})"
+        if not self.watchlist.loaded:
+            return False, f"reading the watch list ({self.settings.watchlist_topic})"
         if not self.history.loaded:
             return False, f"reading the visits history ({self.settings.output_topic})"
         return True, f"{len(self.visits)} open visits"

@@ -40,6 +40,11 @@ class VisitsMetrics(ServiceMetrics):
             "Records of the cameras topic that are not valid settings (skipped).",
             registry=r,
         )
+        self.watchlist_skipped = Counter(
+            "stream_worker_visits_watchlist_skipped",
+            "Records of the watchlist topic that are not valid entries (skipped).",
+            registry=r,
+        )
         self.history_events = Counter(
             "stream_worker_visits_history_events",
             "Visit events read back from the visits topic at the start.",

@@ -8,12 +8,13 @@
   counted (`unmatched_exits`) and publishes nothing, or, asked to (`hold_exit`), is handed back
   undecided (None) so that the caller tries it again once the entry it may wait for has come (an
   entry camera's partition read later than the exit camera's).
-- A visit with a limit (its entry camera's `site.overstay_s`, else the default) raises one overstay
-  event when it lasts longer: on `overstays(now)`, or at the latest when it closes past its limit,
-  before its `closed` event.
+- A visit with a limit (the one `limit_of` finds for its plate, limits.py, else its entry camera's
+  `site.overstay_s`, else the default) raises one overstay event when it lasts longer: on
+  `overstays(now)`, or at the latest when it closes past its limit, before its `closed` event.
 
-Everything is decided in capture time and every event's content follows from the sightings alone,
-so a replay decides the same events with the same ids. `apply` rebuilds the state from the events
+Everything is decided in capture time and every event's content follows from the sightings alone
+(and the limits the watch list set when a visit opened, kept in its `opened` event), so a replay
+decides the same events with the same ids. `apply` rebuilds the state from the events
 published earlier (the service reads its own topic back at the start): a sighting already decided
 (its visit opened, or closed by it as an exit) is passed over, and an open visit stays open across a
 restart.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -30,6 +32,7 @@ from stream_worker.contracts import PlateSighting, PlateVisit, VisitEnd, VisitEv
 from stream_worker.contracts.cameras import SiteRole
 from stream_worker.contracts.visits import visit_event_id, visit_id
 from stream_worker.plates.matching import plate_distance
+from stream_worker.visits.limits import Limit
 
 DEFAULT_REMEMBERED = 100_000
 
@@ -53,6 +56,7 @@ class OpenVisit:
     entered_at: datetime
     overstay_s: float | None
     overstayed: bool = False
+    list: str | None = None  # the watch list whose entry set the limit
 
 
 @dataclass(slots=True)
@@ -78,9 +82,11 @@ class Visits:
         max_distance: float = 1.0,
         default_overstay_s: float | None = None,
         remembered: int = DEFAULT_REMEMBERED,
+        limit_of: Callable[[PlateSighting], Limit | None] | None = None,
     ) -> None:
         self.max_distance = max_distance
         self.default_overstay_s = default_overstay_s
+        self.limit_of = limit_of
         self._open: dict[str, OpenVisit] = {}  # by visit id
         self._by_site: dict[str, dict[str, OpenVisit]] = {}
         self._due: list[tuple[datetime, str]] = []  # (overstay time, visit id), lazily cleaned
@@ -130,11 +136,23 @@ class Visits:
             return []
         if earlier is not None:
             events += self._close(earlier, sighting, at, VisitEnd.REENTRY)
-        limit = camera.overstay_s if camera.overstay_s is not None else self.default_overstay_s
+        listed = self.limit_of(sighting) if self.limit_of is not None else None
+        if listed is not None:
+            limit, list_name = listed.seconds, listed.list
+        else:
+            limit = camera.overstay_s if camera.overstay_s is not None else self.default_overstay_s
+            list_name = None
         visit = OpenVisit(
-            new_visit, camera.site, sighting.text, sighting.camera_id, sighting.sighting_id, at, limit
+            new_visit,
+            camera.site,
+            sighting.text,
+            sighting.camera_id,
+            sighting.sighting_id,
+            at,
+            limit,
+            list=list_name,
         )
-        event = _event(visit, VisitEventKind.OPENED, at, overstay_s=limit)
+        event = _event(visit, VisitEventKind.OPENED, at, overstay_s=limit, list=list_name)
         self.apply(event)
         return [*events, event]
 
@@ -161,7 +179,7 @@ class Visits:
     def _overstay(self, visit: OpenVisit) -> PlateVisit:
         assert visit.overstay_s is not None
         at = visit.entered_at + timedelta(seconds=visit.overstay_s)
-        event = _event(visit, VisitEventKind.OVERSTAY, at, overstay_s=visit.overstay_s)
+        event = _event(visit, VisitEventKind.OVERSTAY, at, overstay_s=visit.overstay_s, list=visit.list)
         self.apply(event)
         return event
 
@@ -194,6 +212,7 @@ class Visits:
                 event.entry_sighting_id,
                 event.entered_at,
                 event.overstay_s,
+                list=event.list,
             )
             self._open[visit.visit_id] = visit
             self._by_site.setdefault(visit.site, {})[visit.visit_id] = visit

@@ -2,18 +2,21 @@
 
 The Kafka, lifecycle and logging settings are every service's (`ServiceSettings`). Which cameras
 are a site's entry or exit, and a site's own overstay limit, are camera settings (`site`), followed
-live from the cameras topic.
+live from the cameras topic; a plate's own limit is its watch-list entry's (`overstay_s`), followed
+live from the watchlist topic.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from stream_worker.contracts.cameras import MAX_OVERSTAY_S
+from stream_worker.contracts.watchlist import LIST_PATTERN, MAX_LIST_LENGTH
 from stream_worker.service.settings import ServiceSettings, load
 
 ENV_PREFIX = "STREAM_WORKER_VISITS_"
@@ -27,6 +30,7 @@ class VisitsSettings(ServiceSettings):
     Examples:
       stream-worker visits --bootstrap-servers kafka:9092
       stream-worker visits --overstay-s 7200 --max-distance 0.5
+      stream-worker visits --list-overstay-s '{"deliveries": 1800, "residents": 0}'
     """
 
     role: ClassVar[str] = "visits service"
@@ -49,6 +53,12 @@ class VisitsSettings(ServiceSettings):
         description="Compacted topic of the cameras' settings, for each camera's site and role: read to "
         "its end before the first sighting, then followed live.",
     )
+    watchlist_topic: str = Field(
+        "watchlist",
+        min_length=1,
+        description="Compacted topic of WatchEntry records: a plate's own overstay limit (overstay_s), or "
+        "its list's (--list-overstay-s). Read to its end before the first sighting, then followed live.",
+    )
     max_distance: float = Field(
         1.0,
         ge=0,
@@ -61,6 +71,12 @@ class VisitsSettings(ServiceSettings):
         le=MAX_OVERSTAY_S,
         description="A visit lasting longer than this raises one overstay event, unless its entry "
         "camera's site sets its own limit (0: none).",
+    )
+    list_overstay_s: dict[str, float] = Field(
+        default_factory=dict,
+        description='Per watch list, as JSON ({"deliveries": 1800}): the limit of a visit whose plate is on '
+        "that list (watch or allow), before its site's; 0: its visits never overstay. An entry's own "
+        "overstay_s comes first.",
     )
     overstay_grace_s: float = Field(
         60.0,
@@ -81,11 +97,23 @@ class VisitsSettings(ServiceSettings):
         "twice: at most this many, the oldest forgotten first.",
     )
 
+    @field_validator("list_overstay_s")
+    @classmethod
+    def _list_limits(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, seconds in value.items():
+            if not re.fullmatch(LIST_PATTERN, name) or len(name) > MAX_LIST_LENGTH:
+                raise ValueError(f"{name!r} is not a watch list's name (a lowercase slug)")
+            if not 0 <= seconds <= MAX_OVERSTAY_S:
+                raise ValueError(f"{name}: {seconds} is not a limit from 0 to {MAX_OVERSTAY_S:.0f} seconds")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> VisitsSettings:
-        if len({self.input_topic, self.output_topic, self.cameras_topic}) != 3:
+        topics = {self.input_topic, self.output_topic, self.cameras_topic, self.watchlist_topic}
+        if len(topics) != 4:
             raise ValueError(
-                "--input-topic, --output-topic and --cameras-topic must be three different topics"
+                "--input-topic, --output-topic, --cameras-topic and --watchlist-topic must be four "
+                "different topics"
             )
         return self
 

@@ -1,8 +1,9 @@
 """The watch list as CSV, for `stream-worker watchlist import` and `export`.
 
-Columns `plate,list,label,max_distance,expires_at,kind` (a header row names them; only `plate` and
-`list` are required, in any order; `kind` is `watch` or `allow`, blank or absent: `watch`, so the
-files written before the column existed import as they did). An import is all or nothing: every
+Columns `plate,list,label,max_distance,expires_at,kind,overstay_s` (a header row names them; only
+`plate` and `list` are required, in any order; `kind` is `watch` or `allow`, blank or absent:
+`watch`, so the files written before the column existed import as they did; `overstay_s` is the
+plate's own visit limit for the visits service, blank: none). An import is all or nothing: every
 row is checked first and one bad row refuses the file, with every bad row's number and reason, so
 that a half-imported list never exists. Row numbers count the header as row 1, as a spreadsheet shows them.
 """
@@ -19,7 +20,7 @@ from typing import TextIO
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry
 from stream_worker.spreadsheet import quoted, unquoted
 
-COLUMNS = ("plate", "list", "label", "max_distance", "expires_at", "kind")
+COLUMNS = ("plate", "list", "label", "max_distance", "expires_at", "kind", "overstay_s")
 REQUIRED_COLUMNS = ("plate", "list")
 
 
@@ -70,6 +71,7 @@ def parse_csv(text: str, now: datetime | None = None) -> list[WatchEntry]:
                 values.get("expires_at"),
                 now,
                 _kind(values.get("kind")),
+                values.get("overstay_s"),
             )
         except ValueError as error:
             problems.append(RowProblem(row_number, str(error)))
@@ -131,5 +133,6 @@ def write_csv(entries: Iterable[WatchEntry], out: TextIO) -> None:
             "" if entry.max_distance is None else f"{entry.max_distance:g}",
             "" if entry.expires_at is None else entry.expires_at.isoformat().replace("+00:00", "Z"),
             entry.effective_kind.value,
+            "" if entry.overstay_s is None else f"{entry.overstay_s:g}",
         ]
         writer.writerow([quoted(cell) for cell in cells])

@@ -88,9 +88,9 @@ def test_import_then_export_round_trips(kafka_bootstrap: str, unique_name: str, 
     exported = _watchlist(kafka_bootstrap, unique_name, "export")
     assert exported.exit_code == 0, exported.output
     assert exported.stdout.splitlines() == [  # GOOD_CSV has no kind column: both are watch entries
-        "plate,list,label,max_distance,expires_at,kind",
-        "B001AB77,residents,,,,watch",
-        "B840CK197,stolen,grey van,0.5,2030-01-01T00:00:00Z,watch",
+        "plate,list,label,max_distance,expires_at,kind,overstay_s",
+        "B001AB77,residents,,,,watch,",
+        "B840CK197,stolen,grey van,0.5,2030-01-01T00:00:00Z,watch,",
     ]
     # The export imports again as it is, into another topic, and exports the same.
     copy = tmp_path / "copy.csv"
@@ -146,7 +146,7 @@ def test_list_and_export_of_a_missing_topic_are_empty(kafka_bootstrap: str, uniq
     assert listed.exit_code == 0 and listed.stdout == ""
     assert "does not exist yet" in listed.stderr
     exported = _watchlist(kafka_bootstrap, unique_name, "export")
-    assert exported.stdout == "plate,list,label,max_distance,expires_at,kind\n"
+    assert exported.stdout == "plate,list,label,max_distance,expires_at,kind,overstay_s\n"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import orjson
 from stream_worker.contracts.notify import parse_target
 from stream_worker.launchers.mosquitto import Mosquitto, Subscriber
 from stream_worker.notify.mqtt import MqttSender, camera_level, discovery
+from stream_worker.notify.rules import EventKind
 from tests.notify.receivers import SECRET
 
 ENV = {"MQTT_PASSWORD": SECRET}
@@ -72,6 +73,21 @@ def test_alert_last_plate_and_discovery(broker: Mosquitto) -> None:
         late.close()
     [last] = late.on("stream-worker/gate-1/last_plate")
     assert last.retain and orjson.loads(last.payload)["plate"] == "A123BC77"
+
+
+def test_an_overstay_goes_to_its_entry_cameras_overstay_topic(broker: Mosquitto) -> None:
+    subscriber = Subscriber(broker.port, ["stream-worker/#"], "reader", "reader")
+    sender = MqttSender("home", allow_private=True, secrets=ENV)
+    visit = {"event_id": "o-1", "event": "overstay", "entry_camera_id": "gate-in", "site": "depot"}
+    try:
+        assert sender.send(target(broker.port), "o-1", orjson.dumps(visit), EventKind.OVERSTAY).ok
+        wait_for(lambda: subscriber.messages, "the overstay did not arrive")
+    finally:
+        sender.close()
+        subscriber.close()
+    [message] = subscriber.messages
+    assert (message.topic, message.qos, message.retain) == ("stream-worker/gate-in/overstay", 1, False)
+    assert orjson.loads(message.payload) == visit
 
 
 def test_a_wrong_password_is_final_and_never_echoed(broker: Mosquitto) -> None:

@@ -126,6 +126,8 @@ def start_notify(tmp_path: Path, kafka_bootstrap: str, topics: Topics, unique_na
             "--dlq-topic", topics.dlq,
             "--sightings-topic", topics.sightings,
             "--sightings-group-id", f"{unique_name}-sightings-group",
+            "--visits-topic", f"{unique_name}-visits",
+            "--visits-group-id", f"{unique_name}-visits-group",
             "--watchlist-topic", topics.watchlist,
             "--session-timeout-ms", "6000",
             "--metrics-port", "0",

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from store_records import plate_alert, plate_sighting
 
-from stream_worker.contracts.notify import ActiveHours, NotifyRules
+from stream_worker.contracts.notify import ActiveHours, NotifyRules, OverstayMatch
 from stream_worker.contracts.sightings import Direction
+from stream_worker.contracts.visits import PlateVisit, VisitEventKind
 from stream_worker.notify.rules import (
     Cooldown,
     EventKind,
@@ -18,8 +19,10 @@ from stream_worker.notify.rules import (
     active,
     alert_facts,
     event_for,
+    overstay_facts,
     passes,
     sighting_facts,
+    source_of,
 )
 
 # A Wednesday.
@@ -186,3 +189,77 @@ def test_an_alerts_zone_and_direction_reach_the_rules() -> None:
     assert event_for(lane, Source.ALERTS, alert_facts(plate_alert("plain", "B840CK197"))) is None
     sighting = plate_sighting("s", "X999YX99", zone="lane-1", direction="approaching")
     assert passes(gate, sighting_facts(sighting))
+
+
+def overstay(**changes: object) -> PlateVisit:
+    base = {
+        "event_id": "9d3c3f3e-0000-5000-8000-000000000001",
+        "event": VisitEventKind.OVERSTAY,
+        "visit_id": "9d3c3f3e-0000-5000-8000-000000000002",
+        "site": "depot",
+        "plate": "B840CK197",
+        "entry_camera_id": "gate-in",
+        "entry_sighting_id": "9d3c3f3e-0000-5000-8000-000000000003",
+        "entered_at": NOON - timedelta(seconds=600),
+        "at": NOON,
+        "dwell_s": 600,
+        "overstay_s": 600,
+    }
+    return PlateVisit.model_validate({**base, **changes})
+
+
+def test_an_overstays_facts_are_its_entry_camera_site_list_and_time() -> None:
+    got = overstay_facts(overstay(list="deliveries"))
+    assert (got.event_id, got.plate, got.camera_id, got.site, got.list, got.at) == (
+        "9d3c3f3e-0000-5000-8000-000000000001",
+        "B840CK197",
+        "gate-in",
+        "depot",
+        "deliveries",
+        NOON,
+    )
+    assert (got.zone, got.direction, got.confidence) == (None, None, 1.0)
+    assert overstay_facts(overstay()).list is None
+
+
+def test_overstays_go_only_to_targets_asking_for_them_and_only_takes_nothing_else() -> None:
+    visit, alert = overstay_facts(overstay()), facts()
+    plain = NotifyRules()
+    also = NotifyRules(overstays=OverstayMatch.ALSO)
+    only = NotifyRules(overstays=OverstayMatch.ONLY)
+    assert event_for(plain, Source.VISITS, visit) is None
+    assert event_for(also, Source.VISITS, visit) is EventKind.OVERSTAY
+    assert event_for(only, Source.VISITS, visit) is EventKind.OVERSTAY
+    assert event_for(also, Source.ALERTS, alert) is EventKind.ALERT
+    assert event_for(only, Source.ALERTS, alert) is None
+    vehicles = NotifyRules(allow_lists=("residents",), overstays=OverstayMatch.ALSO)
+    assert event_for(vehicles, Source.SIGHTINGS, facts(list=None)) is EventKind.UNKNOWN_VEHICLE
+    assert event_for(vehicles, Source.VISITS, visit) is EventKind.OVERSTAY
+    with pytest.raises(ValueError, match="overstays: only"):
+        NotifyRules(allow_lists=("residents",), overstays=OverstayMatch.ONLY)
+    assert source_of(EventKind.OVERSTAY) is Source.VISITS
+
+
+def test_an_overstay_passes_the_rules_of_its_site_camera_list_and_hours() -> None:
+    def gets(rules: dict, visit: PlateVisit) -> bool:
+        parsed = NotifyRules.model_validate({"overstays": "only", **rules})
+        return event_for(parsed, Source.VISITS, overstay_facts(visit)) is EventKind.OVERSTAY
+
+    assert gets({"sites": ["depot"]}, overstay()) and not gets({"sites": ["yard"]}, overstay())
+    assert gets({"cameras": ["gate-in"]}, overstay()) and not gets({"cameras": ["gate-2"]}, overstay())
+    assert gets({"lists": ["vip"]}, overstay(list="vip")) and not gets({"lists": ["vip"]}, overstay())
+    assert gets({"min_confidence": 1.0}, overstay())  # not a read
+    assert not gets({"zones": ["lane-1"]}, overstay())  # it has no zone
+    night = {"active_hours": [{"start": "20:00", "end": "06:00"}]}
+    assert not gets(night, overstay()) and gets(night, overstay(at=NOON + timedelta(hours=10)))
+    # Only overstays have a site: a target asking for sites gets no alert.
+    assert event_for(NotifyRules(sites=("depot",)), Source.ALERTS, facts()) is None
+
+
+def test_the_cooldown_counts_an_overstay_apart_from_the_plates_alerts() -> None:
+    cooldown = Cooldown()
+    assert cooldown.admit("gate", 600, facts(event_id="a"), EventKind.ALERT)
+    assert cooldown.admit("gate", 600, facts(event_id="o"), EventKind.OVERSTAY)
+    assert not cooldown.admit(
+        "gate", 600, facts(event_id="b", at=NOON + timedelta(seconds=1)), EventKind.ALERT
+    )

@@ -22,6 +22,7 @@ def test_defaults():
     s = load_settings([])
     assert (s.input_topic, s.targets_topic, s.dlq_topic) == ("alerts", "notify-targets", "notify.dlq")
     assert (s.group_id, s.metrics_port, s.allow_private_targets) == ("stream-worker-notify", 9113, False)
+    assert (s.visits_topic, s.visits_group_id) == ("visits", "stream-worker-notify-visits")
     assert (s.retry_budget_s, s.initial_backoff_s, s.max_backoff_s, s.max_pending) == (
         300.0,
         0.5,
@@ -42,6 +43,8 @@ def test_flags_and_prefixed_env(monkeypatch):
     [
         ["--dlq-topic", "alerts"],
         ["--targets-topic", "alerts"],
+        ["--visits-topic", "sightings"],
+        ["--visits-group-id", "stream-worker-notify"],
         ["--initial-backoff-s", "10", "--max-backoff-s", "5"],
         ["--retry-budget-s", "0"],
         ["--max-pending", "0"],

@@ -36,6 +36,17 @@ def test_flags_and_prefixed_env(monkeypatch):
     assert VisitsSettings.env_var("overstay_s") == "STREAM_WORKER_VISITS_OVERSTAY_S"
 
 
+def test_list_limits_from_json_by_flag_or_env(monkeypatch):
+    assert load_settings([]).list_overstay_s == {}
+    assert load_settings(["--list-overstay-s", '{"deliveries": 1800, "residents": 0}']).list_overstay_s == {
+        "deliveries": 1800.0,
+        "residents": 0.0,
+    }
+    monkeypatch.setenv("STREAM_WORKER_VISITS_LIST_OVERSTAY_S", '{"staff": 60}')
+    assert load_settings([]).list_overstay_s == {"staff": 60.0}
+    assert load_settings([]).watchlist_topic == "watchlist"
+
+
 @pytest.mark.parametrize(
     ("args", "flag"),
     [
@@ -43,6 +54,9 @@ def test_flags_and_prefixed_env(monkeypatch):
         (["--overstay-s", "-5"], "--overstay-s"),
         (["--output-topic", "sightings"], "settings"),
         (["--cameras-topic", "visits"], "settings"),
+        (["--watchlist-topic", "cameras"], "settings"),
+        (["--list-overstay-s", '{"Not A List": 60}'], "--list-overstay-s"),
+        (["--list-overstay-s", '{"deliveries": -1}'], "--list-overstay-s"),
     ],
 )
 def test_bad_settings_name_the_flag(args, flag):

@@ -121,16 +121,23 @@ def test_export_then_import_round_trips() -> None:
             expires_at=datetime(2027, 1, 1, 6, 30, tzinfo=UTC),
             added_at=NOW,
         ),
-        WatchEntry(plate="A123BC77", list="residents", max_distance=0, added_at=NOW, kind=WatchKind.ALLOW),
+        WatchEntry(
+            plate="A123BC77",
+            list="residents",
+            max_distance=0,
+            added_at=NOW,
+            kind=WatchKind.ALLOW,
+            overstay_s=0,
+        ),
     ]
     out = io.StringIO()
     write_csv(entries, out)
     text = out.getvalue()
     assert text.splitlines()[0] == ",".join(COLUMNS)
     assert text.splitlines()[1:] == [
-        "A123BC77,residents,,0,,allow",
-        'B840CK197,stolen,"grey van, ""dented""",1.5,2027-01-01T06:30:00Z,watch',
-        "X001XX99,stolen,,,,watch",
+        "A123BC77,residents,,0,,allow,0",
+        'B840CK197,stolen,"grey van, ""dented""",1.5,2027-01-01T06:30:00Z,watch,',
+        "X001XX99,stolen,,,,watch,",
     ]
     assert sorted(parse_csv(text, NOW), key=lambda e: e.plate) == sorted(entries, key=lambda e: e.plate)
 
@@ -146,6 +153,16 @@ def test_the_kind_column_makes_allow_entries_and_is_optional() -> None:
     assert [entry.kind for entry in entries] == [WatchKind.ALLOW, None, None]  # watch: the old record
     (old,) = parse_csv("plate,list,label,max_distance,expires_at\nB840CK197,stolen,,,\n", NOW)
     assert old.kind is None  # a file from before the column: as it imported then
+
+
+def test_the_overstay_column_is_the_plates_visit_limit_and_is_optional() -> None:
+    text = "plate,list,overstay_s\nA123BC77,deliveries,1800\nB840CK197,residents,0\nX001XX99,stolen,\n"
+    assert [entry.overstay_s for entry in parse_csv(text, NOW)] == [1800.0, 0.0, None]
+    problems = _problems("plate,list,overstay_s\nA123BC77,deliveries,-5\nB840CK197,residents,soon\n")
+    assert [(problem.row, problem.reason) for problem in problems] == [
+        (2, "overstay_s -5.0 is not a number of seconds from 0 to 31622400"),
+        (3, "overstay_s 'soon' is not a number"),
+    ]
 
 
 def test_an_unknown_kind_refuses_the_file_naming_the_row() -> None:
