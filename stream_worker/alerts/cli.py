@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from stream_worker.contracts import topics
 from stream_worker.service.options import (
     BOOTSTRAP_OPTION,
     SETTINGS_CONFIG_OPTION,
@@ -55,7 +56,10 @@ watchlist_app = typer.Typer(
 )
 
 WATCHLIST_TOPIC_OPTION = typer.Option(
-    "watchlist", "--topic", envvar="STREAM_WORKER_WATCHLIST_TOPIC", help="Compacted watch-list topic."
+    topics.WATCHLIST.name,
+    "--topic",
+    envvar="STREAM_WORKER_WATCHLIST_TOPIC",
+    help="Compacted watch-list topic.",
 )
 
 

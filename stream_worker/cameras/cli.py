@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from stream_worker.contracts import topics
 from stream_worker.service.options import (
     BOOTSTRAP_OPTION,
     SETTINGS_CONFIG_OPTION,
@@ -34,9 +35,12 @@ cameras_app = typer.Typer(
     no_args_is_help=True,
 )
 
-STATUS_TOPIC = "camera-status"
+STATUS_TOPIC = topics.CAMERA_STATUS.name
 CAMERAS_TOPIC_OPTION = typer.Option(
-    "cameras", "--topic", envvar="STREAM_WORKER_CAMERAS_TOPIC", help="Compacted camera-settings topic."
+    topics.CAMERAS.name,
+    "--topic",
+    envvar="STREAM_WORKER_CAMERAS_TOPIC",
+    help="Compacted camera-settings topic.",
 )
 
 

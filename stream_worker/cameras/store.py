@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stream_worker.cameras.records import decode_record, encode_removal, encode_settings
+from stream_worker.contracts import topics
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.service.compacted import (
     DEFAULT_TIMEOUT_S,
@@ -16,10 +17,10 @@ from stream_worker.service.compacted import (
     write_compacted,
 )
 
-DEFAULT_TOPIC = "cameras"
+DEFAULT_TOPIC = topics.CAMERAS.name
 # The camera connector's replicas share the cameras by the topic's partitions (a consumer group over
 # it): a topic created here gets as many as the connector and the deployments create it with.
-DEFAULT_PARTITIONS = 6
+DEFAULT_PARTITIONS = topics.CAMERAS.partitions
 
 CamerasSnapshot = CompactedSnapshot[str, CameraSettings]
 CamerasStoreError = CompactedTopicError

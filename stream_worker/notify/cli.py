@@ -14,6 +14,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from stream_worker.contracts import topics
 from stream_worker.service.options import (
     BOOTSTRAP_OPTION,
     SETTINGS_CONFIG_OPTION,
@@ -74,7 +75,7 @@ targets_app = typer.Typer(
 notify_app.add_typer(targets_app, name="targets")
 
 TARGETS_TOPIC_OPTION = typer.Option(
-    "notify-targets",
+    topics.NOTIFY_TARGETS.name,
     "--topic",
     envvar="STREAM_WORKER_NOTIFY_TARGETS_TOPIC",
     help="Compacted topic of the targets.",
@@ -100,7 +101,7 @@ def targets_set(
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     topic: str = TARGETS_TOPIC_OPTION,
     status_topic: str = typer.Option(
-        "notify-status",
+        topics.NOTIFY_STATUS.name,
         "--status-topic",
         envvar="STREAM_WORKER_NOTIFY_STATUS_TOPIC",
         help="Where notify says which target secrets it has (names only): a missing one is warned of.",
@@ -199,10 +200,13 @@ def dlq_replay(
         None, "--since", help="Only those dead-lettered at or after this ISO 8601 time (UTC unless it says)."
     ),
     dlq_topic: str = typer.Option(
-        "notify.dlq", "--dlq-topic", envvar="STREAM_WORKER_NOTIFY_DLQ_TOPIC", help="The dead letters' topic."
+        topics.NOTIFY_DLQ.name,
+        "--dlq-topic",
+        envvar="STREAM_WORKER_NOTIFY_DLQ_TOPIC",
+        help="The dead letters' topic.",
     ),
     replays_topic: str = typer.Option(
-        "notify.replays",
+        topics.NOTIFY_REPLAYS.name,
         "--replays-topic",
         envvar="STREAM_WORKER_NOTIFY_REPLAYS_TOPIC",
         help="Where notify takes replays from.",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from stream_worker.contracts import topics
 from stream_worker.contracts.notify import (
     NotifyTarget,
     decode_record,
@@ -20,7 +21,7 @@ from stream_worker.service.compacted import (
     write_compacted,
 )
 
-DEFAULT_TOPIC = "notify-targets"
+DEFAULT_TOPIC = topics.NOTIFY_TARGETS.name
 
 TargetsSnapshot = CompactedSnapshot[str, NotifyTarget]
 TargetsStoreError = CompactedTopicError
