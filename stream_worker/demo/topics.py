@@ -42,6 +42,9 @@ class DemoTopics:
     notify_dead_letters: str = topology.NOTIFY_DLQ.name  # what notify could not deliver
     notify_deliveries: str = topology.NOTIFY_DELIVERIES.name  # notify's delivery log (the console shows it)
     notify_tests: str = topology.NOTIFY_TESTS.name  # compacted: the console's "send a test" requests
+    notify_status: str = topology.NOTIFY_STATUS.name  # compacted: the target secrets notify has (names)
+    notify_replays: str = topology.NOTIFY_REPLAYS.name  # dead letters sent again (`notify dlq replay`)
+    corrections: str = topology.CORRECTIONS.name  # compacted: the console's reviews of reads
 
     @classmethod
     def for_run(cls, run_id: str | None) -> DemoTopics:
