@@ -15,6 +15,7 @@ from bench.report import format_table, latency_ms
 from bench.sightings_score import Outputs, PlannedPass, frames_of, plate_of, rate
 from stream_worker.alerts.passes import AlertEngine, PassRules
 from stream_worker.contracts import PlateEvent
+from stream_worker.contracts.topics import PLATES
 from stream_worker.contracts.watchlist import WatchEntry, normalise_plate
 from stream_worker.plates.matching import Matcher
 
@@ -115,7 +116,7 @@ def replay_alerts(
     """The alerts the service's pass rules raise from this run's PlateEvents at `tolerance` (each
     camera's events in capture order, one partition; passes end on capture time only)."""
     matcher = Matcher(entries, tolerance)
-    engine = AlertEngine("plates", rules)
+    engine = AlertEngine(PLATES.name, rules)
     engine.assign(0)
     events = sorted(
         (PlateEvent.model_validate(e) for e in outputs.events.values()),

@@ -22,6 +22,7 @@ from bench import environment
 from bench.cpu import process_cpu_s
 from bench.report import format_table, write_json
 from bench.sightings import REPO_ROOT, Service, SightingsBenchError
+from stream_worker.contracts.topics import CAMERAS, FRAMES
 
 VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".avi", ".webm")
 
@@ -70,7 +71,7 @@ def main(argv: Sequence[str]) -> int:
         with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="bench-memory-") as logs:
             broker = stack.enter_context(LocalBroker())
             bootstrap = str(broker.bootstrap_servers)
-            create_topics(bootstrap, ["frames"], 6)
+            create_topics(bootstrap, [FRAMES.name], 6)
             connector = Service(
                 "connect", ["--bootstrap-servers", bootstrap, "--metrics-host", "127.0.0.1"], Path(logs)
             )
@@ -86,7 +87,7 @@ def main(argv: Sequence[str]) -> int:
                 )
                 for number in range(args.cameras)
             ]
-            write_compacted(bootstrap, "cameras", settings)
+            write_compacted(bootstrap, CAMERAS.name, settings)
             started = time.monotonic()
             print(f"{args.cameras} cameras on one connector for {args.minutes:g} min ...", flush=True)
             while (elapsed := time.monotonic() - started) <= args.minutes * 60:

@@ -39,6 +39,7 @@ from bench.cpu import group_cpu_s
 from bench.report import format_table, write_json
 from bench.sightings import DEFAULT_SCENES, REPO_ROOT, Service, SightingsBenchError
 from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings
+from stream_worker.contracts.topics import CAMERA_STATUS, CAMERAS, FRAMES, FRAMES_DLQ, PLATES, SIGHTINGS
 from stream_worker.service.compacted import side_consumer
 
 ARMS = ("gated", "ungated")
@@ -93,7 +94,7 @@ def start_arm(name: str, stack: contextlib.ExitStack, repository: Path, log_dir:
     broker = stack.enter_context(LocalBroker())
     triton = stack.enter_context(LocalTriton(repository))
     arm = Arm(name, str(broker.bootstrap_servers), str(triton.grpc_url))
-    create_topics(arm.bootstrap, ["frames", "plates", "frames.dlq", "sightings"], 1)
+    create_topics(arm.bootstrap, [topic.name for topic in (FRAMES, PLATES, FRAMES_DLQ, SIGHTINGS)], 1)
     arm.pgids = {"broker": int(broker.pid or 0), "triton": int(triton.pid or 0)}
     common = ["--bootstrap-servers", arm.bootstrap, "--metrics-host", "127.0.0.1", "--local-broker"]
     arm_logs = log_dir / name
@@ -136,7 +137,7 @@ def records_when_ended(arm: Arm) -> int | None:
     from stream_worker.cameras.status import decode_status
     from stream_worker.service.compacted import read_compacted
 
-    snapshot = read_compacted(arm.bootstrap, "camera-status", decode_status, {}, 30.0)
+    snapshot = read_compacted(arm.bootstrap, CAMERA_STATUS.name, decode_status, {}, 30.0)
     status = snapshot.values.get(CAMERA)
     if status is None or status.state != "ended":
         return None
@@ -157,7 +158,7 @@ def wait_done(arms: Sequence[Arm], stream_s: float) -> None:
                 continue
             # Not the frames read back: that would charge the broker's CPU, inside the measured
             # window, with serving this benchmark every frame again. The events are small.
-            events = len(read_topic(arm.bootstrap, "plates"))
+            events = len(read_topic(arm.bootstrap, PLATES.name))
             if frames and events >= frames:
                 time.sleep(15)  # the sightings service's --silence-s closes the last pass
                 arm.cpu_end = arm.cpu()
@@ -167,9 +168,9 @@ def wait_done(arms: Sequence[Arm], stream_s: float) -> None:
 
 
 def score(arm: Arm, views: Sequence[PlannedView], stream_s: float) -> dict[str, Any]:
-    frames = read_topic(arm.bootstrap, "frames")
+    frames = read_topic(arm.bootstrap, FRAMES.name)
     anchor = _captured_s(frames[0]) if frames else 0.0  # stream time 0: the first frame is published
-    sightings = [orjson.loads(m.value()) for m in read_topic(arm.bootstrap, "sightings")]
+    sightings = [orjson.loads(m.value()) for m in read_topic(arm.bootstrap, SIGHTINGS.name)]
     rows, owned = [], set()
     for view in views:
         start, end = anchor + view.start_s - WINDOW_MARGIN_S, anchor + view.end_s + WINDOW_MARGIN_S
@@ -411,7 +412,9 @@ def main(argv: Sequence[str]) -> int:
             for arm in arms:
                 arm.cpu_start = arm.cpu()
                 write_compacted(
-                    arm.bootstrap, "cameras", [encode_settings(CAMERA, settings_of(arm.name, path, args.fps))]
+                    arm.bootstrap,
+                    CAMERAS.name,
+                    [encode_settings(CAMERA, settings_of(arm.name, path, args.fps))],
                 )
             print(f"both arms reading the stream ({stream_s:.0f} s, paced by its clock) ...", flush=True)
             wait_done(arms, stream_s)

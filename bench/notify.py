@@ -41,6 +41,7 @@ from bench.report import format_table, latency_ms, write_json
 from stream_worker.contracts import Box, PlateAlert, Source
 from stream_worker.contracts.alerts import MatchKind
 from stream_worker.contracts.notify import parse_target
+from stream_worker.contracts.topics import ALERTS, FRAMES, NOTIFY_DLQ, NOTIFY_TARGETS, PLATES
 from stream_worker.launchers.broker import LocalBroker, create_topics, free_port
 from stream_worker.launchers.mosquitto import Mosquitto, MosquittoError, Subscriber
 from stream_worker.launchers.service import ServiceChild, ServiceStartError
@@ -190,8 +191,8 @@ def make_alert(k: int) -> PlateAlert:
         event_id=f"event-{k}",
         captured_at=now,
         box=Box(x1=400, y1=300, x2=500, y2=330),
-        source=Source(topic="plates", partition=0, offset=k),
-        frame_source=Source(topic="frames", partition=0, offset=k),
+        source=Source(topic=PLATES.name, partition=0, offset=k),
+        frame_source=Source(topic=FRAMES.name, partition=0, offset=k),
         alerted_at=now,
     )
 
@@ -214,7 +215,9 @@ def publish(bootstrap: str, topic: str, count: int, rate: float) -> dict[str, fl
 
 def run(args: argparse.Namespace, bootstrap: str, folder: Path) -> dict[str, Any]:
     name = f"bench-notify-{uuid.uuid4().hex[:8]}"
-    alerts_topic, dlq, targets_topic = f"{name}-alerts", f"{name}-dlq", f"{name}-targets"
+    alerts_topic, dlq, targets_topic = (
+        f"{name}-{topic.name}" for topic in (ALERTS, NOTIFY_DLQ, NOTIFY_TARGETS)
+    )
     create_topics(bootstrap, [alerts_topic, dlq], PARTITIONS)
     arrivals = Arrivals(args.alerts)
     flags = {

@@ -53,6 +53,7 @@ from bench.report import write_json
 from bench.sightings_score import Outputs, PlannedPass, render, score
 from stream_worker.cameras.records import encode_settings
 from stream_worker.contracts.cameras import CameraSettings
+from stream_worker.contracts.topics import ALERTS, CAMERAS, FRAMES, FRAMES_DLQ, PLATES, SIGHTINGS, WATCHLIST
 from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.evaluation.labels import load_labels
 from stream_worker.launchers.broker import create_topics, free_port
@@ -142,8 +143,8 @@ class Topics:
     @classmethod
     def named(cls, prefix: str) -> Topics:
         return cls(
-            *(f"{prefix}.{name}" for name in ("frames", "plates", "frames.dlq", "sightings")),
-            *(f"{prefix}.{name}" for name in ("alerts", "watchlist", "cameras")),
+            *(f"{prefix}.{topic.name}" for topic in (FRAMES, PLATES, FRAMES_DLQ, SIGHTINGS)),
+            *(f"{prefix}.{topic.name}" for topic in (ALERTS, WATCHLIST, CAMERAS)),
         )
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from bench import environment
 from bench.pipeline import BenchError
 from bench.report import write_json
+from stream_worker.contracts.topics import ALERTS, SIGHTINGS
 
 if TYPE_CHECKING:
     from bench.soak_probe import Console, Topics
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     up_options = ("--frames-retention", args.frames_retention) if args.frames_retention else ()
     with running_stack(cameras, args.videos, args.data_dir, up_options) as (up, password, webhook, _folder):
         topics = Topics(plates)
-        reader = SideReader(up.bootstrap, ["alerts", "sightings"], topics.handle, "soak-reader")
+        reader = SideReader(up.bootstrap, [ALERTS.name, SIGHTINGS.name], topics.handle, "soak-reader")
         reader.start()
         try:
             console = Console(up.console_url, SOAK_USER, password)

@@ -25,6 +25,7 @@ from confluent_kafka import Message
 
 from bench.soak_stack import REPO_ROOT
 from stream_worker.contracts import PlateAlert, PlateSighting
+from stream_worker.contracts.topics import ALERTS
 
 # One page of each kind a person opens, and the API the Cameras page polls.
 PAGES = {
@@ -228,7 +229,7 @@ class Topics:
         if value is None:
             return
         try:
-            if message.topic() == "alerts":
+            if message.topic() == ALERTS.name:
                 alert = PlateAlert.model_validate_json(value)
                 if alert.plate in self.plates:
                     with self._lock:

@@ -31,11 +31,12 @@ import orjson
 from confluent_kafka import Producer
 
 from stream_worker.cameras.status import CameraStatus
+from stream_worker.contracts.topics import CAMERA_STATUS
 from stream_worker.launchers.broker import LocalBroker, free_port
 from stream_worker.service.compacted import ensure_compacted_topic
 from stream_worker.store.web.users import hash_password, hash_token
 
-TOPIC = "camera-status"
+TOPIC = CAMERA_STATUS.name
 TOKENS = {"admin": "bench-admin-token-0123456789abcdef", "viewer": "bench-viewer-token-0123456789abcdef"}
 
 

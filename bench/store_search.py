@@ -38,6 +38,7 @@ import orjson
 from bench import environment
 from bench.cpu import self_cpu_s
 from bench.report import format_table, write_json
+from stream_worker.contracts.topics import FRAMES, PLATES
 
 LETTERS = "ABEKMHOPCTYX"
 DIGITS = "0123456789"
@@ -330,7 +331,7 @@ def plate_sightings(args: argparse.Namespace) -> Iterator[Any]:
                 "best_read": {
                     "frame_id": f"frame-{index}",
                     "event_id": f"event-{index}",
-                    "source": {"topic": "frames", "partition": 0, "offset": index},
+                    "source": {"topic": FRAMES.name, "partition": 0, "offset": index},
                     "captured_at": seen,
                     "text": text,
                     "confidence": 0.95,
@@ -338,7 +339,7 @@ def plate_sightings(args: argparse.Namespace) -> Iterator[Any]:
                 },
                 "closed_by": "gap",
                 "closed_at": seen,
-                "source": {"topic": "plates", "partition": 0, "first_offset": index, "last_offset": index},
+                "source": {"topic": PLATES.name, "partition": 0, "first_offset": index, "last_offset": index},
             }
         )
 

@@ -37,6 +37,7 @@ from bench.frames import BenchFrame
 from bench.pipeline import BenchError, cpu_figures
 from bench.report import latency_ms, rate
 from bench.side_reader import SideReader
+from stream_worker.contracts.topics import FRAMES, FRAMES_DLQ, PLATES
 from stream_worker.launchers.broker import create_topics, free_port
 from stream_worker.launchers.service import ServiceChild, ServiceStartError
 from stream_worker.tools.produce import produce_frames
@@ -168,7 +169,7 @@ class Topics:
 
     @classmethod
     def named(cls, prefix: str) -> Topics:
-        return cls(f"{prefix}.frames", f"{prefix}.plates", f"{prefix}.dlq")
+        return cls(*(f"{prefix}.{topic.name}" for topic in (FRAMES, PLATES, FRAMES_DLQ)))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import ClassVar
 from pydantic import Field, FilePath, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from stream_worker.contracts import topics
 from stream_worker.service.settings import (
     RESERVED_KAFKA_SETTINGS,
     SECRET_MARKERS,
@@ -74,11 +75,17 @@ class WorkerSettings(ServiceSettings):
     )
     model_name: str = Field("plate_recognition", min_length=1, description="Triton model to call.")
     group_id: str = Field("stream-worker", min_length=1, description="Kafka consumer group.")
-    input_topic: str = Field("frames", min_length=1, description="Topic of JPEG frames (key = camera id).")
-    output_topic: str = Field("plates", min_length=1, description="Topic for PlateEvent JSON records.")
-    dlq_topic: str = Field("frames.dlq", min_length=1, description="Dead-letter topic for rejected frames.")
+    input_topic: str = Field(
+        topics.FRAMES.name, min_length=1, description="Topic of JPEG frames (key = camera id)."
+    )
+    output_topic: str = Field(
+        topics.PLATES.name, min_length=1, description="Topic for PlateEvent JSON records."
+    )
+    dlq_topic: str = Field(
+        topics.FRAMES_DLQ.name, min_length=1, description="Dead-letter topic for rejected frames."
+    )
     cameras_topic: str = Field(
-        "cameras",
+        topics.CAMERAS.name,
         min_length=1,
         description="Compacted topic of each camera's settings (masks, zones, minimum plate width, "
         "plate pictures; `stream-worker cameras`): read to its end before the first frame, then "

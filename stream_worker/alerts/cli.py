@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from stream_worker.contracts import topics
 from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_command
 
 if TYPE_CHECKING:
@@ -52,7 +53,10 @@ watchlist_app = typer.Typer(
 )
 
 WATCHLIST_TOPIC_OPTION = typer.Option(
-    "watchlist", "--topic", envvar="STREAM_WORKER_WATCHLIST_TOPIC", help="Compacted watch-list topic."
+    topics.WATCHLIST.name,
+    "--topic",
+    envvar="STREAM_WORKER_WATCHLIST_TOPIC",
+    help="Compacted watch-list topic.",
 )
 watchlist_command = topic_command(WATCHLIST_TOPIC_OPTION)
 

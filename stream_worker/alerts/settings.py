@@ -16,6 +16,7 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from stream_worker.contracts import topics
 from stream_worker.service.settings import ServiceSettings, load
 
 ENV_PREFIX = "STREAM_WORKER_ALERTS_"
@@ -38,13 +39,19 @@ class AlertsSettings(ServiceSettings):
         9110, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
     )
     group_id: str = Field("stream-worker-alerts", min_length=1, description="Kafka consumer group.")
-    input_topic: str = Field("plates", min_length=1, description="Topic of PlateEvent JSON records.")
-    output_topic: str = Field("alerts", min_length=1, description="Topic for PlateAlert JSON records.")
+    input_topic: str = Field(
+        topics.PLATES.name, min_length=1, description="Topic of PlateEvent JSON records."
+    )
+    output_topic: str = Field(
+        topics.ALERTS.name, min_length=1, description="Topic for PlateAlert JSON records."
+    )
     watchlist_topic: str = Field(
-        "watchlist", min_length=1, description="Compacted topic of WatchEntry records (the watch list)."
+        topics.WATCHLIST.name,
+        min_length=1,
+        description="Compacted topic of WatchEntry records (the watch list).",
     )
     sightings_topic: str = Field(
-        "sightings",
+        topics.SIGHTINGS.name,
         min_length=1,
         description="Topic of PlateSighting JSON records: a pass whose reads raised no alert for an entry "
         "alerts once on its sighting (origin sighting) when the voted text or a top candidate matches.",
@@ -55,7 +62,7 @@ class AlertsSettings(ServiceSettings):
         description="Kafka consumer group of the sightings topic (its own, apart from --group-id's).",
     )
     corrections_topic: str = Field(
-        "corrections",
+        topics.CORRECTIONS.name,
         min_length=1,
         description="Compacted topic of the operators' Correction records: a text corrected to one a "
         "watch-list entry matches, where the text as read did not, alerts once (origin correction).",
@@ -144,14 +151,14 @@ class AlertsSettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> AlertsSettings:
-        topics = {
+        names = {
             self.input_topic,
             self.output_topic,
             self.watchlist_topic,
             self.sightings_topic,
             self.corrections_topic,
         }
-        if len(topics) != 5:
+        if len(names) != 5:
             raise ValueError(
                 "--input-topic, --output-topic, --watchlist-topic, --sightings-topic and "
                 "--corrections-topic must be five different topics"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from stream_worker.contracts import topics
 from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_command
 
 if TYPE_CHECKING:
@@ -31,9 +32,12 @@ cameras_app = typer.Typer(
     no_args_is_help=True,
 )
 
-STATUS_TOPIC = "camera-status"
+STATUS_TOPIC = topics.CAMERA_STATUS.name
 CAMERAS_TOPIC_OPTION = typer.Option(
-    "cameras", "--topic", envvar="STREAM_WORKER_CAMERAS_TOPIC", help="Compacted camera-settings topic."
+    topics.CAMERAS.name,
+    "--topic",
+    envvar="STREAM_WORKER_CAMERAS_TOPIC",
+    help="Compacted camera-settings topic.",
 )
 cameras_command = topic_command(CAMERAS_TOPIC_OPTION)
 

@@ -13,7 +13,9 @@ from dataclasses import MISSING, asdict, dataclass
 
 import orjson
 
-DEFAULT_TOPIC = "camera-status"
+from stream_worker.contracts import topics
+
+DEFAULT_TOPIC = topics.CAMERA_STATUS.name
 STATUS_INTERVAL_S = 5.0  # the connector's default --status-interval-s: 3 missed make a record stale
 # How far back a reading of the topic goes (`cameras status`, the console's start): a connector
 # renews the record of every camera it holds every interval (an ended one too), so 4 intervals

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from stream_worker.cameras import status
 from stream_worker.cameras.records import decode_record, encode_removal, encode_settings
+from stream_worker.contracts import topics
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.service.compacted import (
     DEFAULT_TIMEOUT_S,
@@ -17,10 +18,10 @@ from stream_worker.service.compacted import (
     CompactedTopicError,
 )
 
-DEFAULT_TOPIC = "cameras"
+DEFAULT_TOPIC = topics.CAMERAS.name
 # The camera connector's replicas share the cameras by the topic's partitions (a consumer group over
 # it): a topic created here gets as many as the connector and the deployments create it with.
-DEFAULT_PARTITIONS = 6
+DEFAULT_PARTITIONS = topics.CAMERAS.partitions
 CAMERAS = CompactedTopic(DEFAULT_TOPIC, decode_record, DEFAULT_PARTITIONS)
 # Each connector's report of its cameras, renewed every few seconds: read by a window (`since_s`).
 STATUSES = CompactedTopic(status.DEFAULT_TOPIC, status.decode_status)

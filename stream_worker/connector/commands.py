@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from stream_worker.cameras.status import STATUS_WINDOW_S
+from stream_worker.contracts import topics
 from stream_worker.service.options import echo_err, topic_command
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ commands = typer.Typer()  # `connect`
 status_commands = typer.Typer()  # `cameras status`
 
 STATUS_TOPIC_OPTION = typer.Option(
-    "camera-status",
+    topics.CAMERA_STATUS.name,
     "--topic",
     envvar="STREAM_WORKER_CONNECT_STATUS_TOPIC",
     help="Compacted camera-status topic the connector writes.",

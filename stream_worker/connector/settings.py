@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from stream_worker.cameras.store import DEFAULT_PARTITIONS as CAMERAS_PARTITIONS
+from stream_worker.contracts import topics
 from stream_worker.service.settings import ServiceSettings, load
 
 ENV_PREFIX = "STREAM_WORKER_CONNECT_"
@@ -53,8 +54,12 @@ class ConnectorSettings(ServiceSettings):
         description="Consumer group over the cameras topic that shares the cameras between replicas "
         "(one camera, one replica: each reads the cameras of the partitions it is assigned).",
     )
-    frames_topic: str = Field("frames", min_length=1, description="Topic the JPEG frames are published to.")
-    cameras_topic: str = Field("cameras", min_length=1, description="Compacted camera-settings topic.")
+    frames_topic: str = Field(
+        topics.FRAMES.name, min_length=1, description="Topic the JPEG frames are published to."
+    )
+    cameras_topic: str = Field(
+        topics.CAMERAS.name, min_length=1, description="Compacted camera-settings topic."
+    )
     worker_group_id: str = Field(
         "stream-worker",
         min_length=1,
@@ -62,7 +67,7 @@ class ConnectorSettings(ServiceSettings):
         "many frames of a live camera are shed (its source's max_delay_s).",
     )
     status_topic: str = Field(
-        "camera-status",
+        topics.CAMERA_STATUS.name,
         min_length=1,
         description="Compacted topic of each camera's status (key: camera id), read by `cameras status`.",
     )
@@ -131,8 +136,8 @@ class ConnectorSettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> ConnectorSettings:
-        topics = [self.frames_topic, self.cameras_topic, self.status_topic]
-        if len(set(topics)) != len(topics):
+        names = [self.frames_topic, self.cameras_topic, self.status_topic]
+        if len(set(names)) != len(names):
             raise ValueError("--frames-topic, --cameras-topic and --status-topic must be three topics")
         if self.backoff_base_s > self.backoff_cap_s:
             raise ValueError("--backoff-base-s must not be above --backoff-cap-s")

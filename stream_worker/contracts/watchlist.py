@@ -19,10 +19,10 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from stream_worker.contracts.base import OmitsAbsent
 from stream_worker.contracts.cameras import MAX_OVERSTAY_S
+from stream_worker.contracts.plate_formats import LPRNET, RECOGNIZER_ALPHABETS
 
-# The Russian recognizer's alphabet: stream_worker/nets/lprnet.py VOCABULARY (copied here: importing
-# it would import torch). tests/contracts/test_watchlist.py checks the two stay equal.
-PLATE_ALPHABET = "0123456789ABEKMHOPCTYX"
+# The Russian recognizer's alphabet (LPRNet's classes without the CTC blank).
+PLATE_ALPHABET = RECOGNIZER_ALPHABETS[LPRNET]
 # What a watch-list plate may hold: what any recognizer writes (the Latin one reads A-Z, digits),
 # 2 to 9 characters (a US personalized plate may be 2; the recognizers read 9 at most).
 LATIN_PLATE_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"

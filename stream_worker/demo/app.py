@@ -237,6 +237,7 @@ class Demo:
              "--watchlist-topic", topics.watchlist, "--targets-topic", topics.notify_targets,
              "--dlq-topic", topics.notify_dead_letters, "--console-url", store.console_url,
              "--deliveries-topic", topics.notify_deliveries, "--tests-topic", topics.notify_tests,
+             "--status-topic", topics.notify_status, "--replays-topic", topics.notify_replays,
              "--allow-private-targets"],
             self.workdir,
             env={SECRET_ENV_PREFIX + SECRET_ENV: self.webhook.secret},

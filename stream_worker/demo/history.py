@@ -23,7 +23,9 @@ class HistoryStore(ServiceChild):
              "--watchlist-topic", topics.watchlist,
              "--cameras-topic", topics.cameras, "--camera-status-topic", topics.camera_status,
              "--notify-targets-topic", topics.notify_targets, "--notify-tests-topic", topics.notify_tests,
-             "--notify-deliveries-topic", topics.notify_deliveries, "--data-dir", str(workdir / "store"),
+             "--notify-deliveries-topic", topics.notify_deliveries,
+             "--notify-status-topic", topics.notify_status, "--corrections-topic", topics.corrections,
+             "--data-dir", str(workdir / "store"),
              "--console-host", "127.0.0.1", "--console-port", str(self.console_port)],
             workdir,
         )  # fmt: skip

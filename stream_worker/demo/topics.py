@@ -11,6 +11,7 @@ from dataclasses import astuple, dataclass
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from stream_worker.contracts import topics as topology
 from stream_worker.contracts.topics import topic as declared
 from stream_worker.contracts.watchlist import new_entry
 from stream_worker.demo.options import DemoError
@@ -28,19 +29,22 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DemoTopics:
-    frames: str = "frames"
-    plates: str = "plates"
-    dead_letters: str = "frames.dlq"
-    sightings: str = "sightings"
-    alerts: str = "alerts"
-    store_dead_letters: str = "store.dlq"  # the records the history store cannot write
-    watchlist: str = "watchlist"  # compacted
-    cameras: str = "cameras"  # compacted: each camera's settings
-    camera_status: str = "camera-status"  # compacted: the connector's, with video cameras only
-    notify_targets: str = "notify-targets"  # compacted: the notify service's targets (the webhook)
-    notify_dead_letters: str = "notify.dlq"  # what notify could not deliver
-    notify_deliveries: str = "notify.deliveries"  # notify's delivery log (the console shows it)
-    notify_tests: str = "notify-tests"  # compacted: the console's "send a test" requests
+    frames: str = topology.FRAMES.name
+    plates: str = topology.PLATES.name
+    dead_letters: str = topology.FRAMES_DLQ.name
+    sightings: str = topology.SIGHTINGS.name
+    alerts: str = topology.ALERTS.name
+    store_dead_letters: str = topology.STORE_DLQ.name  # the records the history store cannot write
+    watchlist: str = topology.WATCHLIST.name  # compacted
+    cameras: str = topology.CAMERAS.name  # compacted: each camera's settings
+    camera_status: str = topology.CAMERA_STATUS.name  # compacted: the connector's, with video cameras only
+    notify_targets: str = topology.NOTIFY_TARGETS.name  # compacted: notify's targets (the webhook)
+    notify_dead_letters: str = topology.NOTIFY_DLQ.name  # what notify could not deliver
+    notify_deliveries: str = topology.NOTIFY_DELIVERIES.name  # notify's delivery log (the console shows it)
+    notify_tests: str = topology.NOTIFY_TESTS.name  # compacted: the console's "send a test" requests
+    notify_status: str = topology.NOTIFY_STATUS.name  # compacted: the target secrets notify has (names)
+    notify_replays: str = topology.NOTIFY_REPLAYS.name  # dead letters sent again (`notify dlq replay`)
+    corrections: str = topology.CORRECTIONS.name  # compacted: the console's reviews of reads
 
     @classmethod
     def for_run(cls, run_id: str | None) -> DemoTopics:

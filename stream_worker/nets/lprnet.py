@@ -17,11 +17,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from stream_worker.contracts.plate_formats import LPRNET, RECOGNIZER_ALPHABETS
+
 NUM_CLASSES = 23
 SEQUENCE_LENGTH = 18
 # Class index -> character; the last class (22) is the CTC blank. Latin look-alikes of the
-# Cyrillic letters allowed on Russian plates. Used by the tests; serving decodes in the BLS model.
-VOCABULARY = "0123456789ABEKMHOPCTYX"
+# Cyrillic letters allowed on Russian plates. Used by the tests; serving decodes in the BLS model
+# (model_repository/plate_recognition/1/frames.py keeps its own copy: it imports nothing of ours).
+VOCABULARY = RECOGNIZER_ALPHABETS[LPRNET]
 BLANK_INDEX = NUM_CLASSES - 1
 # Backbone indices whose outputs feed the global context (after ReLUs 2, 6, 13, 22).
 _CONTEXT_TAPS = (2, 6, 13, 22)

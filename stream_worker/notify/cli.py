@@ -15,6 +15,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from stream_worker.contracts import topics
 from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_command
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ targets_app = typer.Typer(
 notify_app.add_typer(targets_app, name="targets")
 
 TARGETS_TOPIC_OPTION = typer.Option(
-    "notify-targets",
+    topics.NOTIFY_TARGETS.name,
     "--topic",
     envvar="STREAM_WORKER_NOTIFY_TARGETS_TOPIC",
     help="Compacted topic of the targets.",
@@ -97,7 +98,7 @@ def targets_set(
         ..., "--file", "-f", exists=True, dir_okay=False, help="Target file, JSON or YAML."
     ),
     status_topic: str = typer.Option(
-        "notify-status",
+        topics.NOTIFY_STATUS.name,
         "--status-topic",
         envvar="STREAM_WORKER_NOTIFY_STATUS_TOPIC",
         help="Where notify says which target secrets it has (names only): a missing one is warned of.",
@@ -185,7 +186,10 @@ notify_app.add_typer(dlq_app, name="dlq")
 )
 @topic_command(
     typer.Option(
-        "notify.dlq", "--dlq-topic", envvar="STREAM_WORKER_NOTIFY_DLQ_TOPIC", help="The dead letters' topic."
+        topics.NOTIFY_DLQ.name,
+        "--dlq-topic",
+        envvar="STREAM_WORKER_NOTIFY_DLQ_TOPIC",
+        help="The dead letters' topic.",
     )
 )
 def dlq_replay(
@@ -194,7 +198,7 @@ def dlq_replay(
         None, "--since", help="Only those dead-lettered at or after this ISO 8601 time (UTC unless it says)."
     ),
     replays_topic: str = typer.Option(
-        "notify.replays",
+        topics.NOTIFY_REPLAYS.name,
         "--replays-topic",
         envvar="STREAM_WORKER_NOTIFY_REPLAYS_TOPIC",
         help="Where notify takes replays from.",

@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 from confluent_kafka import KafkaException
 
+from stream_worker.contracts import topics
 from stream_worker.contracts.notify import (
     STATUS_KEY,
     NotifyTarget,
@@ -44,7 +45,7 @@ def load_target_file(path: Path) -> NotifyTarget:
     return parse_target_text(text, source)
 
 
-STATUS_TOPIC = "notify-status"
+STATUS_TOPIC = topics.NOTIFY_STATUS.name
 
 
 def set_target(

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from stream_worker.contracts import topics
 from stream_worker.service.compacted import (
     CompactedTopicError,
     client_config,
@@ -26,7 +27,7 @@ from stream_worker.service.compacted import (
     topic_partitions,
 )
 
-REPLAYS_TOPIC = "notify.replays"
+REPLAYS_TOPIC = topics.NOTIFY_REPLAYS.name
 TARGET_HEADER = "notify.target"
 KIND_HEADER = "notify.kind"
 EVENT_HEADER = "notify.event"

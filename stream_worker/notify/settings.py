@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import Field, FilePath, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from stream_worker.contracts import topics
 from stream_worker.service.settings import ServiceSettings, load
 
 ENV_PREFIX = "STREAM_WORKER_NOTIFY_"
@@ -39,9 +40,11 @@ class NotifySettings(ServiceSettings):
         9113, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
     )
     group_id: str = Field("stream-worker-notify", min_length=1, description="Kafka consumer group.")
-    input_topic: str = Field("alerts", min_length=1, description="Topic of PlateAlert JSON records.")
+    input_topic: str = Field(
+        topics.ALERTS.name, min_length=1, description="Topic of PlateAlert JSON records."
+    )
     sightings_topic: str = Field(
-        "sightings",
+        topics.SIGHTINGS.name,
         min_length=1,
         description="Topic of PlateSighting JSON records: the unknown vehicles of targets with allow lists.",
     )
@@ -51,7 +54,7 @@ class NotifySettings(ServiceSettings):
         description="Kafka consumer group of the sightings topic (its own, apart from --group-id's).",
     )
     visits_topic: str = Field(
-        "visits",
+        topics.VISITS.name,
         min_length=1,
         description="Topic of PlateVisit JSON records: their overstay events go to the targets asking "
         "for overstays.",
@@ -62,7 +65,9 @@ class NotifySettings(ServiceSettings):
         description="Kafka consumer group of the visits topic (its own, apart from the other two).",
     )
     watchlist_topic: str = Field(
-        "watchlist", min_length=1, description="Compacted topic of WatchEntry records (the allow lists)."
+        topics.WATCHLIST.name,
+        min_length=1,
+        description="Compacted topic of WatchEntry records (the allow lists).",
     )
     allow_max_distance: float = Field(
         1.0,
@@ -71,34 +76,36 @@ class NotifySettings(ServiceSettings):
         "entry without its own max_distance is that vehicle: no unknown_vehicle event for it.",
     )
     targets_topic: str = Field(
-        "notify-targets", min_length=1, description="Compacted topic of NotifyTarget records (by name)."
+        topics.NOTIFY_TARGETS.name,
+        min_length=1,
+        description="Compacted topic of NotifyTarget records (by name).",
     )
     dlq_topic: str = Field(
-        "notify.dlq",
+        topics.NOTIFY_DLQ.name,
         min_length=1,
         description="Alerts a target did not take within --retry-budget-s (or refused for good), with "
         "the target and the last error in the headers.",
     )
     deliveries_topic: str = Field(
-        "notify.deliveries",
+        topics.NOTIFY_DELIVERIES.name,
         min_length=1,
         description="The delivery log: one NotifyDelivery record per outcome (sent, retried, failed, "
         "dropped), keyed by target, which the console shows.",
     )
     tests_topic: str = Field(
-        "notify-tests",
+        topics.NOTIFY_TESTS.name,
         min_length=1,
         description='Compacted topic of the console\'s "send a test" requests (NotifyTest by target '
         "name): each new one, while this service runs, is a test alert delivered to that target.",
     )
     status_topic: str = Field(
-        "notify-status",
+        topics.NOTIFY_STATUS.name,
         min_length=1,
         description="Compacted topic where the service says which target secrets it has (their names, "
         "never a value), so that `notify targets set` and the console warn of a missing one.",
     )
     replays_topic: str = Field(
-        "notify.replays",
+        topics.NOTIFY_REPLAYS.name,
         min_length=1,
         description="Dead letters sent again (`notify dlq replay`), read in the group --group-id + "
         "'-replays': each goes to its target with the same event id.",
@@ -153,7 +160,7 @@ class NotifySettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> NotifySettings:
-        topics = {
+        names = {
             self.input_topic,
             self.sightings_topic,
             self.visits_topic,
@@ -165,7 +172,7 @@ class NotifySettings(ServiceSettings):
             self.status_topic,
             self.replays_topic,
         }
-        if len(topics) != 10:
+        if len(names) != 10:
             raise ValueError(
                 "--input-topic, --sightings-topic, --visits-topic, --watchlist-topic, --targets-topic, "
                 "--dlq-topic, --deliveries-topic, --tests-topic, --status-topic and --replays-topic must "

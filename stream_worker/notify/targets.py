@@ -22,7 +22,7 @@ from stream_worker.service.compacted import (
     CompactedTopicError,
 )
 
-DEFAULT_TOPIC = "notify-targets"
+DEFAULT_TOPIC = topics.NOTIFY_TARGETS.name
 TARGETS = CompactedTopic(DEFAULT_TOPIC, decode_record)
 # What notify says of itself (the names of the target secrets it has), one record: STATUS_KEY.
 STATUS = CompactedTopic(topics.NOTIFY_STATUS.name, decode_status)

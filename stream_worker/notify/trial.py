@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from stream_worker.contracts import PlateAlert
+from stream_worker.contracts import PlateAlert, topics
 from stream_worker.contracts.notify import NotifyTest
 
 TEST_PLATE = "TEST000"
@@ -44,8 +44,8 @@ def trial_alert(test: NotifyTest, now: datetime | None = None) -> PlateAlert:
             "event_id": "test",
             "captured_at": None,
             "box": {"x1": 0, "y1": 0, "x2": 0, "y2": 0},
-            "source": {"topic": "notify-tests", "partition": 0, "offset": 0},
-            "frame_source": {"topic": "notify-tests", "partition": 0, "offset": 0},
+            "source": {"topic": topics.NOTIFY_TESTS.name, "partition": 0, "offset": 0},
+            "frame_source": {"topic": topics.NOTIFY_TESTS.name, "partition": 0, "offset": 0},
             "alerted_at": at,
         }
     )

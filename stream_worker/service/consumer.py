@@ -8,6 +8,7 @@ Around librdkafka's Consumer it keeps, for the service on top:
   of it; a paused partition is resumed before it is forgotten, because librdkafka keeps a pause
   through its revocation and a later re-assignment (the partition would never be fetched again);
 - gap healing: records in offset order per partition (service/gaps.py), the gaps counted;
+- missing topics: a subscribed topic the broker lacks, said once and joined once it exists;
 - consumer lag from librdkafka's statistics, per owned partition.
 
 The rest of a service sees its own record type (`_record`, in the subclass) and `(topic,
@@ -30,6 +31,7 @@ from stream_worker.service import kafka
 from stream_worker.service.gaps import GapHealer
 from stream_worker.service.kafka import Partition
 from stream_worker.service.metrics import ServiceMetrics
+from stream_worker.service.missing_topics import MissingTopics
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class GroupConsumer(ABC, Generic[R]):
         self.topic = self.topics[0]
         self.closing = False
         self.gaps = GapHealer(on_settled=metrics.count_gap)
+        self.missing = MissingTopics()
         self._metrics = metrics
         self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         self._epochs: dict[Partition, int] = {}
@@ -120,8 +123,10 @@ class GroupConsumer(ABC, Generic[R]):
 
     def consume(self, max_records: int, timeout_s: float) -> list[R]:
         """Up to `max_records` records, in offset order per partition (see service/gaps.py);
-        broker-side errors are logged, a fatal one raises."""
-        messages = kafka.consume_records(self._client, max_records, timeout_s, self.gaps)
+        broker-side errors are logged, a fatal one raises; a subscribed topic that does not exist
+        is said once and looked for every few seconds (service/missing_topics.py)."""
+        self.missing.check(self._client)
+        messages = kafka.consume_records(self._client, max_records, timeout_s, self.gaps, self.missing)
         return [self._record(message) for message in messages]
 
     # --- ownership --------------------------------------------------------------------------

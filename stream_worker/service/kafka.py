@@ -14,6 +14,7 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from stream_worker.service.gaps import GapHealer
+from stream_worker.service.missing_topics import MissingTopics, is_missing_topic
 from stream_worker.service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -63,10 +64,15 @@ def producer_config(settings: ServiceSettings, **defaults: object) -> dict[str, 
 
 
 def consume_records(
-    consumer: Consumer, max_records: int, timeout_s: float, gaps: GapHealer | None = None
+    consumer: Consumer,
+    max_records: int,
+    timeout_s: float,
+    gaps: GapHealer | None = None,
+    missing: MissingTopics | None = None,
 ) -> list[Message]:
     """Up to `max_records` records of one poll; broker-side errors are logged and skipped (end of
-    partition is no error), a fatal one raises.
+    partition is no error), a fatal one raises. With `missing`, a subscribed topic the broker does
+    not have goes there (said once, looked for until it exists) rather than to the log.
 
     With `gaps`, only the records to process in offset order come back (see service/gaps.py):
     duplicates are dropped, and a partition with an offset gap loses the rest of this poll's
@@ -82,6 +88,8 @@ def consume_records(
             records.append(message)
         elif error.fatal():
             raise KafkaException(error)
+        elif missing is not None and is_missing_topic(error) and message.topic():
+            missing.saw(message.topic())
         elif error.code() != KafkaError._PARTITION_EOF:
             log.warning("consumer error", extra={"error": error.str(), "code": error.name()})
     if gaps is None:

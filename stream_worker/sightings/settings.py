@@ -17,6 +17,7 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from stream_worker.contracts import topics
 from stream_worker.contracts.sightings import MAX_CANDIDATES
 from stream_worker.service.settings import ServiceSettings, load
 from stream_worker.sightings.direction import DirectionRules
@@ -43,10 +44,14 @@ class SightingsSettings(ServiceSettings):
         9109, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
     )
     group_id: str = Field("stream-worker-sightings", min_length=1, description="Kafka consumer group.")
-    input_topic: str = Field("plates", min_length=1, description="Topic of PlateEvent JSON records.")
-    output_topic: str = Field("sightings", min_length=1, description="Topic for PlateSighting JSON records.")
+    input_topic: str = Field(
+        topics.PLATES.name, min_length=1, description="Topic of PlateEvent JSON records."
+    )
+    output_topic: str = Field(
+        topics.SIGHTINGS.name, min_length=1, description="Topic for PlateSighting JSON records."
+    )
     cameras_topic: str = Field(
-        "cameras",
+        topics.CAMERAS.name,
         min_length=1,
         description="Compacted topic of the cameras' settings, for each camera's plate format: read to "
         "its end before the first pass closes, then followed live. Absent: the default format.",

@@ -17,6 +17,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from stream_worker.contracts import topics
 from stream_worker.service.settings import ServiceSettings, load
 
 ENV_PREFIX = "STREAM_WORKER_STORE_"
@@ -45,45 +46,49 @@ class StoreSettings(ServiceSettings):
         9112, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
     )
     group_id: str = Field("stream-worker-store", min_length=1, description="Kafka consumer group.")
-    sightings_topic: str = Field("sightings", min_length=1, description="Topic of PlateSighting records.")
-    alerts_topic: str = Field("alerts", min_length=1, description="Topic of PlateAlert records.")
+    sightings_topic: str = Field(
+        topics.SIGHTINGS.name, min_length=1, description="Topic of PlateSighting records."
+    )
+    alerts_topic: str = Field(topics.ALERTS.name, min_length=1, description="Topic of PlateAlert records.")
     dlq_topic: str = Field(
-        "store.dlq",
+        topics.STORE_DLQ.name,
         min_length=1,
         description="Dead-letter topic for the records the store cannot write (not the contract, over "
         "a column's limit, refused by the database alone), with the reason in their headers.",
     )
     watchlist_topic: str = Field(
-        "watchlist", min_length=1, description="The watch list (the console writes it)."
+        topics.WATCHLIST.name, min_length=1, description="The watch list (the console writes it)."
     )
     cameras_topic: str = Field(
-        "cameras", min_length=1, description="The cameras' settings (the console writes it)."
+        topics.CAMERAS.name, min_length=1, description="The cameras' settings (the console writes it)."
     )
     camera_status_topic: str = Field(
-        "camera-status",
+        topics.CAMERA_STATUS.name,
         min_length=1,
         description="The cameras' live state (the connector writes it; the console's Cameras page shows it).",
     )
     corrections_topic: str = Field(
-        "corrections",
+        topics.CORRECTIONS.name,
         min_length=1,
         description="Compacted: the operators' reviews of reads, by sighting id (the console writes it).",
     )
     notify_targets_topic: str = Field(
-        "notify-targets", min_length=1, description="The notification targets (the console writes it)."
+        topics.NOTIFY_TARGETS.name,
+        min_length=1,
+        description="The notification targets (the console writes it).",
     )
     notify_tests_topic: str = Field(
-        "notify-tests",
+        topics.NOTIFY_TESTS.name,
         min_length=1,
         description='Compacted: the console\'s "send a test" requests, by target (notify reads it).',
     )
     notify_deliveries_topic: str = Field(
-        "notify.deliveries",
+        topics.NOTIFY_DELIVERIES.name,
         min_length=1,
         description="The notify service's delivery log (sent, retried, failed): the console shows its tail.",
     )
     notify_status_topic: str = Field(
-        "notify-status",
+        topics.NOTIFY_STATUS.name,
         min_length=1,
         description="Compacted: the names of the target secrets notify has (never a value): the console "
         "warns of a target naming one it lacks.",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from stream_worker.contracts import topics
 from stream_worker.service.options import (
     BOOTSTRAP_OPTION,
     CLIENT_CONFIG_OPTION,
@@ -98,7 +99,9 @@ def produce(
     camera_id: str = typer.Option(..., "--camera-id", help="Record key and camera_id header."),
     fps: float = typer.Option(0.0, "--fps", min=0.0, help="Frames per second; 0 = as fast as possible."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Publish all PATHS this many times."),
-    topic: str = typer.Option("frames", "--topic", envvar="STREAM_WORKER_INPUT_TOPIC", help="Frames topic."),
+    topic: str = typer.Option(
+        topics.FRAMES.name, "--topic", envvar="STREAM_WORKER_INPUT_TOPIC", help="Frames topic."
+    ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     client_config: list[str] = CLIENT_CONFIG_OPTION,
     local_broker: bool = typer.Option(
@@ -141,7 +144,7 @@ def produce(
 )
 def tail(
     topic: str = typer.Option(
-        "plates", "--topic", envvar="STREAM_WORKER_OUTPUT_TOPIC", help="Topic to read."
+        topics.PLATES.name, "--topic", envvar="STREAM_WORKER_OUTPUT_TOPIC", help="Topic to read."
     ),
     bootstrap_servers: str = BOOTSTRAP_OPTION,
     from_beginning: bool = typer.Option(

@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from stream_worker.contracts import topics
 from stream_worker.contracts.cameras import MAX_OVERSTAY_S
 from stream_worker.contracts.watchlist import LIST_PATTERN, MAX_LIST_LENGTH
 from stream_worker.service.settings import ServiceSettings, load
@@ -40,21 +41,23 @@ class VisitsSettings(ServiceSettings):
         9114, ge=0, le=65535, description="HTTP port for /metrics, /healthz, /readyz (0: any free port)."
     )
     group_id: str = Field("stream-worker-visits", min_length=1, description="Kafka consumer group.")
-    input_topic: str = Field("sightings", min_length=1, description="Topic of PlateSighting JSON records.")
+    input_topic: str = Field(
+        topics.SIGHTINGS.name, min_length=1, description="Topic of PlateSighting JSON records."
+    )
     output_topic: str = Field(
-        "visits",
+        topics.VISITS.name,
         min_length=1,
         description="Topic for PlateVisit JSON records (key: the site), read back whole at the start "
         "to rebuild the open visits: its retention must outlast the longest visit.",
     )
     cameras_topic: str = Field(
-        "cameras",
+        topics.CAMERAS.name,
         min_length=1,
         description="Compacted topic of the cameras' settings, for each camera's site and role: read to "
         "its end before the first sighting, then followed live.",
     )
     watchlist_topic: str = Field(
-        "watchlist",
+        topics.WATCHLIST.name,
         min_length=1,
         description="Compacted topic of WatchEntry records: a plate's own overstay limit (overstay_s), or "
         "its list's (--list-overstay-s). Read to its end before the first sighting, then followed live.",

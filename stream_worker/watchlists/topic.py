@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from stream_worker.contracts import topics
 from stream_worker.contracts.watchlist import WatchEntry, decode_record, encode_entry, encode_removal
 from stream_worker.service.compacted import (
     DEFAULT_PARTITIONS,
@@ -19,7 +20,7 @@ from stream_worker.service.compacted import (
     ensure_compacted_topic,
 )
 
-DEFAULT_TOPIC = "watchlist"
+DEFAULT_TOPIC = topics.WATCHLIST.name
 WATCHLIST = CompactedTopic(DEFAULT_TOPIC, decode_record)
 
 WatchlistSnapshot = CompactedSnapshot[str, WatchEntry]

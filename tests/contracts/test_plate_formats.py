@@ -239,8 +239,5 @@ def test_an_unreadable_or_broken_file_is_a_formats_error(tmp_path):
         load_book(_book(tmp_path, "[regions]\n"))
 
 
-def test_the_recognizer_alphabets_are_the_networks_vocabularies():
-    from stream_worker.contracts.watchlist import PLATE_ALPHABET
-
-    assert RECOGNIZER_ALPHABETS[LPRNET] == PLATE_ALPHABET
+def test_the_latin_recognizers_alphabet_is_its_vocabulary():
     assert RECOGNIZER_ALPHABETS[GLOBAL] == "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"

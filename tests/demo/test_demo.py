@@ -266,10 +266,14 @@ def test_demo_topics_are_the_defaults_locally_and_run_specific_elsewhere() -> No
     local = DemoTopics.for_run(None)
     assert local.names == (
         "frames", "plates", "frames.dlq", "sightings", "alerts", "store.dlq", "watchlist", "cameras",
-        "notify-targets", "notify.dlq", "notify.deliveries", "notify-tests",
+        "notify-targets", "notify.dlq", "notify.deliveries", "notify-tests", "notify-status",
+        "notify.replays", "corrections",
     )  # fmt: skip
     assert local.viewed == ("plates", "frames.dlq", "sightings", "alerts")
-    assert local.compacted == ("watchlist", "cameras", "camera-status", "notify-targets", "notify-tests")
+    assert local.compacted == (
+        "watchlist", "cameras", "camera-status", "notify-targets", "notify-tests", "notify-status",
+        "corrections",
+    )  # fmt: skip
     assert local.with_connector(False) == local.names
     assert local.with_connector(True) == (*local.names, "camera-status")
     external = DemoTopics.for_run("abc123")

@@ -32,6 +32,8 @@ def test_demo_topics_get_their_declared_retention_or_compaction(run_id: str | No
         topics.camera_status,
         topics.notify_targets,
         topics.notify_tests,
+        topics.notify_status,
+        topics.corrections,
     }
     for name in topics.compacted:
         assert configs[name]["cleanup.policy"] == "compact", name

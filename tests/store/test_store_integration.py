@@ -151,3 +151,45 @@ def test_five_sigkills_mid_stream_leave_exactly_one_row_per_record(
     lines = [line for service in started for line in service.log_lines()]
     skipped = [line for line in lines if line.get("msg") == "record dead-lettered"]
     assert skipped and skipped[0]["offset"] == 0
+
+
+def test_an_alerts_topic_created_after_the_start_is_said_missing_then_read_within_seconds(
+    kafka_bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    """The store joins with its sightings topic alone; its alerts topic, created later, is read
+    within seconds, not at librdkafka's next metadata refresh (5 minutes)."""
+    sightings_topic, alerts_topic = f"{unique_name}-sightings", f"{unique_name}-alerts"
+    create_topics(kafka_bootstrap, [sightings_topic, f"{unique_name}-dlq"], PARTITIONS)
+    url = default_url(tmp_path / "data")
+    args = [
+        "--bootstrap-servers", kafka_bootstrap,
+        "--group-id", f"{unique_name}-store",
+        "--sightings-topic", sightings_topic,
+        "--alerts-topic", alerts_topic,
+        "--dlq-topic", f"{unique_name}-dlq",
+        "--database-url", url,
+        "--session-timeout-ms", "6000",  # the local broker holds a rejoin for about half of it
+        "--metrics-port", "0",
+        "--no-console",
+        "--retention-days", "0",
+    ]  # fmt: skip
+    store = ServiceProcess(args, tmp_path / "store.log", command="store", started="store started").start()
+    try:
+        missing = "subscribed topic does not exist: nothing of it is read until it is created"
+        said = store.wait_for_log(lambda line: line.get("msg") == missing, "the missing topic said")
+        assert said["level"] == "WARNING" and said["topic"] == alerts_topic
+        store.wait_for_log(lambda line: line.get("msg") == "partitions assigned", "the sightings' partitions")
+        create_topics(kafka_bootstrap, [alerts_topic], PARTITIONS)
+        produce(kafka_bootstrap, alerts_topic, [(b"gate-0", plate_alert("late", "A123BC77").to_json())])
+        produced = time.monotonic()
+        database = Database(url)
+        while counts(database)[1] == 0:
+            assert store.is_running(), store.log_tail()
+            assert time.monotonic() - produced < 30, f"the alert was not stored:\n{store.log_tail()}"
+            time.sleep(0.2)
+        waited = time.monotonic() - produced
+        assert waited < 10, f"the alert was stored {waited:.1f} s after it was produced"
+        assert [line for line in store.log_lines() if line.get("msg") == missing] == [said]
+        print(f"\nthe alert on the topic created late was stored {waited:.1f} s after it was produced")
+    finally:
+        store.stop(signal.SIGKILL)

@@ -26,6 +26,7 @@ from stream_worker.cameras.status import STATUS_WINDOW_S, CameraStatus, decode_s
 from stream_worker.cameras.store import DEFAULT_PARTITIONS as CAMERAS_PARTITIONS
 from stream_worker.contracts import corrections as correction_records
 from stream_worker.contracts import notify as notify_records
+from stream_worker.contracts import topics
 from stream_worker.contracts import watchlist as watchlist_records
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.contracts.corrections import Correction
@@ -232,8 +233,9 @@ class Backend:
 
     @property
     def frames_topic(self) -> str:
-        """The store has no frames-topic setting yet: `extra["frames_topic"]`, else "frames"."""
-        return str(self.extra.get("frames_topic") or getattr(self.settings, "frames_topic", None) or "frames")
+        """The store has no frames-topic setting: `extra["frames_topic"]`, else the declared one."""
+        configured = self.extra.get("frames_topic") or getattr(self.settings, "frames_topic", None)
+        return str(configured or topics.FRAMES.name)
 
     def frame(self, camera_id: str) -> bytes | None:
         """A recent frame of the camera from the frames topic (None: none there, or no broker)."""
