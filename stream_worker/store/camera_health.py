@@ -42,6 +42,16 @@ LATEST = datetime(9000, 1, 1, tzinfo=UTC).timestamp()
 MAX_COUNTER = 2**62  # a BIGINT on either database
 
 
+def states_seen(minutes: str) -> str:
+    """An hour's `minutes` as `streaming:55 stalled:3 unreachable:2`: each state seen with its
+    minutes, most first."""
+    seen: dict[str, int] = {}
+    for code in set(minutes) - {NONE}:
+        state = STATES.get(code, "unknown")
+        seen[state] = seen.get(state, 0) + minutes.count(code)
+    return " ".join(f"{state}:{n}" for state, n in sorted(seen.items(), key=lambda item: (-item[1], item[0])))
+
+
 @dataclass(frozen=True, slots=True)
 class Sample:
     """What the store keeps of one status record."""

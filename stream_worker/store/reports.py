@@ -6,12 +6,11 @@ alerts by `alerted_at`; hours and days are UTC. The buckets are cut as text in S
 times as ISO text, `substr` of it; PostgreSQL `to_char` of the UTC time), so both databases group
 the same way and a bucket's label is the same on either. The range goes through the
 `(camera_id, last_seen)` / `(last_seen)` / `(text_key, last_seen)` / `(alerted_at)` indexes;
-the cameras' health through `camera_health`'s (camera_id, hour) key and its (hour) index.
+the cameras' health through `camera_health`'s (camera_id, hour) key and its (hour, camera_id) index.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,12 +18,13 @@ from typing import Any
 
 from sqlalchemy import Connection, case, distinct, func, select
 
-from stream_worker.store.camera_health import NONE, STATES, UP
+from stream_worker.store.camera_health import CODES, NONE, UP, states_seen
 from stream_worker.store.schema import alerts, camera_health, sightings
 
 MAX_SPAN = timedelta(days=366)
 MAX_HOURLY_SPAN = timedelta(days=31)  # 744 hours a camera: longer is the daily report's job
 TOP_PLATES = 20
+STREAMING = CODES[UP]  # a minute of camera_health.minutes that said streaming
 HOUR, DAY = "hour", "day"
 _SQLITE_CUT = {HOUR: 13, DAY: 10}  # "YYYY-MM-DD HH" / "YYYY-MM-DD" of "YYYY-MM-DD HH:MM:SS.ffffff"
 _POSTGRES_CUT = {HOUR: "YYYY-MM-DD HH24", DAY: "YYYY-MM-DD"}
@@ -175,28 +175,26 @@ def camera_health_per_hour(connection: Connection, span: ReportRange) -> Report:
     conditions = [health.hour >= span.since, health.hour < span.until]
     if span.camera is not None:
         conditions.append(health.camera_id == span.camera)
+    bucket = _bucket(connection, health.hour, HOUR).label("bucket")
     statement = (
-        select(health.hour, health.camera_id, health.frames_published, health.frames_shed, health.minutes)
+        select(bucket, health.camera_id, health.frames_published, health.frames_shed, health.minutes)
         .where(*conditions)
         .order_by(health.hour, health.camera_id)
     )
+    summaries: dict[str, tuple[int, int, float, str]] = {}  # most hours' minutes are alike
+    labels: dict[str, str] = {}
     rows = []
-    for hour, camera, published, shed, minutes in connection.execute(statement):
-        seen = Counter(STATES.get(code, "unknown") for code in minutes if code != NONE)
-        up = seen.get(UP, 0)
-        down = sum(seen.values()) - up
-        shown = " ".join(
-            f"{state}:{n}" for state, n in sorted(seen.items(), key=lambda item: (-item[1], item[0]))
-        )
-        rows.append((_iso_hour(hour), camera, published, shed, up, down, round(up / 60, 3), shown))
+    for at, camera, published, shed, minutes in connection.execute(statement).all():
+        if minutes not in summaries:
+            up = minutes.count(STREAMING)
+            down = 60 - up - minutes.count(NONE)
+            summaries[minutes] = (up, down, round(up / 60, 3), states_seen(minutes))
+        if at not in labels:
+            labels[at] = _label(at, HOUR)
+        rows.append((labels[at], camera, published, shed, *summaries[minutes]))
     columns = ("hour", "camera_id", "frames_published", "frames_shed")
     columns += ("minutes_up", "minutes_down", "uptime", "states")
     return Report("health", "Camera health per hour", columns, rows)
-
-
-def _iso_hour(value: Any) -> str:
-    """An hour as the hourly reports label it: `2026-03-01T14:00Z`."""
-    return _iso(value)[:14] + "00Z"
 
 
 # Which column a report's chart draws, against which (summed over the rows that share it).

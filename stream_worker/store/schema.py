@@ -182,5 +182,5 @@ camera_health = Table(
     Column("last_shed", BigInteger),  # None from a connector without shedding
     Column("replica", String(NAME), nullable=False),
     _time("updated_at", nullable=False),  # the last record's
-    Index(None, "hour"),
+    Index(None, "hour", "camera_id"),  # the report's order
 )

@@ -31,10 +31,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("camera_id", "hour", name=op.f("pk_camera_health")),
     )
     with op.batch_alter_table("camera_health", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_camera_health_hour"), ["hour"], unique=False)
+        batch_op.create_index(
+            batch_op.f("ix_camera_health_hour_camera_id"), ["hour", "camera_id"], unique=False
+        )
 
 
 def downgrade() -> None:
     with op.batch_alter_table("camera_health", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_camera_health_hour"))
+        batch_op.drop_index(batch_op.f("ix_camera_health_hour_camera_id"))
     op.drop_table("camera_health")
