@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -250,6 +250,21 @@ def fill_postgres(database: Any, args: argparse.Namespace) -> None:
         raw.close()
 
 
+def filled(name: str, database: Any, args: argparse.Namespace) -> float | None:
+    """The database migrated and filled (None: by an earlier run, else the seconds it took)."""
+    database.migrate()
+    if _filled(database, args.sightings):
+        return None
+    print(
+        f"{name}: filling {args.sightings:,} sightings (kept for the next run)...",
+        file=sys.stderr,
+        flush=True,
+    )
+    started = time.perf_counter()
+    (fill_postgres if name == "postgresql" else fill_sqlite)(database, args)
+    return round(time.perf_counter() - started, 1)
+
+
 # --- measuring ----------------------------------------------------------------------------------
 def percentile(values: Sequence[float], fraction: float) -> float:
     ordered = sorted(values)
@@ -431,17 +446,7 @@ def measure(name: str, url: str, args: argparse.Namespace, server_cpu: Any = Non
 
     database = Database(url)
     try:
-        database.migrate()
-        fill_s = None
-        if not _filled(database, args.sightings):
-            print(
-                f"{name}: filling {args.sightings:,} sightings (kept for the next run)...",
-                file=sys.stderr,
-                flush=True,
-            )
-            started = time.perf_counter()
-            (fill_postgres if name == "postgresql" else fill_sqlite)(database, args)
-            fill_s = round(time.perf_counter() - started, 1)
+        fill_s = filled(name, database, args)
         texts = search_texts(args)
         load_before = environment.load_average()
         server_before = server_cpu() if server_cpu else None
@@ -480,21 +485,21 @@ def schema_fingerprint() -> str:
     return hashlib.sha256("\n".join(statements).encode()).hexdigest()[:10]
 
 
-def main(argv: Sequence[str]) -> int:
-    args = parser().parse_args(list(argv))
-    checked = environment.load_or_refuse(args.allow_busy)
-    if checked is None:
-        return 3
-    load, busy = checked
+Measure = Callable[[str, str, argparse.Namespace, Any], dict[str, Any]]
+
+
+def on_each_database(args: argparse.Namespace, measure: Measure) -> list[dict[str, Any]]:
+    """`measure(name, url, args, server_cpu)` on SQLite and PostgreSQL (unless left out), each filled
+    by the same generator and cached under --cache-dir; PostgreSQL a cluster started for the run
+    (server_cpu: its processes' CPU seconds) unless --postgres-url names one."""
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     tag = f"{args.sightings}-{args.plates}-{args.cameras}-{args.seed}-{schema_fingerprint()}"
     results = []
     if not args.no_sqlite:
-        path = args.cache_dir / f"sqlite-{tag}.db"
-        results.append(measure("sqlite", f"sqlite:///{path}", args))
+        results.append(measure("sqlite", f"sqlite:///{args.cache_dir / f'sqlite-{tag}.db'}", args, None))
     if not args.no_postgres:
         if args.postgres_url:
-            results.append(measure("postgresql", args.postgres_url, args))
+            results.append(measure("postgresql", args.postgres_url, args, None))
         else:
             cluster = LocalPostgres(args.cache_dir / f"postgres-{tag}")
             url = cluster.start()
@@ -502,6 +507,39 @@ def main(argv: Sequence[str]) -> int:
                 results.append(measure("postgresql", url, args, cluster.server_cpu_s))
             finally:
                 cluster.stop()
+    return results
+
+
+def finish(
+    args: argparse.Namespace, scenario: str, load: Any, busy: bool, results: list[dict[str, Any]]
+) -> None:
+    """The load after the run, said and, with --report, written with the results as JSON."""
+    load_after = environment.load_average()
+    print(f"\nload average before {load} after {load_after}{' (busy: figures inflated)' if busy else ''}")
+    if args.report:
+        settings = {
+            key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()
+        }
+        report = {
+            "scenario": scenario,
+            "settings": settings,
+            "machine": environment.machine(),
+            "versions": environment.versions(),
+            "load_before": load,
+            "load_after": load_after,
+            "busy": busy,
+            "results": results,
+        }
+        write_json(args.report, report)
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    checked = environment.load_or_refuse(args.allow_busy)
+    if checked is None:
+        return 3
+    load, busy = checked
+    results = on_each_database(args, measure)
     rows = []
     for result in results:
         for kind, figures in result["searches"].items():
@@ -534,23 +572,8 @@ def main(argv: Sequence[str]) -> int:
             ],
         )
     )
-    load_after = environment.load_average()
-    print(f"\nload average before {load} after {load_after}{' (busy: figures inflated)' if busy else ''}")
+    finish(args, "store-search", load, busy, results)
     print(
         f"targets: p95 < {TARGET_P95_MS:g} ms for each search; writer >= {TARGET_WRITER_PER_S:g} sightings/s"
     )
-    if args.report:
-        report = {
-            "scenario": "store-search",
-            "settings": {
-                key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()
-            },
-            "machine": environment.machine(),
-            "versions": environment.versions(),
-            "load_before": load,
-            "load_after": load_after,
-            "busy": busy,
-            "results": results,
-        }
-        write_json(args.report, report)
     return 0

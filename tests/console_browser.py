@@ -38,6 +38,7 @@ def chromium(width: int = 1100, height: int = 900) -> Iterator[Any]:
         f"--window-size={width},{height}",
     ):
         options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console_messages()
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver
@@ -72,6 +73,11 @@ def live_texts(driver: Any, kind: str = "sightings") -> list[str]:
         item.find_element(By.CLASS_NAME, "text").text
         for item in driver.find_elements(By.CSS_SELECTOR, f"#live-{kind} li")
     ]
+
+
+def console_messages(driver: Any) -> list[str]:
+    """What the page wrote to the browser's console since last asked (CSP violations included)."""
+    return [f"{entry['level']} {entry['message']}" for entry in driver.get_log("browser")]
 
 
 def picture_loaded(driver: Any, element: Any) -> bool:

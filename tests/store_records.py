@@ -8,6 +8,7 @@ import base64
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from stream_worker.cameras.status import CameraStatus
 from stream_worker.contracts.alerts import PlateAlert
 from stream_worker.contracts.sightings import PlateSighting
 
@@ -103,7 +104,46 @@ def plate_alert(
     )
 
 
-def stored_in(data_dir, sightings=(), alerts=()):
+def camera_status(
+    camera_id: str,
+    at: datetime,
+    published: int,
+    state: str = "streaming",
+    shed: int | None = 0,
+    replica: str = "connector-1",
+) -> CameraStatus:
+    """The connector's status record of `camera_id` written at `at`, its counters as given."""
+    return CameraStatus(
+        camera_id=camera_id,
+        state=state,
+        state_since=at.timestamp() - 60,
+        last_error=None,
+        source="rtsp://${GATE_USER}@camera/stream",
+        replica=replica,
+        updated_at=at.timestamp(),
+        decoded_fps=10.0,
+        published_fps=5.0,
+        frames_decoded=published * 2,
+        frames_published=published,
+        frames_static=0,
+        frames_dropped=0,
+        delivery_errors=0,
+        reconnects=0,
+        motion_share=None,
+        last_frame_at=at.timestamp(),
+        frames_offered=None if shed is None else published + shed,
+        frames_shed=shed,
+    )
+
+
+def health_samples(*statuses: CameraStatus) -> list:
+    """The store's samples of these status records (what `write_batch(..., health=)` takes)."""
+    from stream_worker.store.camera_health import sample
+
+    return [sample(status.camera_id, status) for status in statuses]
+
+
+def stored_in(data_dir, sightings=(), alerts=(), health=()):
     """A migrated SQLite store in `data_dir` (what `--data-dir` names) holding these records."""
     from stream_worker.store.database import Database, default_url
     from stream_worker.store.writer import write_batch
@@ -111,6 +151,6 @@ def stored_in(data_dir, sightings=(), alerts=()):
     database = Database(default_url(data_dir))
     database.migrate()
     with database.begin() as connection:
-        write_batch(connection, list(sightings), list(alerts))
+        write_batch(connection, list(sightings), list(alerts), health=list(health))
     database.dispose()
     return data_dir

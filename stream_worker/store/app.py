@@ -1,5 +1,7 @@
-"""The composition root of `stream-worker store`: consume sightings and alerts -> decode -> write
-one transaction -> commit offsets, on one thread; the console served beside it.
+"""The composition root of `stream-worker store`: consume sightings, alerts and the cameras' status
+-> decode -> write one transaction -> commit offsets, on one thread; the console served beside it.
+A camera's status records become its health history (camera_health.py: each minute's state, the
+frames of each hour); a tombstone (a camera removed) has nothing to keep.
 
 Guarantees and how they are kept:
 - Nothing lost: a batch's offsets are committed only after its database transaction committed. A
@@ -27,6 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 
+from stream_worker.cameras.status import decode_status
 from stream_worker.contracts import ErrorReason, PlateAlert, PlateSighting
 from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
@@ -34,6 +37,7 @@ from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.kafka import Partition
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.settings import ConfigError
+from stream_worker.store.camera_health import Sample, sample
 from stream_worker.store.console_thread import ConsoleError, start_console
 from stream_worker.store.consumer import StoreConsumer, StoreRecord
 from stream_worker.store.database import Database, DatabaseError
@@ -51,7 +55,7 @@ RETRY_FIRST_S, RETRY_MAX_S = 0.5, 10.0
 # PostgreSQL text, a constraint): the same on every replay, unlike a database that is down.
 CONTENT_ERRORS = (DataError, IntegrityError)
 
-Decoded = tuple[StoreRecord, PlateSighting | PlateAlert]
+Decoded = tuple[StoreRecord, PlateSighting | PlateAlert | Sample]
 
 
 class Positions:
@@ -114,7 +118,7 @@ class StoreService(LoopService):
 
     def _started_fields(self) -> dict[str, Any]:
         return {
-            "topics": [self.settings.sightings_topic, self.settings.alerts_topic],
+            "topics": self.consumer.topics,
             "dlq_topic": self.settings.dlq_topic,
             "group_id": self.settings.group_id,
             "database": self.database.safe_url,
@@ -155,6 +159,9 @@ class StoreService(LoopService):
         refused: list[DeadLetter] = []
         for record in records:
             self.metrics.records_in.labels(record.topic).inc()
+            if record.topic == self.settings.camera_status_topic:
+                self._decode_status(record, decoded, refused)
+                continue
             sighting_topic = record.topic == self.settings.sightings_topic
             contract = PlateSighting if sighting_topic else PlateAlert
             try:
@@ -171,6 +178,16 @@ class StoreService(LoopService):
                 continue
             decoded.append((record, message))
         return decoded, refused
+
+    def _decode_status(self, record: StoreRecord, decoded: list[Decoded], refused: list[DeadLetter]) -> None:
+        try:
+            camera_id, status = decode_status(record.key, record.value)
+            if status is None:
+                return  # a camera removed: nothing to sample
+            decoded.append((record, sample(camera_id, status)))
+        except ValueError as error:
+            self.metrics.invalid_records.labels(record.topic).inc()
+            refused.append(DeadLetter(record, ErrorReason.INVALID_RECORD, str(error)))
 
     def _write(self, records: list[StoreRecord]) -> None:
         owned = [r for r in records if self.consumer.owns((r.topic, r.partition))]
@@ -192,6 +209,7 @@ class StoreService(LoopService):
         self.metrics.rows_written.labels("sightings").inc(written.sightings)
         self.metrics.rows_written.labels("alerts").inc(written.alerts)
         self.metrics.rows_written.labels("pictures").inc(written.pictures)
+        self.metrics.rows_written.labels("camera_health").inc(written.health)
         self.positions.written(owned)
         self._pending = []
         self.committer.commit()
@@ -220,14 +238,16 @@ class StoreService(LoopService):
                 total.sightings + written.sightings,
                 total.alerts + written.alerts,
                 total.pictures + written.pictures,
+                total.health + written.health,
             )
         return total
 
-    def _transaction(self, messages: Sequence[PlateSighting | PlateAlert]) -> Written:
+    def _transaction(self, messages: Sequence[PlateSighting | PlateAlert | Sample]) -> Written:
         batch_sightings = [m for m in messages if isinstance(m, PlateSighting)]
         batch_alerts = [m for m in messages if isinstance(m, PlateAlert)]
+        health = [m for m in messages if isinstance(m, Sample)]
         with self.database.begin() as connection:
-            return write_batch(connection, batch_sightings, batch_alerts)
+            return write_batch(connection, batch_sightings, batch_alerts, health=health)
 
     def _failed(self, error: Exception, database_up: bool = False) -> None:
         """The batch is kept and written again after a capped backoff (`database_up`: the database
@@ -256,6 +276,7 @@ class StoreService(LoopService):
             return
         for table in ("sightings", "alerts", "pictures"):
             self.metrics.retention_deleted.labels(table).inc(getattr(deleted, table))
+        self.metrics.retention_deleted.labels("camera_health").inc(deleted.health)
         if deleted.sightings or deleted.alerts:
             log.info(
                 "retention deleted old rows", extra={"sightings": deleted.sightings, "alerts": deleted.alerts}

@@ -353,18 +353,21 @@ def search(
         "  stream-worker report daily --since 30d > daily.csv\n\n"
         "  stream-worker report hourly --since 2026-03-01 --until 2026-03-02 --camera gate --format jsonl\n\n"
         "  stream-worker report top-plates --since 7d --format png --output top.png\n\n"
+        "  stream-worker report health --since 24h --camera gate\n\n"
         "Reports: hourly and daily (sightings per camera), plates (sightings and unique plates per "
-        "day), top-plates (the most frequent plates), alerts (per watch list). Times as search's: "
+        "day), top-plates (the most frequent plates), alerts (per watch list), health (per camera "
+        "per hour: frames published and shed, minutes streaming, the states seen; at most 31 days). "
+        "Times as search's: "
         "ISO 8601 (UTC unless an offset is given) or a span back from now; --since inclusive, "
         "--until exclusive, at most 366 days; hours and days are UTC. Exit codes: 0 written, "
         "2 invalid option, 3 database unreachable or without the store's tables."
     ),
 )
 def report(
-    name: str = typer.Argument(..., help="hourly, daily, plates, top-plates or alerts."),
+    name: str = typer.Argument(..., help="hourly, daily, plates, top-plates, alerts or health."),
     since: str = typer.Option("7d", "--since", help="From this time (ISO 8601 or 2h, 7d...)."),
     until: str | None = typer.Option(None, "--until", help="Before this time (default: now)."),
-    camera: str | None = typer.Option(None, "--camera", help="Only this camera's sightings and alerts."),
+    camera: str | None = typer.Option(None, "--camera", help="Only this camera's records."),
     file_format: str = typer.Option("csv", "--format", help="csv, jsonl or png (png needs --output)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     database_url: str | None = DATABASE_URL,

@@ -1,10 +1,13 @@
 """A report's chart as a PNG (`stream-worker report --format png`), drawn off screen with
-matplotlib (the `dev` extra: the store's service and console never import it)."""
+matplotlib (the `dev` extra: the store's service and console never import it). The PNG carries
+the figures it draws as JSON in its Description text chunk, [[label, value], ...], so a reader
+(or a test) can check them against the page's and the CSV's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 from matplotlib.figure import Figure
 
 from stream_worker.store.reports import Report, series
@@ -25,4 +28,5 @@ def draw(report: Report, path: Path) -> None:
         axes.set_xticks(ticks, [labels[index] for index in ticks], rotation=30, ha="right")
     axes.set_title(report.title)
     figure.tight_layout()
-    figure.savefig(path, format="png")
+    figures = orjson.dumps(points).decode()
+    figure.savefig(path, format="png", metadata={"Title": report.title, "Description": figures})

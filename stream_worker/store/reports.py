@@ -5,7 +5,8 @@ Sightings count by `last_seen` (as search filters them: `since` inclusive, `unti
 alerts by `alerted_at`; hours and days are UTC. The buckets are cut as text in SQL (SQLite stores
 times as ISO text, `substr` of it; PostgreSQL `to_char` of the UTC time), so both databases group
 the same way and a bucket's label is the same on either. The range goes through the
-`(camera_id, last_seen)` / `(last_seen)` / `(text_key, last_seen)` / `(alerted_at)` indexes.
+`(camera_id, last_seen)` / `(last_seen)` / `(text_key, last_seen)` / `(alerted_at)` indexes;
+the cameras' health through `camera_health`'s (camera_id, hour) key and its (hour, camera_id) index.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from typing import Any
 
 from sqlalchemy import Connection, case, distinct, func, select
 
-from stream_worker.store.schema import alerts, sightings
+from stream_worker.store.camera_health import CODES, NONE, UP, states_seen
+from stream_worker.store.schema import alerts, camera_health, sightings
 
 MAX_SPAN = timedelta(days=366)
 MAX_HOURLY_SPAN = timedelta(days=31)  # 744 hours a camera: longer is the daily report's job
 TOP_PLATES = 20
+STREAMING = CODES[UP]  # a minute of camera_health.minutes that said streaming
 HOUR, DAY = "hour", "day"
 _SQLITE_CUT = {HOUR: 13, DAY: 10}  # "YYYY-MM-DD HH" / "YYYY-MM-DD" of "YYYY-MM-DD HH:MM:SS.ffffff"
 _POSTGRES_CUT = {HOUR: "YYYY-MM-DD HH24", DAY: "YYYY-MM-DD"}
@@ -161,6 +164,39 @@ def alerts_per_list(connection: Connection, span: ReportRange) -> Report:
     return Report("alerts", "Alerts per watch list", columns, rows)
 
 
+def camera_health_per_hour(connection: Connection, span: ReportRange) -> Report:
+    """Per camera per hour that begins in the range (camera_health.py): frames published and shed
+    (the rises of the connector's counters), the minutes whose first record said streaming and
+    those that said another state, the streaming share of the hour's 60 minutes (a minute without
+    a record: the camera was not seen up), and the states seen with their minutes."""
+    if span.until - span.since > MAX_HOURLY_SPAN:
+        raise ValueError(f"the health report covers at most {MAX_HOURLY_SPAN.days} days")
+    health = camera_health.c
+    conditions = [health.hour >= span.since, health.hour < span.until]
+    if span.camera is not None:
+        conditions.append(health.camera_id == span.camera)
+    bucket = _bucket(connection, health.hour, HOUR).label("bucket")
+    statement = (
+        select(bucket, health.camera_id, health.frames_published, health.frames_shed, health.minutes)
+        .where(*conditions)
+        .order_by(health.hour, health.camera_id)
+    )
+    summaries: dict[str, tuple[int, int, float, str]] = {}  # most hours' minutes are alike
+    labels: dict[str, str] = {}
+    rows = []
+    for at, camera, published, shed, minutes in connection.execute(statement).all():
+        if minutes not in summaries:
+            up = minutes.count(STREAMING)
+            down = 60 - up - minutes.count(NONE)
+            summaries[minutes] = (up, down, round(up / 60, 3), states_seen(minutes))
+        if at not in labels:
+            labels[at] = _label(at, HOUR)
+        rows.append((labels[at], camera, published, shed, *summaries[minutes]))
+    columns = ("hour", "camera_id", "frames_published", "frames_shed")
+    columns += ("minutes_up", "minutes_down", "uptime", "states")
+    return Report("health", "Camera health per hour", columns, rows)
+
+
 # Which column a report's chart draws, against which (summed over the rows that share it).
 _CHARTED = {
     "hourly": ("hour", "sightings"),
@@ -168,6 +204,7 @@ _CHARTED = {
     "plates": ("day", "unique_plates"),
     "top-plates": ("plate", "sightings"),
     "alerts": ("list", "alerts"),
+    "health": ("hour", "minutes_up"),
 }
 
 
@@ -187,6 +224,7 @@ REPORTS: dict[str, Callable[[Connection, ReportRange], Report]] = {
     "plates": unique_plates,
     "top-plates": top_plates,
     "alerts": alerts_per_list,
+    "health": camera_health_per_hour,
 }
 
 

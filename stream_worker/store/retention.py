@@ -1,5 +1,6 @@
-"""What the store deletes: rows past the retention period, and a plate's whole history on request
-(`stream-worker store forget PLATE`: plate texts are personal data).
+"""What the store deletes: rows past the retention period (sightings, alerts, the cameras' health
+samples), and a plate's whole history on request (`stream-worker store forget PLATE`: plate texts
+are personal data).
 
 Pictures and corrections go with their sighting (a foreign key ON DELETE CASCADE, and explicitly here, since a
 SQLite connection without foreign keys would keep them). The fuzzy-search variants of a plate key
@@ -16,7 +17,7 @@ from sqlalchemy import Connection, delete, exists, or_, select
 from stream_worker.contracts.watchlist import normalise_plate
 from stream_worker.store.plate_keys import fold
 from stream_worker.store.queries import add_audit
-from stream_worker.store.schema import alerts, corrections, pictures, plate_variants, sightings
+from stream_worker.store.schema import alerts, camera_health, corrections, pictures, plate_variants, sightings
 
 CHUNK = 500  # ids per DELETE statement: SQLite's parameter limit stays far away
 
@@ -27,6 +28,7 @@ class Deleted:
     alerts: int = 0
     pictures: int = 0
     variants: int = 0
+    health: int = 0
 
 
 def _delete_sightings(connection: Connection, ids: list[str]) -> tuple[int, int]:
@@ -54,7 +56,8 @@ def _delete_orphan_variants(connection: Connection, keys: set[str]) -> int:
 
 
 def expire(connection: Connection, retention_days: float, now: datetime | None = None) -> Deleted:
-    """Delete sightings last seen and alerts raised more than `retention_days` ago (0: none)."""
+    """Delete sightings last seen, alerts raised and cameras' health hours begun more than
+    `retention_days` ago (0: none)."""
     if retention_days <= 0:
         return Deleted()
     cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
@@ -64,7 +67,8 @@ def expire(connection: Connection, retention_days: float, now: datetime | None =
     removed, removed_pictures = _delete_sightings(connection, [row.sighting_id for row in old])
     removed_alerts = connection.execute(delete(alerts).where(alerts.c.alerted_at < cutoff)).rowcount
     removed_variants = _delete_orphan_variants(connection, {row.text_key for row in old})
-    return Deleted(removed, removed_alerts, removed_pictures, removed_variants)
+    removed_health = connection.execute(delete(camera_health).where(camera_health.c.hour < cutoff)).rowcount
+    return Deleted(removed, removed_alerts, removed_pictures, removed_variants, removed_health)
 
 
 def forget(connection: Connection, plate: str, user: str = "cli", now: datetime | None = None) -> Deleted:

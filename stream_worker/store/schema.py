@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -167,4 +168,23 @@ corrections = Table(
     _time("corrected_at", nullable=False),
     Index(None, "text"),
     Index(None, "text_key"),
+)
+
+# The cameras' health over time (camera_health.py), from the connector's `camera-status` records:
+# a row per camera per hour, `minutes` one character per minute (the state of the minute's first
+# record, "." without one), the frames published and shed in the hour (the rises of the connector's
+# counters), and the last record's counters, from which the next one's rises are counted.
+camera_health = Table(
+    "camera_health",
+    metadata,
+    Column("camera_id", String(NAME), primary_key=True),
+    Column("hour", DateTime(timezone=True), primary_key=True),  # UTC
+    Column("minutes", String(60), nullable=False),
+    Column("frames_published", BigInteger, nullable=False),
+    Column("frames_shed", BigInteger, nullable=False),
+    Column("last_published", BigInteger, nullable=False),
+    Column("last_shed", BigInteger),  # None from a connector without shedding
+    Column("replica", String(NAME), nullable=False),
+    _time("updated_at", nullable=False),  # the last record's
+    Index(None, "hour", "camera_id"),  # the report's order
 )

@@ -65,7 +65,10 @@ class StoreSettings(ServiceSettings):
     camera_status_topic: str = Field(
         topics.CAMERA_STATUS.name,
         min_length=1,
-        description="The cameras' live state (the connector writes it; the console's Cameras page shows it).",
+        description=(
+            "The cameras' live state (the connector writes it; the console's Cameras page shows it, "
+            "the store keeps each minute's state: the health report)."
+        ),
     )
     corrections_topic: str = Field(
         topics.CORRECTIONS.name,
@@ -109,7 +112,10 @@ class StoreSettings(ServiceSettings):
     retention_days: float = Field(
         30.0,
         ge=0,
-        description="Sightings and alerts older than this are deleted, pictures with them (0: kept).",
+        description=(
+            "Sightings, alerts and the cameras' health older than this are deleted, pictures "
+            "with them (0: kept)."
+        ),
     )
     retention_every_s: float = Field(300.0, gt=0, description="How often retention runs.")
     # The console (store/web/, engineer C's): served by this process unless --no-console, on a thread

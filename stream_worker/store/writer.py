@@ -6,7 +6,7 @@ second write insert nothing (INSERT ... ON CONFLICT DO NOTHING, on SQLite and Po
 A sighting's picture (its best read's base64 JPEG) goes to `pictures`, its record without it to
 `sightings.record`; each new plate key brings its fuzzy-search variants (plate_keys.py). Times
 are stored in UTC: SQLite keeps a time's digits without its offset, and search and the reports
-compare and cut those digits.
+compare and cut those digits. The cameras' status records go to `camera_health` (camera_health.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
 from stream_worker.contracts import PlateAlert, PlateSighting
+from stream_worker.store.camera_health import Sample, write_samples
 from stream_worker.store.plate_keys import MAX_KEY_LENGTH, fold, variants
 from stream_worker.store.rows import utc
 from stream_worker.store.schema import alerts, pictures, plate_variants, sightings
@@ -34,6 +35,7 @@ class Written:
     sightings: int = 0
     alerts: int = 0
     pictures: int = 0
+    health: int = 0
 
 
 def insert_ignoring_duplicates(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
@@ -112,8 +114,10 @@ def write_batch(
     batch_sightings: Sequence[PlateSighting],
     batch_alerts: Sequence[PlateAlert],
     now: datetime | None = None,
+    health: Sequence[Sample] = (),
 ) -> Written:
-    """Write one batch in the caller's transaction (`Database.begin()`)."""
+    """Write one batch in the caller's transaction (`Database.begin()`); `health`: the cameras'
+    status records, in the topic's order (camera_health.py)."""
     now = now or datetime.now(UTC)
     unique_sightings = {s.sighting_id: s for s in batch_sightings}  # a batch may repeat a record
     sighting_rows, picture_rows, keys = [], [], set()
@@ -130,4 +134,5 @@ def write_batch(
     insert_ignoring_duplicates(connection, plate_variants, variant_rows)
     alert_rows = [alert_row(alert, now) for alert in {a.alert_id: a for a in batch_alerts}.values()]
     written_alerts = insert_ignoring_duplicates(connection, alerts, alert_rows)
-    return Written(written_sightings, written_alerts, written_pictures)
+    written_health = write_samples(connection, list(health))
+    return Written(written_sightings, written_alerts, written_pictures, written_health)
