@@ -3,7 +3,7 @@
 Every export is checked against PyTorch with ONNX Runtime (CPU) on random batches before it
 replaces the artifact, so a silently wrong graph never reaches Triton. Uses the dynamo exporter
 (needs `onnxscript`) at opset 18: the graphs hold only Conv/Gemm/MatMul/MaxPool/AveragePool/
-GridSample-style nodes that ONNX Runtime and TensorRT both take. Denormal weights are zeroed
+Slice/GridSample-style nodes that ONNX Runtime and TensorRT both take. Denormal weights are zeroed
 before export (the STN checkpoint is half denormal; see denormals.py): the outputs stay the same.
 """
 

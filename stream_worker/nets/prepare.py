@@ -26,8 +26,9 @@ import orjson
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.weights import PINNED_FILES, ensure_weights, sha256_of
 
-# Bump whenever export.py changes what it writes (opset, graph shape, names, weights), to force re-export.
-EXPORT_FORMAT_VERSION = 2
+# Bump whenever export.py (or a network it exports) changes what it writes (opset, graph shape, names,
+# weights), to force re-export. 3: LPRNet's channel pools as 2-D MaxPool + Slice.
+EXPORT_FORMAT_VERSION = 3
 # Bump whenever detector_graph.py changes what it writes (input layout, names, shapes), to force a rewrite.
 DETECTOR_FORMAT_VERSION = 3
 # Bump whenever global_ocr.py changes what it writes.

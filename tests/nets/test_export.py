@@ -35,6 +35,21 @@ def test_graph_signature_and_ops(exported_repository: Path, name: str) -> None:
     assert "AffineGrid" not in {node.op_type for node in model.graph.node}
 
 
+def test_lprnet_pools_stay_2d(exported_repository: Path) -> None:
+    """A 5-D MaxPool makes ONNX Runtime convert LPRNet's blocked (NCHWc) tensors to NCHW and back
+    around every channel pool: about 10% of its CPU time (docs/performance.md)."""
+    model = onnx.load(str(artifact_path(exported_repository, "lprnet")))
+    pools = [node for node in model.graph.node if node.op_type == "MaxPool"]
+    kernels = [
+        list(onnx.helper.get_attribute_value(a))
+        for p in pools
+        for a in p.attribute
+        if a.name == "kernel_shape"
+    ]
+    assert kernels == [[3, 3]] * 3
+    assert not {"Unsqueeze", "Squeeze"} & {node.op_type for node in model.graph.node}
+
+
 @pytest.mark.parametrize("batch_size", [1, 7])
 @pytest.mark.parametrize("name", ["stn", "lprnet"])
 def test_onnx_matches_pytorch(

@@ -11,7 +11,14 @@ import torch.nn.functional as F
 from support import edit_distance
 
 from stream_worker.nets.export import load_net
-from stream_worker.nets.lprnet import BLANK_INDEX, NUM_CLASSES, SEQUENCE_LENGTH, VOCABULARY, LPRNet
+from stream_worker.nets.lprnet import (
+    BLANK_INDEX,
+    NUM_CLASSES,
+    SEQUENCE_LENGTH,
+    VOCABULARY,
+    ChannelMaxPool,
+    LPRNet,
+)
 from stream_worker.nets.stn import STNet
 
 EXPECTED_PLATE = "B840CK197"
@@ -58,6 +65,14 @@ def test_explicit_grid_equals_affine_grid(stn: STNet, other_crops: np.ndarray) -
         grid = F.affine_grid(theta, list(batch.shape), align_corners=True)
         expected = F.grid_sample(batch, grid, align_corners=True)
         assert (stn(batch) - expected).abs().max().item() < 1e-5
+
+
+@pytest.mark.parametrize("stride", [(1, 1, 1), (2, 1, 2), (4, 1, 2)])
+def test_channel_max_pool_is_the_original_5d_pool_bit_for_bit(stride: tuple[int, int, int]) -> None:
+    """The 2-D pool + channel stride computes exactly what the original MaxPool3d on a 5-D view did."""
+    x = torch.randn(3, 256, 18, 44, generator=torch.Generator().manual_seed(0))
+    original = torch.nn.MaxPool3d(kernel_size=(1, 3, 3), stride=stride)(x.unsqueeze(1)).squeeze(1)
+    assert torch.equal(ChannelMaxPool(kernel_size=(1, 3, 3), stride=stride)(x), original)
 
 
 def _logits_alone_and_batched(
