@@ -47,6 +47,9 @@ class StoreSettings(ServiceSettings):
     group_id: str = Field("stream-worker-store", min_length=1, description="Kafka consumer group.")
     sightings_topic: str = Field("sightings", min_length=1, description="Topic of PlateSighting records.")
     alerts_topic: str = Field("alerts", min_length=1, description="Topic of PlateAlert records.")
+    visits_topic: str = Field(
+        "visits", min_length=1, description="Topic of PlateVisit records (the visits service's)."
+    )
     dlq_topic: str = Field(
         "store.dlq",
         min_length=1,
@@ -158,9 +161,10 @@ class StoreSettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _distinct_topics(self) -> StoreSettings:
-        if len({self.sightings_topic, self.alerts_topic, self.dlq_topic}) < 3:
+        if len({self.sightings_topic, self.alerts_topic, self.visits_topic, self.dlq_topic}) < 4:
             raise ValueError(
-                "--sightings-topic, --alerts-topic and --dlq-topic must be three different topics"
+                "--sightings-topic, --alerts-topic, --visits-topic and --dlq-topic must be four "
+                "different topics"
             )
         return self
 
