@@ -87,7 +87,9 @@ def fill_visits(database: Any, args: argparse.Namespace) -> None:
     from stream_worker.store.schema import visits
 
     with database.connect() as connection:
-        if connection.execute(select(func.count()).select_from(visits)).scalar():
+        stored = connection.execute(select(func.count()).select_from(visits)).scalar()
+        connection.commit()
+        if stored:
             return
         for batch in visit_rows(args):
             with connection.begin():

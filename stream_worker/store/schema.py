@@ -195,5 +195,6 @@ visits = Table(
     Index(None, "text_key", "entered_at"),
     Index(None, "exit_text"),
     Index(None, "site", "entered_at"),
-    Index(None, "closed_at"),
+    # On site (closed_at IS NULL) and the dwell report, which reads this index alone.
+    Index(None, "closed_at", "ended_by", "dwell_s", "entry_camera_id", "exit_camera_id"),
 )

@@ -20,7 +20,7 @@ INDEXES = (
     ("text_key", "entered_at"),
     ("exit_text",),
     ("site", "entered_at"),
-    ("closed_at",),
+    ("closed_at", "ended_by", "dwell_s", "entry_camera_id", "exit_camera_id"),
 )
 
 
