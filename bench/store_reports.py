@@ -8,16 +8,20 @@ connector's status records: `--cameras` x 744 rows). Each report is timed `--rep
 each window ending at the year's end (the last day, 7 days, 30 days, the whole year; hourly and
 health 31 days at most), all cameras and one camera: p50/p95/max ms, the CPU of this process per
 report (SQLite runs in it) and of PostgreSQL's server processes, with the load average before and
-after; then each report's worst p95 over its windows.
+after; then each report's worst p95 over its windows. With `--visits`
+closed visits added over the same year for the `dwell` report (dwell times from a minute to two
+days, log-uniform).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -34,7 +38,65 @@ def parser() -> argparse.ArgumentParser:
     p.prog = "stream-worker bench store-reports"
     p.description = __doc__.split("\n\n")[0]
     p.add_argument("--repeats", type=int, default=10, help="Timings per report, window and camera filter.")
+    p.add_argument("--visits", type=int, default=500_000, help="Closed visits over the year (dwell).")
     return p
+
+
+def visit_rows(args: argparse.Namespace) -> Iterator[list[dict[str, Any]]]:
+    """Closed visits in batches, deterministic per seed: a plate, one of 5 sites, its entry and
+    exit cameras, an entry time in the year and a dwell time from 60 s to 2 days (log-uniform)."""
+    from stream_worker.store.plate_keys import fold
+
+    rng = random.Random(args.seed + 1)
+    plates = store_search.distinct_plates(rng, args.plates)
+    batch: list[dict[str, Any]] = []
+    for _ in range(args.visits):
+        entered = store_search.START + timedelta(seconds=rng.random() * store_search.YEAR_S)
+        dwell = math.exp(rng.uniform(math.log(60), math.log(2 * 86400)))
+        left = entered + timedelta(seconds=dwell)
+        plate = rng.choice(plates)
+        site = rng.randrange(5)
+        batch.append(
+            {
+                "visit_id": str(uuid.UUID(int=rng.getrandbits(128), version=5)),
+                "site": f"site-{site}",
+                "plate": plate,
+                "text_key": fold(plate),
+                "entry_camera_id": f"camera-{2 * site:02d}",
+                "entry_sighting_id": str(uuid.UUID(int=rng.getrandbits(128), version=5)),
+                "entered_at": entered,
+                "closed_at": left,
+                "ended_by": "exit",
+                "dwell_s": dwell,
+                "exit_camera_id": f"camera-{2 * site + 1:02d}",
+                "exit_sighting_id": str(uuid.UUID(int=rng.getrandbits(128), version=5)),
+                "exit_text": plate,
+                "exited_at": left,
+            }
+        )
+        if len(batch) == store_search.FILL_BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def fill_visits(database: Any, args: argparse.Namespace) -> None:
+    """The visits, once: a database that holds some already keeps them."""
+    from sqlalchemy import func, insert, select
+
+    from stream_worker.store.schema import visits
+
+    with database.connect() as connection:
+        stored = connection.execute(select(func.count()).select_from(visits)).scalar()
+        connection.commit()
+        if stored:
+            return
+        for batch in visit_rows(args):
+            with connection.begin():
+                connection.execute(insert(visits), batch)
+        connection.exec_driver_sql("ANALYZE")
+        connection.commit()
 
 
 def time_reports(database: Any, args: argparse.Namespace, server_cpu: Any) -> list[dict[str, Any]]:
@@ -127,6 +189,7 @@ def measure(name: str, url: str, args: argparse.Namespace, server_cpu: Any = Non
     try:
         store_search.filled(name, database, args)
         fill_health(database, args)
+        fill_visits(database, args)
         before = environment.load_average()
         reports = time_reports(database, args, server_cpu)
         return {"database": name, "reports": reports, "load_during": [before, environment.load_average()]}

@@ -1,4 +1,4 @@
-"""Builders of the PlateSightings and PlateAlerts the history store's tests write (importable:
+"""Builders of the PlateSightings, PlateAlerts and PlateVisits the history store's tests write (importable:
 pytest's pythonpath has tests/). Each id is derived from the arguments' `name`, so a test names its
 records and finds them again."""
 
@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from stream_worker.cameras.status import CameraStatus
 from stream_worker.contracts.alerts import PlateAlert
 from stream_worker.contracts.sightings import PlateSighting
+from stream_worker.contracts.visits import PlateVisit, VisitEventKind, visit_event_id, visit_id
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 # Not a real photo: a few bytes that start and end like a JPEG (the store keeps them as given).
@@ -143,7 +144,59 @@ def health_samples(*statuses: CameraStatus) -> list:
     return [sample(status.camera_id, status) for status in statuses]
 
 
-def stored_in(data_dir, sightings=(), alerts=(), health=()):
+def plate_visit(
+    name: str,
+    plate: str,
+    event: str = "opened",
+    entered_at: datetime = T0,
+    dwell: timedelta = timedelta(0),
+    site: str = "depot",
+    entry_camera: str = "gate",
+    exit_camera: str | None = "exit",
+    exit_text: str | None = None,
+    overstay_s: float | None = None,
+) -> PlateVisit:
+    """One event of the visit `name` (its entry sighting is `sighting_id(name)`): `opened` at
+    `entered_at`; `overstay` (at entered_at + overstay_s); `closed` after `dwell`, by an exit on
+    `exit_camera` reading `exit_text` (default: the plate), or a re-entry when exit_camera is None."""
+    kind = VisitEventKind(event)
+    visit = visit_id(site, sighting_id(name))
+    fields: dict[str, object] = {
+        "event_id": visit_event_id(visit, kind),
+        "event": kind.value,
+        "visit_id": visit,
+        "site": site,
+        "plate": plate,
+        "entry_camera_id": entry_camera,
+        "entry_sighting_id": sighting_id(name),
+        "entered_at": entered_at,
+        "at": entered_at,
+        "dwell_s": 0.0,
+    }
+    if kind is VisitEventKind.OPENED and overstay_s is not None:
+        fields["overstay_s"] = overstay_s
+    if kind is VisitEventKind.OVERSTAY:
+        assert overstay_s is not None
+        fields.update(
+            overstay_s=overstay_s, at=entered_at + timedelta(seconds=overstay_s), dwell_s=overstay_s
+        )
+    if kind is VisitEventKind.CLOSED:
+        fields.update(
+            at=entered_at + dwell, dwell_s=dwell.total_seconds(), exit_sighting_id=sighting_id(f"{name}-out")
+        )
+        if exit_camera is None:
+            fields["ended_by"] = "reentry"
+        else:
+            fields.update(
+                ended_by="exit",
+                exit_camera_id=exit_camera,
+                exit_text=exit_text or plate,
+                exited_at=entered_at + dwell,
+            )
+    return PlateVisit.model_validate(fields)
+
+
+def stored_in(data_dir, sightings=(), alerts=(), health=(), visits=()):
     """A migrated SQLite store in `data_dir` (what `--data-dir` names) holding these records."""
     from stream_worker.store.database import Database, default_url
     from stream_worker.store.writer import write_batch
@@ -151,6 +204,6 @@ def stored_in(data_dir, sightings=(), alerts=(), health=()):
     database = Database(default_url(data_dir))
     database.migrate()
     with database.begin() as connection:
-        write_batch(connection, list(sightings), list(alerts), health=list(health))
+        write_batch(connection, list(sightings), list(alerts), health=list(health), batch_visits=list(visits))
     database.dispose()
     return data_dir

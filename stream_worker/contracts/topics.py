@@ -78,7 +78,7 @@ SIGHTINGS = _stream("sightings", 6, "sightings", ("store", "alerts", "notify"), 
 ALERTS = _stream("alerts", 6, "alerts", ("store", "notify"), 7 * DAY_MS, 256)
 # Read whole by the visits service at each start (its open visits): a visit longer than this
 # retention is forgotten.
-VISITS = _stream("visits", 6, "visits", ("visits", "notify"), 14 * DAY_MS, 256)
+VISITS = _stream("visits", 6, "visits", ("visits", "notify", "store"), 14 * DAY_MS, 256)
 STORE_DLQ = _stream("store.dlq", 1, "store", ("tail",), 14 * DAY_MS, 256)
 NOTIFY_DLQ = _stream("notify.dlq", 1, "notify", ("notify dlq replay", "tail"), 14 * DAY_MS, 256)
 NOTIFY_DELIVERIES = _stream("notify.deliveries", 1, "notify", ("store",), 14 * DAY_MS, 256)

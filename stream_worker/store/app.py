@@ -1,13 +1,14 @@
-"""The composition root of `stream-worker store`: consume sightings, alerts and the cameras' status
--> decode -> write one transaction -> commit offsets, on one thread; the console served beside it.
-A camera's status records become its health history (camera_health.py: each minute's state, the
-frames of each hour); a tombstone (a camera removed) has nothing to keep.
+"""The composition root of `stream-worker store`: consume sightings, alerts, visits and the cameras'
+status -> decode -> write one transaction -> commit offsets, on one thread; the console served
+beside it. A camera's status records become its health history (camera_health.py: each minute's
+state, the frames of each hour); a tombstone (a camera removed) has nothing to keep.
 
 Guarantees and how they are kept:
 - Nothing lost: a batch's offsets are committed only after its database transaction committed. A
   crash (SIGKILL included) between the two reads the batch again.
 - Nothing twice: every row carries its message's id under a unique constraint and the writer
-  skips ids already stored (writer.py), so a batch read again writes nothing.
+  skips ids already stored (writer.py), so a batch read again writes nothing; a visit's events
+  are upserted into one row by its id, each setting its own columns, so a replay changes nothing.
 - A database that fails (down, full, a lost connection): the batch is kept and written again with
   a capped backoff, consumption stops meanwhile (nothing is committed past it), /readyz says so.
 - A record the store cannot write is counted, logged and sent to the dead-letter topic
@@ -30,7 +31,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 
 from stream_worker.cameras.status import decode_status
-from stream_worker.contracts import ErrorReason, PlateAlert, PlateSighting
+from stream_worker.contracts import ErrorReason, PlateAlert, PlateSighting, PlateVisit
 from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.http import HealthServer, LoopClock
@@ -55,7 +56,8 @@ RETRY_FIRST_S, RETRY_MAX_S = 0.5, 10.0
 # PostgreSQL text, a constraint): the same on every replay, unlike a database that is down.
 CONTENT_ERRORS = (DataError, IntegrityError)
 
-Decoded = tuple[StoreRecord, PlateSighting | PlateAlert | Sample]
+Message = PlateSighting | PlateAlert | PlateVisit
+Decoded = tuple[StoreRecord, Message | Sample]
 
 
 class Positions:
@@ -98,6 +100,11 @@ class StoreService(LoopService):
         self.database.migrate()
         self.metrics.database_up.set(1)
         self.positions = Positions()
+        self._contracts: dict[str, type[Message]] = {
+            settings.sightings_topic: PlateSighting,
+            settings.alerts_topic: PlateAlert,
+            settings.visits_topic: PlateVisit,
+        }
         self._pending: list[StoreRecord] = []  # consumed, not yet in the database
         self._retry_s = 0.0
         self._retry_at = 0.0
@@ -162,13 +169,12 @@ class StoreService(LoopService):
             if record.topic == self.settings.camera_status_topic:
                 self._decode_status(record, decoded, refused)
                 continue
-            sighting_topic = record.topic == self.settings.sightings_topic
-            contract = PlateSighting if sighting_topic else PlateAlert
+            contract = self._contracts.get(record.topic, PlateAlert)
             try:
                 if record.value is None:
                     raise ValueError("no value (a tombstone)")
                 message = contract.model_validate_json(record.value)
-                problem = unwritable(message) if isinstance(message, PlateSighting) else None
+                problem = unwritable(message) if isinstance(message, PlateSighting | PlateVisit) else None
                 if problem is not None:
                     raise ValueError(problem)
             except (ValidationError, ValueError) as error:
@@ -210,6 +216,7 @@ class StoreService(LoopService):
         self.metrics.rows_written.labels("alerts").inc(written.alerts)
         self.metrics.rows_written.labels("pictures").inc(written.pictures)
         self.metrics.rows_written.labels("camera_health").inc(written.health)
+        self.metrics.rows_written.labels("visits").inc(written.visits)
         self.positions.written(owned)
         self._pending = []
         self.committer.commit()
@@ -239,15 +246,19 @@ class StoreService(LoopService):
                 total.alerts + written.alerts,
                 total.pictures + written.pictures,
                 total.health + written.health,
+                total.visits + written.visits,
             )
         return total
 
-    def _transaction(self, messages: Sequence[PlateSighting | PlateAlert | Sample]) -> Written:
+    def _transaction(self, messages: Sequence[Message | Sample]) -> Written:
         batch_sightings = [m for m in messages if isinstance(m, PlateSighting)]
         batch_alerts = [m for m in messages if isinstance(m, PlateAlert)]
+        batch_visits = [m for m in messages if isinstance(m, PlateVisit)]
         health = [m for m in messages if isinstance(m, Sample)]
         with self.database.begin() as connection:
-            return write_batch(connection, batch_sightings, batch_alerts, health=health)
+            return write_batch(
+                connection, batch_sightings, batch_alerts, health=health, batch_visits=batch_visits
+            )
 
     def _failed(self, error: Exception, database_up: bool = False) -> None:
         """The batch is kept and written again after a capped backoff (`database_up`: the database
@@ -274,7 +285,7 @@ class StoreService(LoopService):
         except (SQLAlchemyError, DatabaseError) as error:
             log.warning("retention failed", extra={"error": _first_line(error)})
             return
-        for table in ("sightings", "alerts", "pictures"):
+        for table in ("sightings", "alerts", "pictures", "visits"):
             self.metrics.retention_deleted.labels(table).inc(getattr(deleted, table))
         self.metrics.retention_deleted.labels("camera_health").inc(deleted.health)
         if deleted.sightings or deleted.alerts:

@@ -296,10 +296,12 @@ def hash_password(
         "  stream-worker search 'в 840 ск 197' --exact --camera gate --since 7d\n\n"
         "  stream-worker search B840CK197 --since 2026-03-01 --until 2026-03-02T12:00 --json\n\n"
         "  stream-worker search B840CK197 --database-url 'postgresql://store:${PGPASSWORD}@db/history'\n\n"
+        "  stream-worker search --visits B840CK197 --site depot --since 7d\n\n"
+        "  stream-worker search --visits --state on-site --json\n\n"
         "Times: ISO 8601 (UTC unless an offset is given) or a span back from now (90s, 15m, 2h, 7d, 2w); "
-        "--since is inclusive, --until exclusive, both on when the vehicle was last seen. "
-        "Exit codes: 0 sightings printed, 1 none found, 2 invalid option, 3 database unreachable or "
-        "without the store's tables."
+        "--since is inclusive, --until exclusive, both on when the vehicle was last seen (--visits: "
+        "when it entered). Exit codes: 0 rows printed, 1 none found, 2 invalid option, 3 database "
+        "unreachable or without the store's tables."
     )
 )
 def search(
@@ -322,15 +324,31 @@ def search(
     limit: int = typer.Option(50, "--limit", help="Sightings per page (1 to 200)."),
     cursor: str | None = typer.Option(None, "--cursor", help="The next page (the cursor a page prints)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per line instead of a table."),
+    visits: bool = typer.Option(
+        False,
+        "--visits",
+        help="Find visits (entry, exit, dwell) instead of sightings; TEXT: their entry or exit plate.",
+    ),
+    site: str | None = typer.Option(None, "--site", help="--visits: only this site's visits."),
+    state: str | None = typer.Option(None, "--state", help="--visits: on-site (open) or closed."),
     database_url: str | None = DATABASE_URL,
     data_dir: str | None = DATA_DIR,
 ) -> None:
-    """Where and when was this plate seen (without TEXT: what was seen), stored sightings newest first."""
+    """Where and when was this plate seen (without TEXT: what was seen), stored sightings newest
+    first; --visits: its visits (who is on site, how long they stayed), newest entry first."""
     from stream_worker.store.search_output import INVALID, UNREACHABLE, parse_time, run
     from stream_worker.store.settings import load_settings
 
     fields: dict[str, object] = {"text": text, "fuzzy": fuzzy, "max_distance": max_distance, "limit": limit}
-    fields.update(camera=camera, zone=zone, direction=direction, cursor=cursor)
+    fields.update(camera=camera, cursor=cursor)
+    own = {"site": site, "state": state} if visits else {"zone": zone, "direction": direction}
+    foreign = {"zone": zone, "direction": direction} if visits else {"site": site, "state": state}
+    for name, value in foreign.items():
+        if value is not None:
+            needs = "sightings (without --visits)" if visits else "--visits"
+            typer.echo(f"error: --{name} applies to {needs}", err=True)
+            raise typer.Exit(INVALID)
+    fields.update(own)
     try:
         for name, value in (("since", since), ("until", until)):
             fields[name] = parse_time(value) if value is not None else None
@@ -343,7 +361,7 @@ def search(
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(UNREACHABLE) from None
-    raise typer.Exit(run(url, fields, as_json, typer.echo, lambda line: typer.echo(line, err=True)))
+    raise typer.Exit(run(url, fields, as_json, typer.echo, lambda line: typer.echo(line, err=True), visits))
 
 
 @commands.command(
@@ -356,18 +374,20 @@ def search(
         "  stream-worker report health --since 24h --camera gate\n\n"
         "Reports: hourly and daily (sightings per camera), plates (sightings and unique plates per "
         "day), top-plates (the most frequent plates), alerts (per watch list), health (per camera "
-        "per hour: frames published and shed, minutes streaming, the states seen; at most 31 days). "
-        "Times as search's: "
+        "per hour: frames published and shed, minutes streaming, the states seen; at most 31 days), "
+        "dwell (visits ended by an exit, per dwell time: 5 min to 24 h buckets). Times as search's: "
         "ISO 8601 (UTC unless an offset is given) or a span back from now; --since inclusive, "
         "--until exclusive, at most 366 days; hours and days are UTC. Exit codes: 0 written, "
         "2 invalid option, 3 database unreachable or without the store's tables."
     ),
 )
 def report(
-    name: str = typer.Argument(..., help="hourly, daily, plates, top-plates, alerts or health."),
+    name: str = typer.Argument(..., help="hourly, daily, plates, top-plates, alerts, health or dwell."),
     since: str = typer.Option("7d", "--since", help="From this time (ISO 8601 or 2h, 7d...)."),
     until: str | None = typer.Option(None, "--until", help="Before this time (default: now)."),
-    camera: str | None = typer.Option(None, "--camera", help="Only this camera's records."),
+    camera: str | None = typer.Option(
+        None, "--camera", help="Only this camera's sightings, alerts and visits (entry or exit)."
+    ),
     file_format: str = typer.Option("csv", "--format", help="csv, jsonl or png (png needs --output)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     database_url: str | None = DATABASE_URL,

@@ -1,5 +1,5 @@
 """The store's consumer: the shared group consumer (service/consumer.py) on the sightings, the
-alerts and the camera-status topics at once, records kept with their topic."""
+alerts, the camera-status and the visits topics at once, records kept with their topic."""
 
 from __future__ import annotations
 
@@ -49,7 +49,12 @@ class StoreConsumer(GroupConsumer[StoreRecord]):
                 "fetch.queue.backoff.ms": FULL_QUEUE_BACKOFF_MS,
             },
         )
-        topics = [settings.sightings_topic, settings.alerts_topic, settings.camera_status_topic]
+        topics = [
+            settings.sightings_topic,
+            settings.alerts_topic,
+            settings.camera_status_topic,
+            settings.visits_topic,
+        ]
         super().__init__(config, topics, metrics, on_assign, on_revoke, on_lost, client=client)
 
     def _record(self, message: Message) -> StoreRecord:

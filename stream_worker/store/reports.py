@@ -2,11 +2,12 @@
 camera), aggregated in the database, each a small table of rows.
 
 Sightings count by `last_seen` (as search filters them: `since` inclusive, `until` exclusive),
-alerts by `alerted_at`; hours and days are UTC. The buckets are cut as text in SQL (SQLite stores
-times as ISO text, `substr` of it; PostgreSQL `to_char` of the UTC time), so both databases group
-the same way and a bucket's label is the same on either. The range goes through the
-`(camera_id, last_seen)` / `(last_seen)` / `(text_key, last_seen)` / `(alerted_at)` indexes;
-the cameras' health through `camera_health`'s (camera_id, hour) key and its (hour, camera_id) index.
+alerts by `alerted_at`, visits by when they ended (`closed_at`); hours and days are UTC. The buckets
+are cut as text in SQL (SQLite stores times as ISO text, `substr` of it; PostgreSQL `to_char` of the
+UTC time), so both databases group the same way and a bucket's label is the same on either. The
+range goes through the `(camera_id, last_seen)` / `(last_seen)` / `(text_key, last_seen)` /
+`(alerted_at)` indexes; the cameras' health through `camera_health`'s (camera_id, hour) key and its
+(hour, camera_id) index.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, case, distinct, func, select
 
 from stream_worker.store.camera_health import CODES, NONE, UP, states_seen
-from stream_worker.store.schema import alerts, camera_health, sightings
+from stream_worker.store.schema import alerts, camera_health, sightings, visits
 
 MAX_SPAN = timedelta(days=366)
 MAX_HOURLY_SPAN = timedelta(days=31)  # 744 hours a camera: longer is the daily report's job
@@ -197,6 +198,48 @@ def camera_health_per_hour(connection: Connection, span: ReportRange) -> Report:
     return Report("health", "Camera health per hour", columns, rows)
 
 
+# The dwell report's buckets: (label, from seconds inclusive, until seconds exclusive or None).
+DWELL_BUCKETS: tuple[tuple[str, float, float | None], ...] = (
+    ("0-5 min", 0, 300),
+    ("5-15 min", 300, 900),
+    ("15-30 min", 900, 1800),
+    ("30 min-1 h", 1800, 3600),
+    ("1-2 h", 3600, 7200),
+    ("2-4 h", 7200, 14400),
+    ("4-8 h", 14400, 28800),
+    ("8-24 h", 28800, 86400),
+    ("24 h+", 86400, None),
+)
+
+
+def dwell_times(connection: Connection, span: ReportRange) -> Report:
+    """How long vehicles stayed: the visits that ended by an exit in the range (by `closed_at`;
+    one camera: its entry or exit camera), counted per dwell bucket. Visits ended by a re-entry
+    (no exit seen) and visits still open are not in it: their dwell is not a stay's length.
+    Every bucket is listed, empty ones too, unless no visit ended in the range."""
+    index = case(
+        *((visits.c.dwell_s < until, number) for number, (_, _, until) in enumerate(DWELL_BUCKETS) if until),
+        else_=len(DWELL_BUCKETS) - 1,
+    ).label("bucket")
+    conditions = [
+        visits.c.closed_at >= span.since,
+        visits.c.closed_at < span.until,
+        visits.c.ended_by == "exit",
+    ]
+    if span.camera is not None:
+        conditions.append(
+            (visits.c.entry_camera_id == span.camera) | (visits.c.exit_camera_id == span.camera)
+        )
+    statement = select(index, func.count()).where(*conditions).group_by(index)
+    counts = {int(bucket): n for bucket, n in connection.execute(statement)}
+    rows = []
+    if counts:
+        for number, (label, start, until) in enumerate(DWELL_BUCKETS):
+            rows.append((label, counts.get(number, 0), start, until))
+    columns = ("dwell", "visits", "from_s", "until_s")
+    return Report("dwell", "Dwell time of the visits ended", columns, rows)
+
+
 # Which column a report's chart draws, against which (summed over the rows that share it).
 _CHARTED = {
     "hourly": ("hour", "sightings"),
@@ -205,6 +248,7 @@ _CHARTED = {
     "top-plates": ("plate", "sightings"),
     "alerts": ("list", "alerts"),
     "health": ("hour", "minutes_up"),
+    "dwell": ("dwell", "visits"),
 }
 
 
@@ -225,6 +269,7 @@ REPORTS: dict[str, Callable[[Connection, ReportRange], Report]] = {
     "top-plates": top_plates,
     "alerts": alerts_per_list,
     "health": camera_health_per_hour,
+    "dwell": dwell_times,
 }
 
 

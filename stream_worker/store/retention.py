@@ -1,10 +1,12 @@
-"""What the store deletes: rows past the retention period (sightings, alerts, the cameras' health
-samples), and a plate's whole history on request (`stream-worker store forget PLATE`: plate texts
-are personal data).
+"""What the store deletes: rows past the retention period (sightings, alerts, visits, the cameras'
+health samples), and a plate's whole history on request (`stream-worker store forget PLATE`: plate
+texts are personal data). Visits go by when they began (retention) and by their entry or exit
+text (forget).
 
 Pictures and corrections go with their sighting (a foreign key ON DELETE CASCADE, and explicitly here, since a
 SQLite connection without foreign keys would keep them). The fuzzy-search variants of a plate key
-no sighting (nor correction) has any more are deleted too, so a forgotten plate leaves no trace in the index.
+no sighting, correction nor visit has any more are deleted too, so a forgotten plate leaves no
+trace in the index.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from sqlalchemy import Connection, delete, exists, or_, select
 from stream_worker.contracts.watchlist import normalise_plate
 from stream_worker.store.plate_keys import fold
 from stream_worker.store.queries import add_audit
-from stream_worker.store.schema import alerts, camera_health, corrections, pictures, plate_variants, sightings
+from stream_worker.store.schema import (
+    alerts,
+    camera_health,
+    corrections,
+    pictures,
+    plate_variants,
+    sightings,
+    visits,
+)
 
 CHUNK = 500  # ids per DELETE statement: SQLite's parameter limit stays far away
 
@@ -29,6 +39,7 @@ class Deleted:
     pictures: int = 0
     variants: int = 0
     health: int = 0
+    visits: int = 0
 
 
 def _delete_sightings(connection: Connection, ids: list[str]) -> tuple[int, int]:
@@ -48,7 +59,8 @@ def _delete_orphan_variants(connection: Connection, keys: set[str]) -> int:
     for key in keys:
         used = exists().where(sightings.c.text_key == key)
         corrected = exists().where(corrections.c.text_key == key)
-        if not connection.execute(select(or_(used, corrected))).scalar():
+        visited = exists().where(visits.c.text_key == key)
+        if not connection.execute(select(or_(used, corrected, visited))).scalar():
             removed += connection.execute(
                 delete(plate_variants).where(plate_variants.c.text_key == key)
             ).rowcount
@@ -56,8 +68,8 @@ def _delete_orphan_variants(connection: Connection, keys: set[str]) -> int:
 
 
 def expire(connection: Connection, retention_days: float, now: datetime | None = None) -> Deleted:
-    """Delete sightings last seen, alerts raised and cameras' health hours begun more than
-    `retention_days` ago (0: none)."""
+    """Delete sightings last seen, alerts raised, visits begun and cameras' health hours begun more
+    than `retention_days` ago (0: none)."""
     if retention_days <= 0:
         return Deleted()
     cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
@@ -66,15 +78,20 @@ def expire(connection: Connection, retention_days: float, now: datetime | None =
     ).all()
     removed, removed_pictures = _delete_sightings(connection, [row.sighting_id for row in old])
     removed_alerts = connection.execute(delete(alerts).where(alerts.c.alerted_at < cutoff)).rowcount
-    removed_variants = _delete_orphan_variants(connection, {row.text_key for row in old})
+    old_visits = connection.execute(select(visits.c.text_key).where(visits.c.entered_at < cutoff)).scalars()
+    keys = {row.text_key for row in old} | set(old_visits)
+    removed_visits = connection.execute(delete(visits).where(visits.c.entered_at < cutoff)).rowcount
+    removed_variants = _delete_orphan_variants(connection, keys)
     removed_health = connection.execute(delete(camera_health).where(camera_health.c.hour < cutoff)).rowcount
-    return Deleted(removed, removed_alerts, removed_pictures, removed_variants, removed_health)
+    return Deleted(
+        removed, removed_alerts, removed_pictures, removed_variants, removed_health, removed_visits
+    )
 
 
 def forget(connection: Connection, plate: str, user: str = "cli", now: datetime | None = None) -> Deleted:
     """Erase every sighting whose text (or corrected text) is `plate` or one of its look-alikes
-    (the same folded key: B840OK197 for B840CK197), its pictures, and the alerts on any of those
-    texts."""
+    (the same folded key: B840OK197 for B840CK197), its pictures, the alerts on any of those
+    texts, and the visits whose entry or exit text is one of them."""
     key = fold(plate)
     corrected = select(corrections.c.sighting_id).where(corrections.c.text_key == key)
     found = connection.execute(
@@ -93,8 +110,11 @@ def forget(connection: Connection, plate: str, user: str = "cli", now: datetime 
                 or_(alerts.c.plate.in_(texts), alerts.c.candidate.in_(texts), alerts.c.sighting_id.in_(chunk))
             )
         ).rowcount
+    gone = or_(visits.c.text_key == key, visits.c.plate.in_(texts), visits.c.exit_text.in_(texts))
+    removed_visits = connection.execute(delete(visits).where(gone)).rowcount
     removed_variants = _delete_orphan_variants(connection, {key})
-    deleted = Deleted(removed, removed_alerts, removed_pictures, removed_variants)
+    deleted = Deleted(removed, removed_alerts, removed_pictures, removed_variants, visits=removed_visits)
     # The audit row names the key's size, not the plate: the point is that it is gone.
-    add_audit(connection, user, "store.forget", {"sightings": removed, "alerts": removed_alerts}, now)
+    detail = {"sightings": removed, "alerts": removed_alerts, "visits": removed_visits}
+    add_audit(connection, user, "store.forget", detail, now)
     return deleted

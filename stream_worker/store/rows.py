@@ -91,6 +91,59 @@ class AlertRow(BaseModel):
     corrected_at: datetime | None = None
 
 
+class VisitRow(BaseModel):
+    """One stored visit: open (`closed_at` null: on site) or closed, with its dwell time."""
+
+    seq: int = Field(description="The store's own order: later rows have larger numbers.")
+    visit_id: str
+    site: str
+    plate: str = Field(description="The entry sighting's text.")
+    distance: float | None = Field(
+        None,
+        description="Weighted edit distance from the searched text of `plate` or, nearer, of "
+        "`exit_text` (search results only).",
+    )
+    entry_camera_id: str
+    entry_sighting_id: str
+    entered_at: datetime
+    overstay_s: float | None = Field(None, description="The visit's limit, if it has one.")
+    overstayed_at: datetime | None = Field(None, description="When it passed its limit, if it did.")
+    closed_at: datetime | None = Field(None, description="When it ended; null: on site.")
+    ended_by: str | None = Field(None, description="exit, or reentry (an entry seen again, no exit).")
+    dwell_s: float | None = Field(None, description="Seconds on site, once closed.")
+    exit_camera_id: str | None = None
+    exit_sighting_id: str | None = None
+    exit_text: str | None = None
+    exited_at: datetime | None = None
+
+    @property
+    def on_site(self) -> bool:
+        return self.closed_at is None
+
+    def dwell_at(self, now: datetime) -> float:
+        """Seconds on site: the final dwell once closed, else so far at `now`."""
+        if self.dwell_s is not None:
+            return self.dwell_s
+        return max((now - self.entered_at).total_seconds(), 0.0)
+
+
+def duration(seconds: float | None) -> str:
+    """A dwell time for people: `42 s`, `7 min 05 s`, `2 h 03 min`, `3 d 04 h`."""
+    if seconds is None:
+        return "-"
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours:02d} h"
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{secs} s"
+
+
 class AuditRow(BaseModel):
     """One change made through the console, the API or `store forget`: who, when, what."""
 

@@ -188,3 +188,38 @@ camera_health = Table(
     _time("updated_at", nullable=False),  # the last record's
     Index(None, "hour", "camera_id"),  # the report's order
 )
+
+
+# One row per visit (the visits topic's PlateVisit events, upserted by `visit_id`: store/visits.py).
+# Each event kind fills its own columns (opened: the entry's; overstay: overstayed_at; closed: the
+# exit's and `closed_at`), so events replayed or read out of order leave the same row. `closed_at`
+# NULL: the vehicle is on site.
+visits = Table(
+    "visits",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("visit_id", String(ID), nullable=False, unique=True),
+    Column("site", String(NAME), nullable=False),
+    Column("plate", String(PLATE), nullable=False),
+    Column("text_key", String(PLATE), nullable=False),  # plate_keys.fold(plate)
+    Column("entry_camera_id", String(NAME), nullable=False),
+    Column("entry_sighting_id", String(ID), nullable=False),
+    _time("entered_at", nullable=False),
+    Column("overstay_s", Float),  # the visit's limit, if it has one
+    _time("overstayed_at"),
+    _time("closed_at"),  # the closed event's `at`: the exit's capture time, or the re-entry's
+    Column("ended_by", String(16)),
+    Column("dwell_s", Float),  # at closed_at
+    Column("exit_camera_id", String(NAME)),
+    Column("exit_sighting_id", String(ID)),
+    Column("exit_text", String(PLATE)),
+    _time("exited_at"),
+    _time("stored_at"),
+    Index(None, "entered_at"),
+    Index(None, "plate", "entered_at"),
+    Index(None, "text_key", "entered_at"),
+    Index(None, "exit_text"),
+    Index(None, "site", "entered_at"),
+    # On site (closed_at IS NULL) and the dwell report, which reads this index alone.
+    Index(None, "closed_at", "ended_by", "dwell_s", "entry_camera_id", "exit_camera_id"),
+)

@@ -21,11 +21,12 @@ with later seq) neither repeat nor shift the pages being read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, or_, select
 
 from stream_worker.contracts.sightings import Direction
 from stream_worker.contracts.watchlist import normalise_plate
@@ -112,13 +113,21 @@ SUMMARY_COLUMNS = (
 )
 
 
-def near_texts(connection: Connection, text: str, max_distance: float) -> dict[str, float]:
+TEXT_COLUMNS = ((sightings.c.text, sightings.c.text_key), (corrections.c.text, corrections.c.text_key))
+
+
+def near_texts(
+    connection: Connection,
+    text: str,
+    max_distance: float,
+    columns: Sequence[tuple[ColumnElement[Any], ColumnElement[Any]]] = TEXT_COLUMNS,
+) -> dict[str, float]:
     """The stored texts within `max_distance` of the normalised `text`, with their distances.
 
     The keys sharing a variant with the query's come from `plate_variants`; the stored texts of
-    each key are found by probing the (text, last_seen) index with the key's every spelling (the
-    few texts that fold to it: no table rows read, however often a plate was seen), or for a key
-    of too many spellings by reading its sightings.
+    each key are found by probing each of `columns`' (text, key) indexes with the key's every
+    spelling (the few texts that fold to it: no table rows read, however often a plate was seen),
+    or for a key of too many spellings by reading its rows.
     """
     if max_distance > MAX_FUZZY_DISTANCE:
         raise ValueError(
@@ -137,12 +146,12 @@ def near_texts(connection: Connection, text: str, max_distance: float) -> dict[s
         else:
             candidates += spelled
     stored: set[str] = set()
-    for table in (sightings, corrections):
+    for text_column, key_column in columns:
         if candidates:
-            found = select(table.c.text).where(table.c.text.in_(candidates)).distinct()
+            found = select(text_column).where(text_column.in_(candidates)).distinct()
             stored.update(connection.execute(found).scalars())
         if unspelled:
-            found = select(table.c.text).where(table.c.text_key.in_(unspelled)).distinct()
+            found = select(text_column).where(key_column.in_(unspelled)).distinct()
             stored.update(connection.execute(found).scalars())
     near = {}
     for candidate in stored:

@@ -1,8 +1,8 @@
-"""`stream-worker search`'s work: read the times given on the command line, run one search
-against the database URL and print its page (a table, or one JSON object per line).
+"""`stream-worker search`'s work: read the times given on the command line, run one search of
+sightings (or, `--visits`, of visits) against the database URL and print its page (a table, or one
+JSON object per line).
 
-Exit codes: 0 sightings printed, 1 none found, 2 invalid query, 3 database unreachable or not
-migrated.
+Exit codes: 0 rows printed, 1 none found, 2 invalid query, 3 database unreachable or not migrated.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
+from pydantic import BaseModel
 
-from stream_worker.store.rows import SightingRow
+from stream_worker.store.rows import Page, SightingRow, VisitRow, duration
 
 if TYPE_CHECKING:
     from stream_worker.store.database import Database
@@ -64,17 +65,39 @@ COLUMNS = (
 )
 
 
-def table(rows: list[SightingRow]) -> str:
-    """The rows as aligned columns under a header."""
-    header = [title for title, _ in COLUMNS]
-    cells = [
-        [
-            ("yes" if row.has_picture else "no") if name == "has_picture" else _cell(getattr(row, name))
-            for _, name in COLUMNS
-        ]
-        for row in rows
-    ]
-    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(COLUMNS))]
+VISIT_COLUMNS = (
+    ("ENTERED (UTC)", "entered_at"),
+    ("SITE", "site"),
+    ("PLATE", "plate"),
+    ("DIST", "distance"),
+    ("ENTRY", "entry_camera_id"),
+    ("LEFT (UTC)", "closed_at"),
+    ("EXIT", "exit_camera_id"),
+    ("EXIT PLATE", "exit_text"),
+    ("DWELL", "dwell_s"),
+    ("ENDED BY", "ended_by"),
+    ("OVERSTAY", "overstayed_at"),
+    ("VISIT", "visit_id"),
+)
+
+
+def _shown(row: BaseModel, name: str) -> str:
+    value = getattr(row, name)
+    if name == "has_picture":
+        return "yes" if value else "no"
+    if name == "dwell_s":
+        return duration(value)
+    if name == "closed_at" and value is None:
+        return "on site"
+    return _cell(value)
+
+
+def table(rows: list[SightingRow] | list[VisitRow]) -> str:
+    """The rows (sightings or visits) as aligned columns under a header."""
+    columns = VISIT_COLUMNS if rows and isinstance(rows[0], VisitRow) else COLUMNS
+    header = [title for title, _ in columns]
+    cells = [[_shown(row, name) for _, name in columns] for row in rows]
+    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(columns))]
     lines = (
         "  ".join(value.ljust(width) for value, width in zip(line, widths, strict=True))
         for line in [header, *cells]
@@ -112,15 +135,19 @@ def run(
     as_json: bool,
     echo: Callable[[str], None],
     echo_err: Callable[[str], None],
+    visits: bool = False,
 ) -> int:
-    """Search with the SearchQuery `fields`, print the page, say how to get the next one."""
+    """Search with the SearchQuery (`visits`: VisitQuery) `fields`, print the page, say how to get
+    the next one."""
     from pydantic import ValidationError
     from sqlalchemy.exc import SQLAlchemyError
 
     from stream_worker.store.search import SearchQuery, search
+    from stream_worker.store.visits import VisitQuery, search_visits
 
+    contract: type[SearchQuery | VisitQuery] = VisitQuery if visits else SearchQuery
     try:
-        query = SearchQuery.model_validate(fields)
+        query = contract.model_validate(fields)
     except ValidationError as error:
         for problem in error.errors():
             where = ".".join(str(part) for part in problem["loc"]) or "query"
@@ -131,7 +158,10 @@ def run(
         return UNREACHABLE
     try:
         with database.connect() as connection:
-            page = search(connection, query)
+            if isinstance(query, VisitQuery):
+                page: Page[Any] = search_visits(connection, query)
+            else:
+                page = search(connection, query)
     except SQLAlchemyError as error:
         reason = str(getattr(error, "orig", None) or error).strip().splitlines() or [type(error).__name__]
         echo_err(f"error: cannot search {database.safe_url}: {reason[0]}")
@@ -147,6 +177,6 @@ def run(
         echo_err(f"more: add --cursor {page.next_cursor}")
     if not page.items:
         if not as_json:
-            echo_err("no sighting found")
+            echo_err("no visit found" if visits else "no sighting found")
         return NOTHING_FOUND
     return FOUND

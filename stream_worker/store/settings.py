@@ -50,6 +50,9 @@ class StoreSettings(ServiceSettings):
         topics.SIGHTINGS.name, min_length=1, description="Topic of PlateSighting records."
     )
     alerts_topic: str = Field(topics.ALERTS.name, min_length=1, description="Topic of PlateAlert records.")
+    visits_topic: str = Field(
+        topics.VISITS.name, min_length=1, description="Topic of PlateVisit records (the visits service's)."
+    )
     dlq_topic: str = Field(
         topics.STORE_DLQ.name,
         min_length=1,
@@ -169,9 +172,10 @@ class StoreSettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _distinct_topics(self) -> StoreSettings:
-        if len({self.sightings_topic, self.alerts_topic, self.dlq_topic}) < 3:
+        if len({self.sightings_topic, self.alerts_topic, self.visits_topic, self.dlq_topic}) < 4:
             raise ValueError(
-                "--sightings-topic, --alerts-topic and --dlq-topic must be three different topics"
+                "--sightings-topic, --alerts-topic, --visits-topic and --dlq-topic must be four "
+                "different topics"
             )
         return self
 

@@ -6,7 +6,10 @@ second write insert nothing (INSERT ... ON CONFLICT DO NOTHING, on SQLite and Po
 A sighting's picture (its best read's base64 JPEG) goes to `pictures`, its record without it to
 `sightings.record`; each new plate key brings its fuzzy-search variants (plate_keys.py). Times
 are stored in UTC: SQLite keeps a time's digits without its offset, and search and the reports
-compare and cut those digits. The cameras' status records go to `camera_health` (camera_health.py).
+compare and cut those digits. A visit's
+events are upserted into its one row (`write_visits`): each kind sets only its own columns, so a
+replay, or an `opened` read after its `closed`, leaves the row as it was. The cameras' status
+records go to `camera_health` (camera_health.py).
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from typing import Any
 from sqlalchemy import Connection, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
-from stream_worker.contracts import PlateAlert, PlateSighting
+from stream_worker.contracts import PlateAlert, PlateSighting, PlateVisit
+from stream_worker.contracts.visits import VisitEventKind
 from stream_worker.store.camera_health import Sample, write_samples
 from stream_worker.store.plate_keys import MAX_KEY_LENGTH, fold, variants
 from stream_worker.store.rows import utc
-from stream_worker.store.schema import alerts, pictures, plate_variants, sightings
+from stream_worker.store.schema import alerts, pictures, plate_variants, sightings, visits
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,7 @@ class Written:
     alerts: int = 0
     pictures: int = 0
     health: int = 0
+    visits: int = 0  # visit events applied (an event replayed counts again)
 
 
 def insert_ignoring_duplicates(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
@@ -57,12 +62,13 @@ def _picture(sighting: PlateSighting) -> bytes | None:
         return None  # the contract checks the alphabet; a bad padding is not worth the batch
 
 
-def unwritable(sighting: PlateSighting) -> str | None:
-    """Why a sighting the contract accepts still cannot be stored, or None: its text folds to a key
-    longer than the index holds (an uppercase that grows: 'ß' -> 'SS')."""
-    length = len(fold(sighting.text))
+def unwritable(message: PlateSighting | PlateVisit) -> str | None:
+    """Why a sighting or visit the contract accepts still cannot be stored, or None: its text folds
+    to a key longer than the index holds (an uppercase that grows: 'ß' -> 'SS')."""
+    name, text = ("plate", message.plate) if isinstance(message, PlateVisit) else ("text", message.text)
+    length = len(fold(text))
     if length > MAX_KEY_LENGTH:
-        return f"text: folds to {length} characters, more than the {MAX_KEY_LENGTH} the store keeps"
+        return f"{name}: folds to {length} characters, more than the {MAX_KEY_LENGTH} the store keeps"
     return None
 
 
@@ -109,12 +115,78 @@ def alert_row(alert: PlateAlert, now: datetime) -> dict[str, Any]:
     }
 
 
+# The columns each visit event kind sets on the visit's row once it exists.
+_VISIT_UPDATES = {
+    VisitEventKind.OPENED: (),
+    VisitEventKind.OVERSTAY: ("overstay_s", "overstayed_at"),
+    VisitEventKind.CLOSED: (
+        "closed_at",
+        "ended_by",
+        "dwell_s",
+        "exit_camera_id",
+        "exit_sighting_id",
+        "exit_text",
+        "exited_at",
+    ),
+}
+
+
+def visit_row(event: PlateVisit, now: datetime) -> dict[str, Any]:
+    """The visit's row as far as `event` tells it (the entry's columns are in every event)."""
+    kind = event.event
+    closed = kind is VisitEventKind.CLOSED
+    return {
+        "visit_id": event.visit_id,
+        "site": event.site,
+        "plate": event.plate,
+        "text_key": fold(event.plate),
+        "entry_camera_id": event.entry_camera_id,
+        "entry_sighting_id": event.entry_sighting_id,
+        "entered_at": utc(event.entered_at),
+        "overstay_s": event.overstay_s,
+        "overstayed_at": utc(event.at) if kind is VisitEventKind.OVERSTAY else None,
+        "closed_at": utc(event.at) if closed else None,
+        "ended_by": event.ended_by.value if closed and event.ended_by else None,
+        "dwell_s": event.dwell_s if closed else None,
+        "exit_camera_id": event.exit_camera_id if closed else None,
+        "exit_sighting_id": event.exit_sighting_id if closed else None,
+        "exit_text": event.exit_text if closed else None,
+        "exited_at": utc(event.exited_at) if closed else None,
+        "stored_at": now,
+    }
+
+
+def write_visits(connection: Connection, events: Sequence[PlateVisit], now: datetime) -> int:
+    """Upsert each event into its visit's row; how many events were applied. One statement per
+    kind, each visit once in it (PostgreSQL updates a row once per statement)."""
+    dialect = sqlite if connection.dialect.name == "sqlite" else postgresql
+    applied, keys = 0, set()
+    for kind, columns in _VISIT_UPDATES.items():
+        rows = [visit_row(e, now) for e in {e.visit_id: e for e in events if e.event is kind}.values()]
+        if not rows:
+            continue
+        keys.update(row["text_key"] for row in rows)
+        statement = dialect.insert(visits)
+        if columns:
+            statement = statement.on_conflict_do_update(
+                index_elements=[visits.c.visit_id], set_={name: statement.excluded[name] for name in columns}
+            )
+        else:
+            statement = statement.on_conflict_do_nothing()
+        connection.execute(statement, rows)
+        applied += len(rows)
+    variant_rows = [{"variant": v, "text_key": key} for key in sorted(keys) for v in sorted(variants(key))]
+    insert_ignoring_duplicates(connection, plate_variants, variant_rows)
+    return applied
+
+
 def write_batch(
     connection: Connection,
     batch_sightings: Sequence[PlateSighting],
     batch_alerts: Sequence[PlateAlert],
     now: datetime | None = None,
     health: Sequence[Sample] = (),
+    batch_visits: Sequence[PlateVisit] = (),
 ) -> Written:
     """Write one batch in the caller's transaction (`Database.begin()`); `health`: the cameras'
     status records, in the topic's order (camera_health.py)."""
@@ -135,4 +207,5 @@ def write_batch(
     alert_rows = [alert_row(alert, now) for alert in {a.alert_id: a for a in batch_alerts}.values()]
     written_alerts = insert_ignoring_duplicates(connection, alerts, alert_rows)
     written_health = write_samples(connection, list(health))
-    return Written(written_sightings, written_alerts, written_pictures, written_health)
+    written_visits = write_visits(connection, batch_visits, now) if batch_visits else 0
+    return Written(written_sightings, written_alerts, written_pictures, written_health, written_visits)

@@ -10,11 +10,12 @@ from enum import StrEnum
 import orjson
 import pytest
 from sqlalchemy import String
-from store_records import plate_sighting
+from store_records import plate_sighting, plate_visit
 
 from stream_worker.contracts import SCHEMAS_DIR, AlertOrigin, Direction, MatchKind
+from stream_worker.contracts.visits import VisitEnd
 from stream_worker.store.plate_keys import MAX_KEY_LENGTH
-from stream_worker.store.schema import alerts, pictures, plate_variants, sightings
+from stream_worker.store.schema import alerts, pictures, plate_variants, sightings, visits
 from stream_worker.store.writer import unwritable
 
 # (table, column) -> where its value comes from: (schema, field path) or an enum of the values.
@@ -35,9 +36,23 @@ SOURCES: dict[tuple[str, str], tuple[str, str] | type[StrEnum]] = {
     ("alerts", "match_kind"): MatchKind,
     ("alerts", "origin"): AlertOrigin,
     ("alerts", "corrected_text"): ("correction", "new_text"),  # the console's correction record
+    ("visits", "visit_id"): ("plate_visit", "visit_id"),
+    ("visits", "site"): ("plate_visit", "site"),
+    ("visits", "plate"): ("plate_visit", "plate"),
+    ("visits", "entry_camera_id"): ("plate_visit", "entry_camera_id"),
+    ("visits", "entry_sighting_id"): ("plate_visit", "entry_sighting_id"),
+    ("visits", "ended_by"): VisitEnd,
+    ("visits", "exit_camera_id"): ("plate_visit", "exit_camera_id"),
+    ("visits", "exit_sighting_id"): ("plate_visit", "exit_sighting_id"),
+    ("visits", "exit_text"): ("plate_visit", "exit_text"),
 }
 # Folded keys, bounded by the writer (writer.unwritable) and the index (plate_keys.MAX_KEY_LENGTH).
-KEYS = {("sightings", "text_key"), ("plate_variants", "variant"), ("plate_variants", "text_key")}
+KEYS = {
+    ("sightings", "text_key"),
+    ("plate_variants", "variant"),
+    ("plate_variants", "text_key"),
+    ("visits", "text_key"),
+}
 NOT_FROM_RECORDS = {("alerts", "acknowledged_by")}  # the console's user name, not a record's
 
 
@@ -60,7 +75,7 @@ def _resolved(schema: dict, node: dict) -> dict:
 
 
 def _string_columns():
-    for table in (sightings, pictures, plate_variants, alerts):
+    for table in (sightings, pictures, plate_variants, alerts, visits):
         for column in table.columns:
             if isinstance(column.type, String):
                 yield table.name, column.name, column.type.length
@@ -89,4 +104,12 @@ def test_a_text_that_folds_longer_than_the_index_is_unwritable():
     grows = plate_sighting("s", "ß" * 20)  # 20 characters in the contract, 40 once uppercased
     assert (
         unwritable(grows) == f"text: folds to 40 characters, more than the {MAX_KEY_LENGTH} the store keeps"
+    )
+
+
+def test_a_visit_plate_that_folds_longer_than_the_index_is_unwritable():
+    assert unwritable(plate_visit("v", "A123BC77")) is None
+    grows = plate_visit("v", "ß" * 20)
+    assert (
+        unwritable(grows) == f"plate: folds to 40 characters, more than the {MAX_KEY_LENGTH} the store keeps"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from store_records import FAKE_JPEG, T0, plate_sighting, sighting_id, stored_in
+from store_records import FAKE_JPEG, T0, plate_sighting, plate_visit, sighting_id, stored_in
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
@@ -25,6 +25,11 @@ def data_dir(tmp_path: Path) -> Path:
                 "later", "B840CK197", T0 + timedelta(hours=1), camera_id="yard", direction="receding"
             ),
             plate_sighting("old", "B840CK197", T0 - timedelta(days=30)),
+        ],
+        visits=[
+            plate_visit("in", "B840OK197", entered_at=T0),
+            plate_visit("in", "B840OK197", "closed", dwell=timedelta(hours=2, minutes=5)),
+            plate_visit("now", "B840CK197", entered_at=T0 + timedelta(hours=3), site="yard"),
         ],
     )
 
@@ -110,3 +115,40 @@ def test_a_missing_store_exits_3(tmp_path: Path) -> None:
     code, lines, err = _search("B840CK197", "--data-dir", str(tmp_path / "none"))
     assert (code, lines) == (3, [])
     assert "no history store at" in err
+
+
+def test_visits_newest_entry_first_with_their_dwell(data_dir: Path) -> None:
+    directory = str(data_dir)
+    code, lines, _ = _search("--visits", "B840CK197", "--data-dir", directory)
+    assert code == 0
+    header, now, closed = lines
+    assert header.split()[:6] == ["ENTERED", "(UTC)", "SITE", "PLATE", "DIST", "ENTRY"]
+    assert "DWELL" in header and "ENDED BY" in header
+    assert now.split()[2:6] == ["yard", "B840CK197", "0", "gate"] and "on site" in now
+    assert closed.split()[2:4] == ["depot", "B840OK197"] and "2 h 05 min" in closed and "exit" in closed
+    code, lines, _ = _search("--visits", "--site", "depot", "--json", "--data-dir", directory)
+    [visit] = [orjson.loads(line) for line in lines]
+    assert (visit["plate"], visit["dwell_s"], visit["ended_by"]) == ("B840OK197", 7500.0, "exit")
+    assert visit["entry_sighting_id"] == sighting_id("in")
+    code, lines, _ = _search("--visits", "--state", "on-site", "--json", "--data-dir", directory)
+    assert [orjson.loads(line)["site"] for line in lines] == ["yard"]
+    window = ["--since", "2026-03-01T12:00", "--until", "2026-03-01T15:00"]
+    code, lines, _ = _search("--visits", *window, "--json", "--data-dir", directory)
+    assert [orjson.loads(line)["plate"] for line in lines] == ["B840OK197"]  # until is exclusive
+    code, lines, err = _search("--visits", "X999XX99", "--data-dir", directory)
+    assert (code, lines, err.strip()) == (1, [], "no visit found")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--visits", "--zone", "lane-1"], "error: --zone applies to sightings (without --visits)"),
+        (["--visits", "--direction", "left"], "error: --direction applies to sightings"),
+        (["--site", "depot"], "error: --site applies to --visits"),
+        (["--state", "closed"], "error: --state applies to --visits"),
+        (["--visits", "--state", "gone"], "error: state: "),
+    ],
+)
+def test_options_of_the_other_search_exit_2(data_dir: Path, args: list[str], said: str) -> None:
+    code, lines, err = _search(*args, "--data-dir", str(data_dir))
+    assert (code, lines) == (2, []) and err.startswith(said), err

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from store_records import T0, plate_sighting, stored_in
+from store_records import T0, plate_sighting, plate_visit, stored_in
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
@@ -25,6 +25,10 @@ def data_dir(tmp_path: Path) -> Path:
             plate_sighting("b", "B840OK197", T0 + timedelta(minutes=5), camera_id="yard"),
             plate_sighting("c", "A123BC77", T0 + timedelta(hours=2)),
             plate_sighting("old", "A123BC77", T0 - timedelta(days=2)),
+        ],
+        visits=[
+            plate_visit("short", "B840OK197", "closed", dwell=timedelta(minutes=3)),
+            plate_visit("long", "A123BC77", "closed", dwell=timedelta(hours=5)),
         ],
     )
 
@@ -51,6 +55,20 @@ def test_csv_and_json_lines_on_stdout(data_dir: Path) -> None:
         ("B840OK197", 1),  # ties by folded text: 8840OK197 before A123BC77
         ("A123BC77", 1),
     ]
+
+
+def test_the_dwell_report(data_dir: Path, tmp_path: Path) -> None:
+    code, out, _ = _report("dwell", *RANGE, "--data-dir", str(data_dir))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[:3] == ["dwell,visits,from_s,until_s", "0-5 min,1,0,300", "5-15 min,0,300,900"]
+    assert "4-8 h,1,14400,28800" in lines and lines[-1] == "24 h+,0,86400,"
+    code, out, _ = _report("dwell", *RANGE, "--format", "jsonl", "--data-dir", str(data_dir))
+    assert sum(row["visits"] for row in map(orjson.loads, out.splitlines())) == 2
+    pytest.importorskip("matplotlib")
+    chart = tmp_path / "dwell.png"
+    code, _, err = _report("dwell", *RANGE, "--format", "png", "-o", str(chart), "--data-dir", str(data_dir))
+    assert code == 0 and chart.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), err
 
 
 def test_png_to_a_file(data_dir: Path, tmp_path: Path) -> None:

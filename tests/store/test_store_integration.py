@@ -1,5 +1,6 @@
 """`stream-worker store` as its own process, on the real local broker and a real database (SQLite
-and PostgreSQL): every sighting and alert stored exactly once, across SIGKILLs mid-stream; records
+and PostgreSQL): every sighting and alert stored exactly once, across SIGKILLs mid-stream; every
+visit one row with its last state, its events delivered twice and the store SIGKILLed; records
 that are not the contract dead-lettered (test_store_dead_letters.py); offsets committed only for
 what is stored."""
 
@@ -9,17 +10,18 @@ import random
 import signal
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from service_processes import ServiceProcess, committed_offsets
 from sqlalchemy import func, select
-from store_records import FAKE_JPEG, plate_alert, plate_sighting
+from store_records import FAKE_JPEG, T0, plate_alert, plate_sighting, plate_visit
 
 from stream_worker.launchers.broker import create_topics
 from stream_worker.store.database import Database, default_url
-from stream_worker.store.schema import alerts, pictures, sightings
+from stream_worker.store.schema import alerts, pictures, sightings, visits
 
 pytestmark = pytest.mark.integration
 
@@ -68,13 +70,14 @@ def test_five_sigkills_mid_stream_leave_exactly_one_row_per_record(
     kafka_bootstrap: str, unique_name: str, tmp_path: Path, database_url: str
 ) -> None:
     topics = (f"{unique_name}-sightings", f"{unique_name}-alerts")
-    create_topics(kafka_bootstrap, [*topics, f"{unique_name}-dlq"], PARTITIONS)
+    create_topics(kafka_bootstrap, [*topics, f"{unique_name}-dlq", f"{unique_name}-visits"], PARTITIONS)
     group = f"{unique_name}-store"
     args = [
         "--bootstrap-servers", kafka_bootstrap,
         "--group-id", group,
         "--sightings-topic", topics[0],
         "--alerts-topic", topics[1],
+        "--visits-topic", f"{unique_name}-visits",
         "--dlq-topic", f"{unique_name}-dlq",
         "--database-url", database_url,
         "--session-timeout-ms", "3000",  # a killed store's partitions go to its restart this soon
@@ -193,3 +196,90 @@ def test_an_alerts_topic_created_after_the_start_is_said_missing_then_read_withi
         print(f"\nthe alert on the topic created late was stored {waited:.1f} s after it was produced")
     finally:
         store.stop(signal.SIGKILL)
+
+
+VISITS = 300
+
+
+def test_visit_events_twice_and_a_sigkill_leave_one_row_per_visit_in_its_last_state(
+    kafka_bootstrap: str, unique_name: str, tmp_path: Path, database_url: str
+) -> None:
+    """300 visits on 6 sites (key = site): each opened, two in three closed (some after an
+    overstay), every event produced twice, the store SIGKILLed mid-stream and started again."""
+    topic = f"{unique_name}-visits"
+    create_topics(kafka_bootstrap, [topic, f"{unique_name}-sightings", f"{unique_name}-alerts"], PARTITIONS)
+    args = [
+        "--bootstrap-servers", kafka_bootstrap,
+        "--group-id", f"{unique_name}-store",
+        "--sightings-topic", f"{unique_name}-sightings",
+        "--alerts-topic", f"{unique_name}-alerts",
+        "--visits-topic", topic,
+        "--dlq-topic", f"{unique_name}-dlq",
+        "--database-url", database_url,
+        "--session-timeout-ms", "3000",
+        "--metrics-port", "0",
+        "--batch-records", "40",
+        "--no-console",
+        "--retention-days", "0",
+    ]  # fmt: skip
+    events, expected = [], {}
+    for k in range(VISITS):
+        site, entered = f"site-{k % 6}", T0 + timedelta(minutes=k)
+        opened = plate_visit(f"v{k}", f"A{k:03d}BC77", entered_at=entered, site=site, overstay_s=600)
+        events.append(opened)
+        if k % 5 == 0:
+            events.append(
+                plate_visit(f"v{k}", opened.plate, "overstay", entered_at=entered, site=site, overstay_s=600)
+            )
+        if k % 3:
+            dwell = timedelta(minutes=k % 50 + 1)
+            events.append(
+                plate_visit(f"v{k}", opened.plate, "closed", dwell=dwell, entered_at=entered, site=site)
+            )
+            expected[opened.visit_id] = dwell.total_seconds()
+        else:
+            expected[opened.visit_id] = None
+    records = [
+        (topic, e.site.encode(), e.to_json()) for e in events for _ in range(2)
+    ]  # each twice, in order
+    started: list[ServiceProcess] = []
+
+    def start() -> ServiceProcess:
+        log = tmp_path / f"store-visits-{len(started)}.log"
+        started.append(ServiceProcess(args, log, command="store", started="store started").start())
+        return started[-1]
+
+    def stored() -> dict[str, float | None]:
+        with database.connect() as connection:
+            return {
+                row.visit_id: row.dwell_s
+                for row in connection.execute(select(visits.c.visit_id, visits.c.dwell_s))
+            }
+
+    database = Database(database_url)
+    try:
+        store = start()
+        store.wait_for_log(lambda line: line.get("msg") == "partitions assigned", "an assignment")
+        producing = threading.Thread(target=produce_paced, args=(kafka_bootstrap, records))
+        producing.start()
+        time.sleep(PACE_S / 2)
+        store.stop(signal.SIGKILL)
+        producing.join()
+        store = start()
+        deadline = time.monotonic() + WAIT_S
+        while stored() != expected:
+            assert store.is_running(), store.log_tail()
+            assert time.monotonic() < deadline, f"{len(stored())} visits stored, {len(expected)} expected"
+            time.sleep(0.5)
+        with database.connect() as connection:
+            overstayed = connection.execute(
+                select(visits.c.visit_id).where(visits.c.overstayed_at.is_not(None))
+            )
+            assert len(overstayed.all()) == VISITS // 5
+            assert connection.execute(select(func.count()).select_from(visits)).scalar_one() == VISITS
+        assert store.stop(signal.SIGTERM) == 0
+    finally:
+        database.dispose()
+        for service in started:
+            if service.is_running():
+                service.stop(signal.SIGKILL)

@@ -1,8 +1,8 @@
 """The HTTP API under /api (its OpenAPI schema at /api/openapi.json): search, sightings and their
-pictures, alerts and their acknowledgement, the watch list, the cameras' settings and live state,
-the notification targets (their tests and delivery log), the audit.
-Reads need a signed-in user (cookie or `Authorization: Bearer TOKEN`); writes an admin (and, from a
-cookie session, the X-CSRF-Token header)."""
+pictures, visits (searched, and who is on site now), alerts and their acknowledgement, the watch
+list, the cameras' settings and live state, the notification targets (their tests and delivery log),
+the audit. Reads need a signed-in user (cookie or `Authorization: Bearer TOKEN`); writes an admin
+(and, from a cookie session, the X-CSRF-Token header)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ from stream_worker.contracts.sightings import BestRead, Direction, SightingSourc
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind, error_summary, new_entry, validate_plate
 from stream_worker.store import corrections as stored_corrections
 from stream_worker.store import queries
-from stream_worker.store.rows import MAX_SEQ, AlertRow, AuditRow, SightingDetail
+from stream_worker.store.rows import MAX_SEQ, AlertRow, AuditRow, SightingDetail, VisitRow
 from stream_worker.store.search import MAX_LIMIT, SearchPage, SearchQuery, search
+from stream_worker.store.visits import VisitPage, VisitQuery, VisitState, on_site, search_visits
 from stream_worker.store.web.auth import current_user, writer
 from stream_worker.store.web.backend import Backend, backend
 from stream_worker.store.web.users import User
@@ -143,6 +144,14 @@ def _reasons(error: ValueError) -> str:
     return str(error)
 
 
+def visit_query(**values: Any) -> VisitQuery:
+    """A VisitQuery from request values; 422 with the reasons for bad ones (never a 500)."""
+    try:
+        return VisitQuery(**{k: v for k, v in values.items() if v not in (None, "")})
+    except ValueError as error:
+        raise HTTPException(422, _reasons(error)) from None
+
+
 class Revoke(BaseModel):
     """Whose sessions end: one user's (`user`), or everyone's (`all: true`)."""
 
@@ -199,6 +208,48 @@ def search_sightings(
     )
     with store.database.connect() as connection:
         return search(connection, query)
+
+
+@router.get("/visits", response_model=VisitPage)
+def search_visits_api(
+    user: Reader,
+    store: Store,
+    text: Annotated[str | None, Query(max_length=64)] = None,
+    fuzzy: bool = True,
+    max_distance: float = 1.0,
+    site: Annotated[str | None, Query(max_length=128)] = None,
+    camera: Annotated[str | None, Query(max_length=128)] = None,
+    state: VisitState | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+    cursor: Annotated[str | None, Query(max_length=256)] = None,
+) -> VisitPage:
+    """Visits newest entry first: plate (entry or exit text, exact or fuzzy), site, camera, state
+    (on-site or closed), entry time range; `dwell_s` is set once a visit is closed."""
+    query = visit_query(
+        text=text,
+        fuzzy=fuzzy,
+        max_distance=max_distance,
+        site=site,
+        camera=camera,
+        state=state,
+        since=since,
+        until=until,
+        limit=limit,
+        cursor=cursor,
+    )
+    with store.database.connect() as connection:
+        return search_visits(connection, query)
+
+
+@router.get("/visits/on-site", response_model=list[VisitRow])
+def on_site_api(
+    user: Reader, store: Store, site: Annotated[str | None, Query(max_length=128)] = None
+) -> list[VisitRow]:
+    """The vehicles on site now (open visits), by site then entry time."""
+    with store.database.connect() as connection:
+        return on_site(connection, site)
 
 
 @router.get("/sightings/{sighting_id}", response_model=SightingDetail)

@@ -1,6 +1,7 @@
-"""The console's pages, rendered on the server (Jinja2): sign-in, live feed, search, a sighting,
-alerts, the reports (charts and their files), the watch list, the cameras (with their live state),
-the notification targets (with their tests and the delivery log) and the audit. Forms post with
+"""The console's pages, rendered on the server (Jinja2): sign-in, live feed, search, a sighting
+(with its plate's visits), the visits (who is on site now, and a search of visits), alerts, the
+reports (charts and their files), the watch list, the cameras (with their live state), the
+notification targets (with their tests and the delivery log) and the audit. Forms post with
 the session's CSRF token and come back with a redirect (303) and a one-line notice."""
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from stream_worker.store import queries
 from stream_worker.store.report_files import FORMATS as REPORT_FORMATS
 from stream_worker.store.report_files import render as render_report
 from stream_worker.store.reports import REPORTS, ReportRange, report, series
+from stream_worker.store.rows import duration
 from stream_worker.store.search import SearchQuery, search
 from stream_worker.store.search_output import parse_time
+from stream_worker.store.visits import VisitQuery, VisitState, on_site, search_visits
 from stream_worker.store.web import charts
 from stream_worker.store.web.api import (
     Review,
@@ -45,6 +48,7 @@ from stream_worker.store.web.api import (
     stored_target_or_404,
     target_name_or_422,
     target_or_422,
+    visit_query,
 )
 from stream_worker.store.web.auth import check_csrf, csrf_token, current_user, sessions_of, writer
 from stream_worker.store.web.backend import Backend, backend
@@ -57,10 +61,12 @@ from stream_worker.store.web.users import User
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
 templates.env.filters["segment"] = segment  # every id put into a URL path goes through it
+templates.env.filters["duration"] = duration
 Reader = Annotated[User, Depends(current_user)]
 Admin = Annotated[User, Depends(writer)]
 Store = Annotated[Backend, Depends(backend)]
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
+PLATE_VISITS_SHOWN = 20  # a sighting's page: its plate's latest visits
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -189,6 +195,7 @@ def sighting_page(request: Request, sighting_id: str, user: Reader, store: Store
     with store.database.connect() as connection:
         found = queries.sighting(connection, sighting_id) if len(sighting_id) <= 64 else None
         correction = stored_corrections.of_sighting(connection, sighting_id) if found else None
+        visits = _plate_visits(connection, found.text) if found else None
     if found is None:
         raise HTTPException(404, "no such sighting stored (it may have aged out or been forgotten)")
     record = orjson.dumps(found.record, option=orjson.OPT_INDENT_2).decode()
@@ -199,7 +206,63 @@ def sighting_page(request: Request, sighting_id: str, user: Reader, store: Store
         record=record,
         correction=correction,
         regions=sorted(known_regions()),
+        visits=visits,
+        now=datetime.now(UTC),
     )
+
+
+# --- visits -------------------------------------------------------------------------------------
+
+
+@router.get("/visits", response_class=HTMLResponse)
+def visits_page(
+    request: Request,
+    user: Reader,
+    store: Store,
+    text: Annotated[str, Query(max_length=64)] = "",
+    fuzzy: bool = False,
+    site: Annotated[str, Query(max_length=128)] = "",
+    camera: Annotated[str, Query(max_length=128)] = "",
+    state: Annotated[str, Query(max_length=16)] = "",
+    since: Annotated[str, Query(max_length=40)] = "",
+    until: Annotated[str, Query(max_length=40)] = "",
+    cursor: Annotated[str, Query(max_length=256)] = "",
+) -> HTMLResponse:
+    """Who is on site now (each site's open visits, entry time and dwell so far) and, with any
+    filter given, the visits found (the form's empty fields are no filter)."""
+    form = {"text": text, "site": site, "camera": camera, "state": state, "since": since, "until": until}
+    page = None
+    with store.database.connect() as connection:
+        present = on_site(connection, site or None)
+        if any(form.values()):
+            query: VisitQuery = visit_query(**form, fuzzy=fuzzy, cursor=cursor, limit=50)
+            page = search_visits(connection, query)
+    sites: dict[str, list[Any]] = {}
+    for visit in present:
+        sites.setdefault(visit.site, []).append(visit)
+    params = {k: v for k, v in form.items() if v}
+    if fuzzy:
+        params["fuzzy"] = "true"
+    return render(
+        request,
+        "visits.html",
+        sites=sites,
+        now=datetime.now(UTC),
+        form={**form, "fuzzy": fuzzy},
+        states=[state.value for state in VisitState],
+        page=page,
+        params=params,
+    )
+
+
+def _plate_visits(connection: Any, text: str) -> Any:
+    """The latest visits of the plate `text` (entry or exit text); None for a text no plate query
+    takes (a row stored past the contracts)."""
+    try:
+        query = VisitQuery(text=text, fuzzy=False, limit=PLATE_VISITS_SHOWN)
+    except ValueError:
+        return None
+    return search_visits(connection, query)
 
 
 @router.post("/sightings/{sighting_id}/review")

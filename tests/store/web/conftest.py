@@ -23,6 +23,7 @@ from store_records import plate_alert, plate_sighting
 
 from stream_worker.contracts.alerts import PlateAlert
 from stream_worker.contracts.sightings import PlateSighting
+from stream_worker.contracts.visits import PlateVisit
 from stream_worker.store.console_thread import ConsoleThread, start_console
 from stream_worker.store.database import Database, default_url
 from stream_worker.store.settings import StoreSettings
@@ -46,9 +47,14 @@ class Console:
         self.app.state.backend.close()
         self.database.dispose()
 
-    def write(self, sightings: Sequence[PlateSighting] = (), alerts: Sequence[PlateAlert] = ()) -> None:
+    def write(
+        self,
+        sightings: Sequence[PlateSighting] = (),
+        alerts: Sequence[PlateAlert] = (),
+        visits: Sequence[PlateVisit] = (),
+    ) -> None:
         with self.database.begin() as connection:
-            write_batch(connection, list(sightings), list(alerts))
+            write_batch(connection, list(sightings), list(alerts), batch_visits=list(visits))
 
 
 def write_users(path: Path) -> Path:
@@ -207,6 +213,7 @@ def start_store(
         "--group-id", f"{name}-store",
         "--sightings-topic", f"{name}-sightings",
         "--alerts-topic", f"{name}-alerts",
+        "--visits-topic", f"{name}-visits",
         "--users-file", str(users_file),
         "--console-port", "0",
         "--metrics-port", "0",

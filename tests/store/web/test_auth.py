@@ -67,6 +67,9 @@ def test_the_app_has_the_routes_this_test_expects(console: Console) -> None:
     assert {
         "/",
         "/search",
+        "/visits",
+        "/api/visits",
+        "/api/visits/on-site",
         "/api/live",
         "/api/sightings",
         "/api/openapi.json",

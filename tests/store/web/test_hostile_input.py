@@ -21,7 +21,7 @@ import select
 import socket
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from console_browser import wait
 from fastapi.routing import APIRoute
 from markupsafe import escape
 from service_processes import ServiceProcess
+from sqlalchemy import insert
 from starlette.routing import Mount
 from store_records import plate_alert, plate_sighting, sighting_id
 from typer.testing import CliRunner
@@ -49,6 +50,7 @@ from stream_worker.launchers.broker import create_topics
 from stream_worker.service.compacted import read_compacted, write_compacted
 from stream_worker.store import queries
 from stream_worker.store.console_thread import start_console
+from stream_worker.store.schema import visits
 from stream_worker.store.web.bodies import (
     BODY_LIMIT,
     IMPORT_BODY_LIMIT,
@@ -78,7 +80,7 @@ HOSTILE = {
 UNESCAPED = ("<script>window.__pwned", "<img src=x", "<svg onload", "49evaluated")
 # The only shapes a same-site URL in a page may have: every id one segment (no raw /, ?, #).
 ROUTES = re.compile(
-    r"/|/(search|alerts|watchlist|cameras|audit|login|logout|reports)|/reports/[a-z-]+\.(csv|jsonl)"
+    r"/|/(search|visits|alerts|watchlist|cameras|audit|login|logout|reports)|/reports/[a-z-]+\.(csv|jsonl)"
     r"|/static/[a-z]+\.(js|css)|/watchlist/(add|remove|import)|/sessions/revoke"
     r"|/notifications|/notifications/targets|/notifications/targets/[^/?#]+/(remove|test)"
     r"|/sightings/[^/?#]+(/review)?|/api/sightings/[^/?#]+/picture|/alerts/[^/?#]+/acknowledge"
@@ -140,7 +142,15 @@ def _sign_in(driver: Any, address: str) -> None:
 
 
 # --- straight into the database -----------------------------------------------------------------
-LISTS = ["/", "/search?since=" + SINCE, "/alerts?show=all", "/cameras", "/audit", "/notifications"]
+LISTS = [
+    "/",
+    "/search?since=" + SINCE,
+    "/visits?since=" + SINCE,
+    "/alerts?show=all",
+    "/cameras",
+    "/audit",
+    "/notifications",
+]
 
 
 def _hostile_rows(console: Console, kafka_bootstrap: str) -> None:
@@ -178,7 +188,28 @@ def _hostile_rows(console: Console, kafka_bootstrap: str) -> None:
     with console.database.begin() as connection:
         for key, value in HOSTILE.items():
             queries.add_audit(connection, value, f"hostile.{key}", {"value": value})
+        connection.execute(
+            insert(visits),
+            [
+                _hostile_visit(key, value, closed)
+                for key, value in HOSTILE.items()
+                for closed in (False, True)
+            ],
+        )
     _hostile_console_topics(console, kafka_bootstrap)
+
+
+def _hostile_visit(key: str, value: str, closed: bool) -> dict[str, Any]:
+    """A visit row holding `value` in every text column, past the contracts: on site, or closed."""
+    entered = datetime.now(UTC) - timedelta(hours=1)
+    text = {name: value for name in ("site", "plate", "text_key", "entry_camera_id", "entry_sighting_id")}
+    row: dict[str, Any] = {**text, "visit_id": f"{value}-{closed}", "entered_at": entered}
+    if closed:
+        row.update(
+            closed_at=entered + timedelta(minutes=30), dwell_s=1800.0, ended_by=value[:16],
+            exit_camera_id=value, exit_sighting_id=value, exit_text=value, exited_at=entered,
+        )  # fmt: skip
+    return row
 
 
 def test_hostile_rows_in_the_database_render_escaped_and_redirect_no_write(

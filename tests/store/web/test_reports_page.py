@@ -17,7 +17,7 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
-from store_records import T0, camera_status, health_samples, plate_alert, plate_sighting
+from store_records import T0, camera_status, health_samples, plate_alert, plate_sighting, plate_visit
 
 from stream_worker.store.reports import REPORTS, ReportRange
 from stream_worker.store.schema import sightings
@@ -61,6 +61,11 @@ def viewer(console: Console) -> TestClient:
             plate_sighting("old", "A123BC77", T0 - timedelta(days=1)),
         ],
         [plate_alert("a1", "B840OK197", alerted_at=T0), plate_alert("a2", "A123BC77", list_name="vip")],
+        [
+            plate_visit("v1", "B840OK197", "closed", dwell=timedelta(minutes=20)),
+            plate_visit("v2", "A123BC77", "closed", dwell=timedelta(minutes=25), entry_camera="yard"),
+            plate_visit("v3", "A123BC77", "closed", dwell=timedelta(hours=3)),
+        ],
     )
     stored_raw(console, sightings=[{"name": "h", "camera_id": HOSTILE_CAMERA}])  # past the contracts
     with console.database.begin() as connection:
@@ -95,6 +100,8 @@ def test_a_viewer_sees_every_report_with_its_chart(viewer: TestClient) -> None:
     assert figures(page, "hourly") == {"2026-03-01T12:00Z": 3, "2026-03-01T15:00Z": 1, "2026-03-02T13:00Z": 1}
     assert figures(page, "alerts") == {"stolen": 1, "vip": 1}
     assert figures(page, "health") == {"2026-03-01T12:00Z": 2, "2026-03-01T13:00Z": 1}
+    dwell = figures(page, "dwell")
+    assert (dwell["15-30 min"], dwell["2-4 h"], sum(dwell.values())) == (2, 1, 3)
 
 
 def test_the_page_figures_are_what_the_csv_adds_up_to(viewer: TestClient) -> None:
@@ -107,6 +114,8 @@ def test_the_page_figures_are_what_the_csv_adds_up_to(viewer: TestClient) -> Non
         assert figures(page, name) == dict(totals)
     plates = list(csv.DictReader(io.StringIO(viewer.get("/reports/plates.csv", params=RANGE).text)))
     assert figures(page, "plates") == {row["day"]: int(row["unique_plates"]) for row in plates}
+    dwell = list(csv.DictReader(io.StringIO(viewer.get("/reports/dwell.csv", params=RANGE).text)))
+    assert figures(page, "dwell") == {row["dwell"]: int(row["visits"]) for row in dwell}
     top = viewer.get("/reports/top-plates.jsonl", params=RANGE)
     assert top.headers["content-type"] == "application/jsonl"
     assert figures(page, "top-plates") == {
@@ -214,6 +223,7 @@ def test_the_charts_show_in_chromium_under_the_csp_and_every_file_has_their_figu
     console.write(
         [plate_sighting("s1", "B840OK197", T0), plate_sighting("s2", "A123BC77", T0 + timedelta(hours=2))],
         [plate_alert("a1", "B840OK197", alerted_at=T0)],
+        [plate_visit("v1", "B840OK197", "closed", dwell=timedelta(minutes=2))],  # the first bucket
     )
     store_health(console)
     browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": VIOLATIONS})
