@@ -12,7 +12,8 @@ import pytest
 import bench.store_reports as store_reports
 from bench import environment
 
-TOY = ["--sightings", "3000", "--plates", "150", "--cameras", "10", "--repeats", "2", "--no-postgres"]
+TOY = ["--sightings", "3000", "--plates", "150", "--cameras", "10", "--visits", "300", "--repeats", "2"]
+TOY += ["--no-postgres"]
 
 
 def test_every_report_over_every_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,7 +25,7 @@ def test_every_report_over_every_window(tmp_path: Path, monkeypatch: pytest.Monk
     windows = {(days, camera) for days in store_reports.WINDOWS_DAYS for camera in ("all", "camera-07")}
     expected = {
         (name, days, camera)
-        for name in ("hourly", "daily", "plates", "top-plates", "alerts", "health")
+        for name in ("hourly", "daily", "plates", "top-plates", "alerts", "health", "dwell")
         for days, camera in windows
         if not (name in ("hourly", "health") and days > 31)
     }
