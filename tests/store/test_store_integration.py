@@ -162,13 +162,18 @@ def test_an_alerts_topic_created_after_the_start_is_said_missing_then_read_withi
     """The store joins with its sightings topic alone; its alerts topic, created later, is read
     within seconds, not at librdkafka's next metadata refresh (5 minutes)."""
     sightings_topic, alerts_topic = f"{unique_name}-sightings", f"{unique_name}-alerts"
-    create_topics(kafka_bootstrap, [sightings_topic, f"{unique_name}-dlq"], PARTITIONS)
+    status_topic, visits_topic = f"{unique_name}-status", f"{unique_name}-visits"
+    create_topics(
+        kafka_bootstrap, [sightings_topic, status_topic, visits_topic, f"{unique_name}-dlq"], PARTITIONS
+    )
     url = default_url(tmp_path / "data")
     args = [
         "--bootstrap-servers", kafka_bootstrap,
         "--group-id", f"{unique_name}-store",
         "--sightings-topic", sightings_topic,
         "--alerts-topic", alerts_topic,
+        "--camera-status-topic", status_topic,
+        "--visits-topic", visits_topic,
         "--dlq-topic", f"{unique_name}-dlq",
         "--database-url", url,
         "--session-timeout-ms", "6000",  # the local broker holds a rejoin for about half of it

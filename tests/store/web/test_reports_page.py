@@ -35,6 +35,7 @@ CHARTED = {
     "top-plates": ("plate", "sightings"),
     "alerts": ("list", "alerts"),
     "health": ("hour", "minutes_up"),
+    "dwell": ("dwell", "visits"),
 }
 
 
