@@ -225,7 +225,10 @@ class Demo:
         alerts = ServiceChild(
             "alerts",
             [*common, "--group-id", f"{group}-alerts", "--input-topic", topics.plates,
-             "--output-topic", topics.alerts, "--watchlist-topic", topics.watchlist, "--pass-gap-s", gap_s],
+             "--output-topic", topics.alerts, "--watchlist-topic", topics.watchlist, "--pass-gap-s", gap_s,
+             "--sightings-topic", topics.sightings, "--sightings-group-id", f"{group}-alerts-sightings",
+             "--corrections-topic", topics.corrections,
+             "--corrections-group-id", f"{group}-alerts-corrections"],
             self.workdir,
         )  # fmt: skip
         store = HistoryStore(common, group, topics, self.workdir)
@@ -238,6 +241,7 @@ class Demo:
              "--dlq-topic", topics.notify_dead_letters, "--console-url", store.console_url,
              "--deliveries-topic", topics.notify_deliveries, "--tests-topic", topics.notify_tests,
              "--status-topic", topics.notify_status, "--replays-topic", topics.notify_replays,
+             "--visits-topic", topics.visits, "--visits-group-id", f"{group}-notify-visits",
              "--allow-private-targets"],
             self.workdir,
             env={SECRET_ENV_PREFIX + SECRET_ENV: self.webhook.secret},

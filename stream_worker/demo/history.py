@@ -25,6 +25,7 @@ class HistoryStore(ServiceChild):
              "--notify-targets-topic", topics.notify_targets, "--notify-tests-topic", topics.notify_tests,
              "--notify-deliveries-topic", topics.notify_deliveries,
              "--notify-status-topic", topics.notify_status, "--corrections-topic", topics.corrections,
+             "--visits-topic", topics.visits,
              "--data-dir", str(workdir / "store"),
              "--console-host", "127.0.0.1", "--console-port", str(self.console_port)],
             workdir,

@@ -45,6 +45,7 @@ class DemoTopics:
     notify_status: str = topology.NOTIFY_STATUS.name  # compacted: the target secrets notify has (names)
     notify_replays: str = topology.NOTIFY_REPLAYS.name  # dead letters sent again (`notify dlq replay`)
     corrections: str = topology.CORRECTIONS.name  # compacted: the console's reviews of reads
+    visits: str = topology.VISITS.name  # the visits service's (not run by the demo): notify and store read it
 
     @classmethod
     def for_run(cls, run_id: str | None) -> DemoTopics:

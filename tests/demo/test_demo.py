@@ -267,7 +267,7 @@ def test_demo_topics_are_the_defaults_locally_and_run_specific_elsewhere() -> No
     assert local.names == (
         "frames", "plates", "frames.dlq", "sightings", "alerts", "store.dlq", "watchlist", "cameras",
         "notify-targets", "notify.dlq", "notify.deliveries", "notify-tests", "notify-status",
-        "notify.replays", "corrections",
+        "notify.replays", "corrections", "visits",
     )  # fmt: skip
     assert local.viewed == ("plates", "frames.dlq", "sightings", "alerts")
     assert local.compacted == (
