@@ -29,8 +29,8 @@ pytestmark = pytest.mark.integration
 PACE_FPS = 2.0  # what the slow reader reads
 CAMERA_FPS = 10.0
 BOUND_S = 4.0
-RUN_S = 45.0
-SETTLED_S = 25.0  # the first overshoot (before the workers' pace is known) drained by then
+RUN_S = 50.0
+SETTLED_S = 30.0  # the first overshoot (before the workers' pace is known) drained by then
 
 
 def commit_ends(consumer: Consumer, topic: str) -> None:
