@@ -23,6 +23,7 @@ pages, `cameras status`, memory, disk, lag, shed frames, alerts per pass).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from collections.abc import Sequence
@@ -116,47 +117,31 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# The benchmarks with flags of their own: `stream-worker bench NAME ...` is bench/<module>.py's main,
+# its --help drawn from that module's parser() in the layout of every other command.
+OWN_FLAGS = {
+    "chaos": "bench.chaos",
+    "sightings": "bench.sightings",
+    "motion": "bench.motion",
+    "connector-memory": "bench.connector_memory",
+    "gating": "bench.gating",
+    "store-search": "bench.store_search",
+    "store-reports": "bench.store_reports",
+    "notify": "bench.notify",
+    "soak": "bench.soak",
+    "videos": "bench.videos",
+}
+
+
 def main(argv: Sequence[str]) -> int:
-    if argv and argv[0] == "chaos":  # its own flags: bench/chaos.py
-        from bench.chaos import main as chaos_main
+    if argv and argv[0] in OWN_FLAGS:
+        module = importlib.import_module(OWN_FLAGS[argv[0]])
+        if "--help" in argv or "-h" in argv:
+            from stream_worker.service.help_layout import print_parser_help
 
-        return chaos_main(argv[1:])
-    if argv and argv[0] == "sightings":
-        from bench.sightings import main as sightings_main
-
-        return sightings_main(argv[1:])
-    if argv and argv[0] == "motion":  # its own flags: bench/motion.py
-        from bench.motion import main as motion_main
-
-        return motion_main(argv[1:])
-    if argv and argv[0] == "connector-memory":  # its own flags: bench/connector_memory.py
-        from bench.connector_memory import main as memory_main
-
-        return memory_main(argv[1:])
-    if argv and argv[0] == "gating":  # its own flags: bench/gating.py
-        from bench.gating import main as gating_main
-
-        return gating_main(argv[1:])
-    if argv and argv[0] == "store-search":  # its own flags: bench/store_search.py
-        from bench.store_search import main as store_search_main
-
-        return store_search_main(argv[1:])
-    if argv and argv[0] == "store-reports":  # its own flags: bench/store_reports.py
-        from bench.store_reports import main as store_reports_main
-
-        return store_reports_main(argv[1:])
-    if argv and argv[0] == "notify":  # its own flags: bench/notify.py
-        from bench.notify import main as notify_main
-
-        return notify_main(argv[1:])
-    if argv and argv[0] == "soak":  # its own flags: bench/soak.py
-        from bench.soak import main as soak_main
-
-        return soak_main(argv[1:])
-    if argv and argv[0] == "videos":  # its own flags: bench/videos.py
-        from bench.videos import main as videos_main
-
-        return videos_main(argv[1:])
+            print_parser_help(module.parser())
+            return 0
+        return module.main(argv[1:])
     if "--help" in argv or "-h" in argv:  # in the layout of every other command
         from stream_worker.service.help_layout import print_parser_help
 

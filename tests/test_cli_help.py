@@ -124,3 +124,15 @@ def test_every_command_spells_the_kafka_settings_one_way(every_help: dict[str, s
         kafka = shown.split("╭─ Kafka ─", 1)[1]
         assert "--kafka-config" in kafka and "-X" in kafka, command
         assert "--config" not in shown.replace("--kafka-config", ""), command
+
+
+@pytest.mark.parametrize("name", sorted(__import__("bench.main").main.OWN_FLAGS))
+def test_every_benchmark_with_flags_of_its_own_has_the_same_help_layout(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.main import main as bench_main
+
+    assert bench_main([name, "--help"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.lstrip().startswith(f"Usage: stream-worker bench {name} "), shown[:200]
+    assert "╭─ Options ─" in shown and "usage:" not in shown
