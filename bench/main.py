@@ -57,7 +57,7 @@ def _int_list(text: str) -> list[int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    from stream_worker.config import WorkerSettings
+    from stream_worker.worker.settings import WorkerSettings
 
     defaults = WorkerSettings()
     p = argparse.ArgumentParser(

@@ -148,7 +148,7 @@ def run_sweep(bench: StreamBench, args: argparse.Namespace, distinct: Sequence[B
     Round by round (every setting once per round) so that other load on the machine hits them
     alike; a setting's figures pool its rounds.
     """
-    from stream_worker.config import WorkerSettings
+    from stream_worker.worker.settings import WorkerSettings
 
     defaults = WorkerSettings()
     topic, _ = bench.publish_backlog(distinct, args.frames, BACKLOG_CAMERAS)

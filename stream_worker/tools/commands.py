@@ -164,8 +164,8 @@ def tail(
     client_config: list[str] = CLIENT_CONFIG_OPTION,
 ) -> None:
     """Print a topic's records (events as they are; frames and dead letters as key, headers, size)."""
+    from stream_worker.service.topic_reader import TopicNotFoundError
     from stream_worker.tools.tail import (
-        TopicNotFoundError,
         format_human,
         format_json,
         save_plate_images,

@@ -38,13 +38,13 @@ from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.cameras.following import CameraSettingsFollower
 from stream_worker.cameras.regions import CameraRegions
-from stream_worker.config import WorkerSettings, load_settings
 from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
 from stream_worker.contracts.plate_formats import Region
 from stream_worker.recognition import FrameResult
 from stream_worker.service.commits import Committer
 from stream_worker.service.dead_letters import is_too_large
 from stream_worker.service.deadlines import Deadlines
+from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.publisher import Publisher
 from stream_worker.triton_client import PlateRecognitionClient, tls_from_files
@@ -70,11 +70,12 @@ from stream_worker.worker.inference import (
     RetryPolicy,
 )
 from stream_worker.worker.lag import Lag
-from stream_worker.worker.metrics import HealthServer, LoopClock, Metrics
+from stream_worker.worker.metrics import Metrics
 from stream_worker.worker.offsets import OffsetTracker, Partition
 from stream_worker.worker.ordering import InOrderRelease
 from stream_worker.worker.publisher import producer_config
 from stream_worker.worker.reading import read_in_region
+from stream_worker.worker.settings import WorkerSettings, load_settings
 from stream_worker.worker.validate import Frame, InputRecord, Rejection, validate
 
 log = logging.getLogger("stream_worker.worker")

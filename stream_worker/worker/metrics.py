@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from stream_worker.service.http import HealthServer, LoopClock, read_metric
+from stream_worker.service.http import read_metric
 from stream_worker.service.metrics import ServiceMetrics
-
-__all__ = ["HealthServer", "LoopClock", "Metrics", "read_frames_in"]
 
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)

@@ -13,9 +13,9 @@ from confluent_kafka import Producer
 from support import edit_distance
 
 from stream_worker.cameras.store import write_settings
-from stream_worker.config import load_settings
 from stream_worker.contracts.cameras import parse_settings
 from stream_worker.worker.app import Worker
+from stream_worker.worker.settings import load_settings
 from tests.worker.streams import EXPECTED_PLATE, Outputs, Sent, Topics
 
 pytestmark = pytest.mark.integration
