@@ -13,21 +13,11 @@ class AlertsMetrics(ServiceMetrics):
     def __init__(self) -> None:
         super().__init__("stream_worker_alerts")
         r = self.registry
-        self.events_in = Counter(
-            "stream_worker_alerts_events_in", "Plate events consumed (replays included).", registry=r
+        self.events_in, self.invalid_events = self.input_counters(
+            "events", "Plate events", "plates", "PlateEvent"
         )
-        self.invalid_events = Counter(
-            "stream_worker_alerts_invalid_events",
-            "Records of the plates topic that are not PlateEvents (skipped).",
-            registry=r,
-        )
-        self.sightings_in = Counter(
-            "stream_worker_alerts_sightings_in", "Sightings consumed (replays included).", registry=r
-        )
-        self.invalid_sightings = Counter(
-            "stream_worker_alerts_invalid_sightings",
-            "Records of the sightings topic that are not PlateSightings (skipped).",
-            registry=r,
+        self.sightings_in, self.invalid_sightings = self.input_counters(
+            "sightings", "Sightings", "sightings", "PlateSighting"
         )
         self.sightings_confirmed = Counter(
             "stream_worker_alerts_sightings_confirmed",

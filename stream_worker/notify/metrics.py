@@ -14,21 +14,9 @@ class NotifyMetrics(ServiceMetrics):
     def __init__(self) -> None:
         super().__init__("stream_worker_notify")
         r = self.registry
-        self.alerts_in = Counter(
-            "stream_worker_notify_alerts_in", "Alerts consumed (replays included).", registry=r
-        )
-        self.invalid_alerts = Counter(
-            "stream_worker_notify_invalid_alerts",
-            "Records of the alerts topic that are not PlateAlerts (skipped).",
-            registry=r,
-        )
-        self.sightings_in = Counter(
-            "stream_worker_notify_sightings_in", "Sightings consumed (replays included).", registry=r
-        )
-        self.invalid_sightings = Counter(
-            "stream_worker_notify_invalid_sightings",
-            "Records of the sightings topic that are not PlateSightings (skipped).",
-            registry=r,
+        self.alerts_in, self.invalid_alerts = self.input_counters("alerts", "Alerts", "alerts", "PlateAlert")
+        self.sightings_in, self.invalid_sightings = self.input_counters(
+            "sightings", "Sightings", "sightings", "PlateSighting"
         )
         self.sent = Counter(
             "stream_worker_notify_sent",

@@ -76,11 +76,7 @@ class Metrics(ServiceMetrics):
             ["camera"],
             registry=r,
         )
-        self.camera_settings_skipped = Counter(
-            "stream_worker_camera_settings_skipped",
-            "Records of the cameras topic that were not valid settings (logged, ignored).",
-            registry=r,
-        )
+        self.camera_settings_skipped = self.camera_settings_skipped_counter()
         self.frames_unknown_region = Counter(
             "stream_worker_frames_unknown_region",
             "Frames of cameras whose region this version does not know, read as region auto (logged).",
