@@ -43,7 +43,7 @@ from stream_worker.contracts.alerts import MatchKind
 from stream_worker.contracts.notify import parse_target
 from stream_worker.launchers.broker import LocalBroker, create_topics, free_port
 from stream_worker.launchers.mosquitto import Mosquitto, MosquittoError, Subscriber
-from stream_worker.launchers.service import ServiceChild, ServiceStartError
+from stream_worker.launchers.service_child import ServiceChild, ServiceStartError
 from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from stream_worker.notify.targets import write_target
 from stream_worker.notify.webhook import EVENT_HEADER, SIGNATURE_HEADER, signature

@@ -14,7 +14,7 @@ from bench.pipeline import BenchError, run_pipeline
 from bench.report import rate
 from bench.repository import parse_overrides, served_repositories
 from bench.servers import start_triton, triton_version
-from stream_worker.children import Watchdog
+from stream_worker.watchdog import Watchdog
 
 if TYPE_CHECKING:  # imported when needed: pipeline and limit must run without confluent-kafka
     from bench.stream import StreamBench

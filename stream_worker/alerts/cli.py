@@ -1,7 +1,7 @@
 """`stream-worker alerts` (the alerts service) and the `stream-worker watchlist` group: the Typer
 layer, which cli.py adds to the root app.
 
-The watchlist commands' work is in alerts/commands.py, which imports the Kafka client and the
+The watchlist commands' work is in alerts/watchlist_actions.py, which imports the Kafka client and the
 store at module level; this module imports only typer and the shared options, and the command
 bodies import commands.py and app.py only when they run, so `--help` needs neither.
 """
@@ -97,7 +97,7 @@ def watchlist_add(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Put a plate on a watch list (replaces the plate's entry if it has one)."""
-    from stream_worker.alerts.commands import add
+    from stream_worker.alerts.watchlist_actions import add
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(
@@ -117,7 +117,7 @@ def watchlist_remove(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Take a plate off the watch list (writes its tombstone)."""
-    from stream_worker.alerts.commands import remove
+    from stream_worker.alerts.watchlist_actions import remove
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(remove(connection, plate, typer.echo, echo_err))
@@ -138,7 +138,7 @@ def watchlist_list(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Print every entry, by list then plate (undecodable records are reported on stderr)."""
-    from stream_worker.alerts.commands import show
+    from stream_worker.alerts.watchlist_actions import show
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(show(connection, as_json, typer.echo, echo_err))
@@ -161,7 +161,7 @@ def watchlist_import(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Add or replace the entries of a CSV file (plates not in the file stay)."""
-    from stream_worker.alerts.commands import import_csv
+    from stream_worker.alerts.watchlist_actions import import_csv
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(import_csv(connection, file, typer.echo, echo_err))
@@ -178,7 +178,7 @@ def watchlist_export(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Write the watch list as CSV to stdout, in the columns `import` reads."""
-    from stream_worker.alerts.commands import export_csv
+    from stream_worker.alerts.watchlist_actions import export_csv
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(export_csv(connection, typer.echo, echo_err))

@@ -1,6 +1,6 @@
 """The `stream-worker cameras` group: the Typer layer, which cli.py adds to the root app.
 
-The commands' work is in cameras/commands.py, which imports numpy, the Kafka client and OpenCV's
+The commands' work is in cameras/actions.py, which imports numpy, the Kafka client and OpenCV's
 loader at module level; this module imports only typer and the shared options, and the command
 bodies import commands.py only when they run, so `--help` needs none of them.
 """
@@ -79,7 +79,7 @@ def cameras_set(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Give a camera the settings of a file (replaces any it had), and/or its region or detector scales."""
-    from stream_worker.cameras.commands import set_settings
+    from stream_worker.cameras.actions import set_settings
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(set_settings(connection, camera, file, typer.echo, echo_err, region, detector_scales))
@@ -100,7 +100,7 @@ def cameras_get(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Print a camera's settings as JSON (the defaults when it has none)."""
-    from stream_worker.cameras.commands import get_settings
+    from stream_worker.cameras.actions import get_settings
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(get_settings(connection, camera, typer.echo, echo_err))
@@ -128,7 +128,7 @@ def cameras_list(
 ) -> None:
     """Print every camera that has settings, by id, with its state, region and source (its account
     shown as ***); undecodable records are reported on stderr."""
-    from stream_worker.cameras.commands import list_settings
+    from stream_worker.cameras.actions import list_settings
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(list_settings(connection, as_json, typer.echo, echo_err, status_topic))
@@ -146,7 +146,7 @@ def cameras_remove(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Put a camera back to the defaults (writes its tombstone)."""
-    from stream_worker.cameras.commands import remove
+    from stream_worker.cameras.actions import remove
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(remove(connection, camera, typer.echo, echo_err))
@@ -187,7 +187,7 @@ def cameras_draw(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Draw a camera's masks and zones over a frame, from a settings file or the topic."""
-    from stream_worker.cameras.commands import draw
+    from stream_worker.cameras.actions import draw
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(draw(image, out, file, camera, connection, typer.echo, echo_err))

@@ -110,7 +110,7 @@ def targets_set(
 ) -> None:
     """Define a target from a file (replaces any target of that name); warns of a secret it names
     that notify lacks."""
-    from stream_worker.notify.commands import set_target
+    from stream_worker.notify.actions import set_target
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(set_target(connection, name, file, typer.echo, echo_err, status_topic))
@@ -131,7 +131,7 @@ def targets_get(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Print a target as JSON (its secret as the ${NAME} it is stored as)."""
-    from stream_worker.notify.commands import get_target
+    from stream_worker.notify.actions import get_target
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(get_target(connection, name, typer.echo, echo_err))
@@ -152,7 +152,7 @@ def targets_list(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Print every target, by name (undecodable records are reported on stderr)."""
-    from stream_worker.notify.commands import list_targets
+    from stream_worker.notify.actions import list_targets
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(list_targets(connection, as_json, typer.echo, echo_err))
@@ -170,7 +170,7 @@ def targets_remove(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Remove a target (writes its tombstone); alerts queued for it are dropped."""
-    from stream_worker.notify.commands import remove
+    from stream_worker.notify.actions import remove
 
     connection = settings_connection(bootstrap_servers, topic, client_config, timeout)
     raise typer.Exit(remove(connection, name, typer.echo, echo_err))
@@ -212,7 +212,7 @@ def dlq_replay(
     timeout: float = SETTINGS_TIMEOUT_OPTION,
 ) -> None:
     """Send dead-lettered deliveries again (same event ids)."""
-    from stream_worker.notify.commands import replay
+    from stream_worker.notify.actions import replay
 
     connection = settings_connection(bootstrap_servers, dlq_topic, client_config, timeout)
     raise typer.Exit(replay(connection, replays_topic, target, since, typer.echo, echo_err))

@@ -126,7 +126,7 @@ SETTINGS_EXIT_CODES = "Exit codes: 0 done, 1 the broker failed or timed out, 2 b
 
 def settings_connection(bootstrap_servers: str, topic: str, client_config: list[str], timeout: float):
     """Where a `watchlist` or `cameras` command reads and writes its compacted topic."""
-    from stream_worker.service.commands import Connection
+    from stream_worker.service.topic_actions import Connection
 
     return Connection(bootstrap_servers, topic, parse_client_config(client_config), timeout)
 

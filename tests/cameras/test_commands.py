@@ -11,7 +11,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from stream_worker.cameras.commands import summary
+from stream_worker.cameras.actions import summary
 from stream_worker.cameras.status import CameraStatus
 from stream_worker.cameras.store import read_cameras
 from stream_worker.cli import app

@@ -1,6 +1,6 @@
 """What the `stream-worker notify targets` commands do, apart from parsing their options (cli.py).
 
-Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
+Each returns the exit status (service/topic_actions.py: 0 done, 1 the broker failed, 2 bad input,
 nothing written). What they print is what is stored: secrets only as their ${NAME} references.
 """
 
@@ -30,7 +30,8 @@ from stream_worker.notify.targets import (
     validate_name,
     write_target,
 )
-from stream_worker.service.commands import (
+from stream_worker.service.compacted import CompactedTopicError, read_compacted
+from stream_worker.service.topic_actions import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
@@ -38,7 +39,6 @@ from stream_worker.service.commands import (
     Echo,
     read_settings_topic,
 )
-from stream_worker.service.compacted import CompactedTopicError, read_compacted
 
 
 def load_target_file(path: Path) -> NotifyTarget:

@@ -1,6 +1,6 @@
 """What the `stream-worker cameras` commands do, apart from parsing their options (cameras/cli.py).
 
-Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
+Each returns the exit status (service/topic_actions.py: 0 done, 1 the broker failed, 2 bad input,
 nothing written).
 """
 
@@ -33,7 +33,7 @@ from stream_worker.contracts.cameras import (
 from stream_worker.contracts.credentials import shown
 from stream_worker.contracts.plate_formats import known_regions
 from stream_worker.media import MediaSupportMissing, opencv
-from stream_worker.service.commands import (
+from stream_worker.service.topic_actions import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,

@@ -1,6 +1,6 @@
 """What the `stream-worker watchlist` commands do, apart from parsing their options (alerts/cli.py).
 
-Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
+Each returns the exit status (service/topic_actions.py: 0 done, 1 the broker failed, 2 bad input,
 nothing written).
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry, validate_plate
-from stream_worker.service.commands import (
+from stream_worker.service.topic_actions import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
