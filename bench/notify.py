@@ -1,7 +1,7 @@
 """`stream-worker bench notify`: the same alerts delivered by `stream-worker notify` to a webhook,
 an MQTT subscriber and an SMTP server at once, all local.
 
-`--alerts` PlateAlerts (default 100, issue #35's acceptance) are published to an alerts topic of
+`--alerts` PlateAlerts (default 100) are published to an alerts topic of
 the local broker (or `--bootstrap-servers`), paced at `--rate` alerts/s (default 20; 0 publishes
 them all at once: `--alerts 1000 --rate 0` for throughput), each with its alerted_at set as it is
 published. The service, run as its own process as production runs it (--allow-private-targets:

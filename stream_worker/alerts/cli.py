@@ -24,7 +24,7 @@ from stream_worker.service.options import (
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 
 
-# --- alerts ------------------------------------------------------------------------ (issue 20)
+# --- alerts ------------------------------------------------------------------------
 # Like `sightings` (sightings/commands.py): the flags come from the settings model (settings.py).
 @commands.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
@@ -42,7 +42,7 @@ def alerts(ctx: typer.Context) -> None:
     raise typer.Exit(main(ctx.args))
 
 
-# --- watchlist --------------------------------------------------------------------- (issue 20)
+# --- watchlist ---------------------------------------------------------------------
 watchlist_app = typer.Typer(
     help="Manage the watch lists: plates to alert on, kept on the compacted topic `watchlist`.",
     epilog=(

@@ -20,7 +20,7 @@ from stream_worker.service.options import (
     settings_connection,
 )
 
-# --- cameras ----------------------------------------------------------------------- (issue 21)
+# --- cameras -----------------------------------------------------------------------
 cameras_app = typer.Typer(
     help="Manage each camera's settings (masks, zones, minimum plate width, plate pictures), kept on "
     "the compacted topic `cameras`.",
@@ -63,7 +63,7 @@ def cameras_set(
         None,
         "--region",
         help="The camera's region (ru, eu, us, br, ar..., auto): over the file's, or alone over the "
-        "stored settings. Without one: ru, the Russian recognizer as before regions.",
+        "stored settings. Without one: ru, the Russian recognizer alone.",
     ),
     detector_scales: str | None = typer.Option(
         None,

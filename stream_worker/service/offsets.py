@@ -110,8 +110,8 @@ class OffsetBook:
         return partition in self._partitions
 
     def consumed(self, partition: Partition, offset: int, holds: int = 0) -> None:
-        """A record consumed, with `holds` outputs of it not yet safe; a partition no longer
-        assigned is skipped (its record was fetched before the revocation)."""
+        """A record consumed, with `holds` outputs of it not yet safe; the record of a partition not
+        assigned is skipped (it was fetched before the revocation)."""
         if (offsets := self._partitions.get(partition)) is not None:
             offsets.consumed(offset)
             offsets.hold(offset, holds)

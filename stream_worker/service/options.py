@@ -16,7 +16,7 @@ import typer
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 
-# --- the local pipeline that `demo` and `up` start (the models exported, Triton) -------- (issue 28)
+# --- the local pipeline that `demo` and `up` start (the models exported, Triton) --------
 TRITON_URL_OPTION = typer.Option(
     None,
     "--triton-url",
@@ -108,8 +108,8 @@ CLIENT_CONFIG_OPTION = typer.Option(
 )
 
 
-# --- the compacted settings topics (watchlist, cameras) ------------------------ (issue 20/21)
-# CLIENT_CONFIG_OPTION's flags, plus --kafka-config (the name issue 20 gives it).
+# --- the compacted settings topics (watchlist, cameras) ------------------------
+# CLIENT_CONFIG_OPTION's flags, plus --kafka-config.
 SETTINGS_CONFIG_OPTION = typer.Option(
     [],
     "-X",

@@ -24,7 +24,7 @@ commands = typer.Typer()  # this package's commands; cli.py adds them to the roo
 schemas_app = typer.Typer(help="The message contracts' JSON Schema files.", no_args_is_help=True)
 
 
-# --- recognize --------------------------------------------------------------------- (issue 2/4)
+# --- recognize ---------------------------------------------------------------------
 @commands.command(
     epilog=(
         "Examples:\n\n"
@@ -82,7 +82,7 @@ def recognize(
         raise typer.Exit(error.exit_code) from error
 
 
-# --- produce / tail ---------------------------------------------------------------- (issue 3)
+# --- produce / tail ----------------------------------------------------------------
 @commands.command(
     epilog=(
         "Examples:\n\n"

@@ -17,7 +17,7 @@ Guarantees and how they are kept:
 - Overstays: checked after each chunk against the latest first capture time seen and, with nothing
   to read, against the wall clock, either less `--overstay-grace-s` (an exit still on its way).
 - One replica: a site's entry and exit cameras may sit on different partitions, and every open
-  visit is in this process's memory. Partitions revoked are no longer committed, and records
+  visit is in this process's memory. A revoked partition is not committed after, and records
   fetched before their revocation are left to their next owner.
 """
 

@@ -272,7 +272,7 @@ class Worker(LoopService):
 
     def _recognize(self, inputs: Sequence[FrameInput]) -> list[FrameResult]:
         """Runs on the pool's threads: the frames, asking pictures only for those that want them,
-        with their cameras' masks, their regions' recognizers (none named: LPRNet, as before) and
+        with their cameras' masks, their regions' recognizers (none named: LPRNet alone) and
         their detector scales (none: Triton's default)."""
         return self.client.recognize(
             [i.image for i in inputs],

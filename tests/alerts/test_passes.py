@@ -67,7 +67,7 @@ def test_eight_frames_of_one_pass_give_one_fuzzy_alert_on_the_first_read():
 
 
 def test_a_read_alert_carries_the_reads_zone_and_no_direction():
-    """Issue 35: notify's zone rules match alerts; the pass's direction is not known at its first read."""
+    """Notify's zone rules match alerts; the pass's direction is not known at its first read."""
     zoned = plate("B840OK197", BOX).model_copy(update={"zone": "lane-1"})
     engine = AlertEngine("plates", PassRules(), wall_clock=lambda: NOW)
     engine.assign(0)
@@ -327,7 +327,7 @@ def test_reads_below_the_committed_position_found_at_assignment_are_not_to_come(
 
 
 def test_a_us_plate_on_the_watch_list_alerts_and_says_what_read_it():
-    """Issue 34: a Latin plate (letters LPRNet never writes) is a watch-list entry and alerts; the alert
+    """A Latin plate (letters LPRNet never writes) is a watch-list entry and alerts; the alert
     carries the read's country, format and recognizer."""
     driver = Driver()
     driver.matcher = Matcher([entry("7DGZ123", label="us sedan")], 1.0)

@@ -54,7 +54,7 @@ from stream_worker.terminal import Terminal
 from stream_worker.watchdog import Watchdog, terminate
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
 
-MAX_PICTURE_BYTES = 16 * 1024  # issue 21: a plate picture is a JPEG of at most 16 KB
+MAX_PICTURE_BYTES = 16 * 1024  # a plate picture is a JPEG of at most 16 KB
 
 # --- without servers -----------------------------------------------------------------------
 
@@ -691,7 +691,7 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
 
 
 def _assert_the_alerts_reached_the_webhook(output: str, alerts: int) -> None:
-    """Issue 35: notify delivered each alert to the demo's own webhook, signed with the run's
+    """Notify delivered each alert to the demo's own webhook, signed with the run's
     secret; the summary names each one (plate, camera, event id)."""
     assert "notify runs with --allow-private-targets, a flag of the whole service" in output, output
     summary = rf"webhook +{alerts} of {alerts} alerts arrived at the demo's webhook \(notify\), "

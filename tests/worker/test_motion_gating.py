@@ -1,6 +1,6 @@
 """Motion gating through the real broker, Triton and worker: a camera whose settings ask for it
 sends a still scene, then the van moving; the still frames' events say they were not examined (and
-Triton never saw them), the first frame and the moving ones are read as before."""
+Triton never saw them), the first frame and the moving ones are read."""
 
 from __future__ import annotations
 
