@@ -48,8 +48,8 @@ from stream_worker.contracts import PlateEvent, PlateSighting
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.lifecycle import LoopService, serve
-from stream_worker.service.plate_records import Decoder, PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.service.records import Decoder, PlateRecord
 from stream_worker.watchlists.topic import WatchlistStoreError
 
 log = logging.getLogger("stream_worker.alerts")

@@ -94,8 +94,8 @@ from stream_worker.service.kafka import Partition
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.offsets import OffsetBook
 from stream_worker.service.plate_consumer import PartitionNumbersConsumer
-from stream_worker.service.plate_records import Decoder, PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.service.records import Decoder, PlateRecord
 
 log = logging.getLogger("stream_worker.notify")
 

@@ -39,7 +39,7 @@ class ServiceMetrics:
 
     def input_counters(self, noun: str, what: str, topic: str, contract: str) -> tuple[Counter, Counter]:
         """`<prefix>_<noun>_in` and `<prefix>_invalid_<noun>`: an input topic's records, and those
-        that are not its contract (for a `Decoder`, service/plate_records.py)."""
+        that are not its contract (for a `Decoder`, service/records.py)."""
         consumed = Counter(
             f"{self.prefix}_{noun}_in", f"{what} consumed (replays included).", registry=self.registry
         )

@@ -36,8 +36,8 @@ from stream_worker.contracts.plate_formats import Region
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.lifecycle import LoopService, serve
-from stream_worker.service.plate_records import Decoder, PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.service.records import Decoder, PlateRecord
 from stream_worker.sightings.consumer import Assigned, PlatesConsumer
 from stream_worker.sightings.engine import Outgoing, SightingsEngine
 from stream_worker.sightings.metrics import SightingsMetrics

@@ -24,7 +24,7 @@ from stream_worker.service import kafka
 from stream_worker.service.consumer import ClientFactory, GroupConsumer
 from stream_worker.service.kafka import Partition
 from stream_worker.service.metrics import ServiceMetrics
-from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES, PlateRecord
+from stream_worker.service.records import DEFAULT_PREFETCH_KBYTES, PlateRecord
 from stream_worker.sightings.settings import SightingsSettings
 
 log = logging.getLogger(__name__)

@@ -40,8 +40,8 @@ from stream_worker.service.consumer import ClientFactory
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.offsets import OffsetBook
 from stream_worker.service.plate_consumer import PartitionNumbersCallback, PartitionNumbersConsumer
-from stream_worker.service.plate_records import Decoder, PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.service.records import Decoder, PlateRecord
 from stream_worker.visits.history import VisitHistory
 from stream_worker.visits.metrics import VisitsMetrics
 from stream_worker.visits.pairing import SiteCamera, Visits
