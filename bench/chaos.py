@@ -37,7 +37,7 @@ from bench.report import write_json
 
 
 def parser() -> argparse.ArgumentParser:
-    from stream_worker.config import WorkerSettings
+    from stream_worker.worker.settings import WorkerSettings
 
     defaults = WorkerSettings()
     p = argparse.ArgumentParser(

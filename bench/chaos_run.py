@@ -53,9 +53,9 @@ class ChaosRun(Faults):
 
     def run(self) -> None:
         from bench.stream import Topics, WorkerProcess
-        from stream_worker.children import Watchdog
         from stream_worker.launchers.broker import LocalBroker, create_topics
         from stream_worker.launchers.triton import LocalTriton
+        from stream_worker.watchdog import Watchdog
 
         args = self.args
         watchdog = Watchdog()

@@ -40,7 +40,7 @@ SCENARIOS = ("pipeline", "limit", "regions", "stream", "sweep", "triton", "all")
 # The targets the headline figures are judged against: ours over the baseline in frames/s (issue
 # 12); end to end on 1920x1080 frames, a rate or a CPU cost per frame summed over broker, Triton and
 # worker; the in-process floor's CPU per frame, ours through Triton as a fraction of it by CPU per
-# frame, and the worker's and broker's own CPU per frame (issue 18).
+# frame, and the worker's and broker's own CPU per frame.
 PIPELINE_TARGET = 1.5
 STREAM_TARGET = {"frames_per_s": 32.0, "cpu_ms_per_frame": 62.0}
 LIMIT_TARGET = {"floor_cpu_ms_per_frame": 45.0, "triton_cpu_fraction_of_limit": 0.9}
@@ -58,7 +58,7 @@ def _int_list(text: str) -> list[int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    from stream_worker.config import WorkerSettings
+    from stream_worker.worker.settings import WorkerSettings
 
     defaults = WorkerSettings()
     p = argparse.ArgumentParser(

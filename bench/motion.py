@@ -288,9 +288,9 @@ def worker_arms(frames: int, motion: Any, batch: int = 16, inflight: int = 4) ->
     from bench.servers import start_triton
     from bench.stream import StreamBench
     from stream_worker.cameras.store import write_settings
-    from stream_worker.children import Watchdog
     from stream_worker.contracts.cameras import CameraSettings
     from stream_worker.launchers.broker import LocalBroker, create_topics
+    from stream_worker.watchdog import Watchdog
 
     still = camera_frames(samples_dir())[:1]  # the van's street, one frame
     watchdog = Watchdog()

@@ -1,7 +1,7 @@
 """`stream-worker bench notify`: the same alerts delivered by `stream-worker notify` to a webhook,
 an MQTT subscriber and an SMTP server at once, all local.
 
-`--alerts` PlateAlerts (default 100, issue #35's acceptance) are published to an alerts topic of
+`--alerts` PlateAlerts (default 100) are published to an alerts topic of
 the local broker (or `--bootstrap-servers`), paced at `--rate` alerts/s (default 20; 0 publishes
 them all at once: `--alerts 1000 --rate 0` for throughput), each with its alerted_at set as it is
 published. The service, run as its own process as production runs it (--allow-private-targets:
@@ -44,7 +44,7 @@ from stream_worker.contracts.notify import parse_target
 from stream_worker.contracts.topics import ALERTS, FRAMES, NOTIFY_DLQ, NOTIFY_TARGETS, PLATES
 from stream_worker.launchers.broker import LocalBroker, create_topics, free_port
 from stream_worker.launchers.mosquitto import Mosquitto, MosquittoError, Subscriber
-from stream_worker.launchers.service import ServiceChild, ServiceStartError
+from stream_worker.launchers.service_child import ServiceChild, ServiceStartError
 from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from stream_worker.notify.targets import write_target
 from stream_worker.notify.webhook import EVENT_HEADER, SIGNATURE_HEADER, signature

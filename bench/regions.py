@@ -1,4 +1,4 @@
-"""`regions`: what the second recognizer (global_ocr, Latin plates) costs beside LPRNet (issue 34).
+"""`regions`: what the second recognizer (global_ocr, Latin plates) costs beside LPRNet.
 
 Per plate, in this process on one thread as `limit` measures stages: the bench frames' plates
 (detected, cut as plate_recognition cuts them) read by STN + LPRNet and by global_ocr, one plate
@@ -30,7 +30,7 @@ from bench.report import ratio
 from stream_worker.contracts.plate_formats import DEFAULT_REGION, Region, region
 from stream_worker.plates.reading import read_plate
 
-# Issue 34's targets: CPU per frame over today's (ru), in a single Latin region and in auto.
+# The targets: CPU per frame over today's (ru), in a single Latin region and in auto.
 SINGLE_REGION_TARGET = 1.10
 AUTO_TARGET = 1.25
 GLOBAL_MODEL = "global_ocr"

@@ -14,7 +14,7 @@ from bench.pipeline import BenchError, run_pipeline
 from bench.report import rate
 from bench.repository import parse_overrides, served_repositories
 from bench.servers import start_triton, triton_version
-from stream_worker.children import Watchdog
+from stream_worker.watchdog import Watchdog
 
 if TYPE_CHECKING:  # imported when needed: pipeline and limit must run without confluent-kafka
     from bench.stream import StreamBench
@@ -148,7 +148,7 @@ def run_sweep(bench: StreamBench, args: argparse.Namespace, distinct: Sequence[B
     Round by round (every setting once per round) so that other load on the machine hits them
     alike; a setting's figures pool its rounds.
     """
-    from stream_worker.config import WorkerSettings
+    from stream_worker.worker.settings import WorkerSettings
 
     defaults = WorkerSettings()
     topic, _ = bench.publish_backlog(distinct, args.frames, BACKLOG_CAMERAS)

@@ -57,7 +57,7 @@ from stream_worker.contracts.topics import ALERTS, CAMERAS, FRAMES, FRAMES_DLQ, 
 from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.evaluation.labels import load_labels
 from stream_worker.launchers.broker import create_topics, free_port
-from stream_worker.launchers.service import ServiceChild, ServiceStartError
+from stream_worker.launchers.service_child import ServiceChild, ServiceStartError
 from stream_worker.service.compacted import CompactedTopicError, write_compacted
 from stream_worker.tools.produce import producer_config
 from stream_worker.watchlists.topic import WatchlistStoreError, write_changes

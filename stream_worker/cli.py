@@ -94,7 +94,7 @@ _add(up.commands, "up")
 _add(store.commands, "search", "report")
 
 
-# --- bench ------------------------------------------------------------------------- (issue 5)
+# --- bench -------------------------------------------------------------------------
 # The benchmarks live in the repository's bench/ folder (beside model_repository/, which they
 # need), not in the installed package: the command works from a source checkout.
 @app.command(

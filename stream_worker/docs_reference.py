@@ -29,14 +29,14 @@ from pydantic.fields import FieldInfo
 
 from stream_worker.alerts.settings import AlertsSettings
 from stream_worker.cli import app
-from stream_worker.config import WorkerSettings, env_var, flag
 from stream_worker.connector.settings import ConnectorSettings
 from stream_worker.notify.settings import NotifySettings
 from stream_worker.service.options import REPO_ROOT
-from stream_worker.service.settings import ServiceSettings
+from stream_worker.service.settings import ServiceSettings, flag
 from stream_worker.sightings.settings import SightingsSettings
 from stream_worker.store.settings import StoreSettings
 from stream_worker.visits.settings import VisitsSettings
+from stream_worker.worker.settings import WorkerSettings
 
 REFERENCE_DIR = REPO_ROOT / "docs" / "reference"
 CONFIGURATION_PAGE = REFERENCE_DIR / "configuration.md"
@@ -104,7 +104,7 @@ def settings_table(model: type[ServiceSettings]) -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     for name, info in model.model_fields.items():
-        variable = env_var(name) if model is WorkerSettings else model.env_var(name)
+        variable = model.env_var(name)
         cells = [f"`{name}`", f"`{variable}`", _flag(name, info), _default(info), _description(info)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from stream_worker.launchers.service import ServiceChild
+from stream_worker.launchers.service_child import ServiceChild
 
 WAIT_S = 300.0  # generous bound for "eventually"; the CPU Triton is slow and the cores are shared
 PARTITIONS = 3

@@ -1,5 +1,5 @@
 """An operator's own formats book through $STREAM_WORKER_PLATE_FORMATS: every region comes from it,
-and a bad one stops any command before it starts (issue 34: a formats file with a bad pattern)."""
+and a bad one stops any command before it starts (a formats file with a bad pattern)."""
 
 from __future__ import annotations
 

@@ -22,15 +22,16 @@ from tls_component import triton_args, worker_environment
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
-from stream_worker.config import ConfigError, load_settings
 from stream_worker.launchers.broker import create_topics
 from stream_worker.launchers.triton import LocalTriton
+from stream_worker.service.settings import ConfigError
 from stream_worker.triton_client import (
     PlateRecognitionClient,
     TritonTLS,
     TritonUnavailableError,
     tls_from_files,
 )
+from stream_worker.worker.settings import load_settings
 
 WAIT_S = 300.0  # the CPU Triton on shared cores is slow to answer the first request
 

@@ -39,7 +39,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from pydantic import ValidationError
 
 from stream_worker.alerts.consumer import (
     AlertsCorrectionsConsumer,
@@ -59,11 +58,9 @@ from stream_worker.contracts import PlateEvent, PlateSighting
 from stream_worker.contracts.corrections import Correction
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
-from stream_worker.service.deadlines import Deadlines
-from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
-from stream_worker.service.plate_records import PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.service.records import Decoder, PlateRecord
 from stream_worker.watchlists.topic import WatchlistStoreError
 
 log = logging.getLogger("stream_worker.alerts")
@@ -73,18 +70,32 @@ POLL_S = 0.1
 LOAD_RETRY_S = 2.0
 
 
+def decode_correction(record: PlateRecord) -> Correction | None:
+    """A record of the corrections topic; None for a tombstone (a deleted correction decides nothing)."""
+    return None if record.value is None else Correction.model_validate_json(record.value)
+
+
 class AlertsService(LoopService):
     log = log
     started_message = "alerts started"
 
     def __init__(self, settings: AlertsSettings) -> None:
-        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
-        self.metrics = AlertsMetrics()
-        self.loop_clock = LoopClock()
-        # First, so that a busy --metrics-port fails before anything connects anywhere.
-        self.http = HealthServer(
-            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        self.metrics = metrics = AlertsMetrics()
+        super().__init__(settings, metrics)
+        self.decode_event: Decoder[PlateEvent] = Decoder.of(
+            PlateEvent, settings.input_topic, metrics.events_in, metrics.invalid_events, log
+        )
+        self.decode_sighting: Decoder[PlateSighting] = Decoder.of(
+            PlateSighting, settings.sightings_topic, metrics.sightings_in, metrics.invalid_sightings, log
+        )
+        self.decode_correction: Decoder[Correction | None] = Decoder(
+            "Correction",
+            settings.corrections_topic,
+            decode_correction,
+            metrics.corrections_in,
+            metrics.invalid_corrections,
+            log,
         )
         self.recent = RecentPasses(settings.recent_passes, settings.recent_pass_age_s)
         rules = PassRules(
@@ -108,12 +119,11 @@ class AlertsService(LoopService):
         self.consumer = AlertsPlatesConsumer(
             settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost
         )
-        topic = settings.input_topic
-        self.committer = Committer(
-            self.consumer, self.engine, self.metrics, partition_of=lambda p: (topic, p)
-        )
+        self.committer = Committer(self.consumer, self.engine, self.metrics)
         self.corrections = CorrectionAlerts(
-            settings.correction_max_age_s, RaisedAlerts(settings.recent_passes)
+            settings.corrections_topic,
+            settings.correction_max_age_s,
+            RaisedAlerts(settings.recent_passes),
         )
         self.history = AlertHistory(
             settings.bootstrap_servers,
@@ -125,6 +135,7 @@ class AlertsService(LoopService):
             on_correction=self.corrections.raised.add,
         )
         self.sightings = SightingAlerts(
+            settings.sightings_topic,
             SightingRules(
                 settings.input_topic,
                 settings.sighting_candidates,
@@ -141,10 +152,7 @@ class AlertsService(LoopService):
             self._on_revoke_sightings,
             self._on_lost_sightings,
         )
-        sightings_topic = settings.sightings_topic
-        self.sightings_committer = Committer(
-            self.sightings_consumer, self.sightings, self.metrics, partition_of=lambda p: (sightings_topic, p)
-        )
+        self.sightings_committer = Committer(self.sightings_consumer, self.sightings, self.metrics)
         self.corrections_consumer = AlertsCorrectionsConsumer(
             settings,
             self.metrics,
@@ -152,13 +160,10 @@ class AlertsService(LoopService):
             self._on_revoke_corrections,
             self._on_lost_corrections,
         )
-        corrections_topic = settings.corrections_topic
-        self.corrections_committer = Committer(
-            self.corrections_consumer,
-            self.corrections,
-            self.metrics,
-            partition_of=lambda p: (corrections_topic, p),
-        )
+        self.corrections_committer = Committer(self.corrections_consumer, self.corrections, self.metrics)
+        self.groups["sightings group"] = self.sightings_consumer
+        self.groups["corrections group"] = self.corrections_consumer
+        self.closers += [self.watchlist.close, self.history.close]
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -172,7 +177,6 @@ class AlertsService(LoopService):
             "sightings_group_id": self.settings.sightings_group_id,
             "corrections_topic": self.settings.corrections_topic,
             "corrections_group_id": self.settings.corrections_group_id,
-            "kafka_config": self.settings.redacted_kafka_config(),
         }
 
     def _turn(self) -> None:
@@ -213,45 +217,20 @@ class AlertsService(LoopService):
         self.metrics.history_remembered.inc(self.history.remembered)
         self.loop_clock.tick()
 
-    def _shutdown(self) -> int:
-        self.deadlines.begin_shutdown()
+    def _finish(self) -> dict[str, int]:
         undelivered = self.publisher.flush(self.deadlines.drain_left())
         self.publisher.poll(0)
         self.committer.commit()
         self.sightings_committer.commit()
         self.corrections_committer.commit()
-        open_passes = self.engine.open_passes()
-        self._leave_group()
-        self._leave_sightings_group()
-        self._leave_corrections_group()
-        self.watchlist.close()
-        self.history.close()
-        self.http.stop()
-        log.info(
-            "stopped",
-            extra={
-                "seconds": round(self.deadlines.shutdown_seconds(), 3),
-                "open_passes_left_uncommitted": open_passes,
-                "undelivered_alerts": undelivered,
-            },
-        )
-        return 1 if self.fatal is not None else 0
+        return {"open_passes_left_uncommitted": self.engine.open_passes(), "undelivered_alerts": undelivered}
 
     # --- the pipeline ----------------------------------------------------------------------
 
     def _accept(self, record: PlateRecord) -> None:
         if record.partition not in self.engine.assigned():
             return  # fetched before a revocation: its next owner reads it
-        self.metrics.events_in.inc()
-        event: PlateEvent | None = None
-        try:
-            event = PlateEvent.model_validate_json(record.value or b"")
-        except ValidationError as error:
-            self.metrics.invalid_events.inc()
-            log.warning(
-                "skipped a record that is not a PlateEvent",
-                extra={"partition": record.partition, "offset": record.offset, "error": str(error)[:300]},
-            )
+        event = self.decode_event(record)
         matcher = self.watchlist.matcher
         now = time.monotonic()
         for outgoing in self.engine.add(record.partition, record.offset, event, matcher, now):
@@ -260,16 +239,7 @@ class AlertsService(LoopService):
     def _accept_sighting(self, record: PlateRecord) -> None:
         if record.partition not in self.sightings.assigned():
             return  # fetched before a revocation: its next owner reads it
-        self.metrics.sightings_in.inc()
-        sighting: PlateSighting | None = None
-        try:
-            sighting = PlateSighting.model_validate_json(record.value or b"")
-        except ValidationError as error:
-            self.metrics.invalid_sightings.inc()
-            log.warning(
-                "skipped a record that is not a PlateSighting",
-                extra={"partition": record.partition, "offset": record.offset, "error": str(error)[:300]},
-            )
+        sighting = self.decode_sighting(record)
         confirmed = self.sightings.confirmed
         matcher = self.watchlist.matcher
         outgoing = self.sightings.add(record.partition, record.offset, sighting, matcher, time.monotonic())
@@ -280,17 +250,7 @@ class AlertsService(LoopService):
     def _accept_correction(self, record: PlateRecord) -> None:
         if record.partition not in self.corrections.assigned():
             return  # fetched before a revocation: its next owner reads it
-        self.metrics.corrections_in.inc()
-        correction: Correction | None = None
-        try:
-            if record.value is not None:  # else a tombstone: nothing to decide
-                correction = Correction.model_validate_json(record.value)
-        except ValidationError as error:
-            self.metrics.invalid_corrections.inc()
-            log.warning(
-                "skipped a record that is not a Correction",
-                extra={"partition": record.partition, "offset": record.offset, "error": str(error)[:300]},
-            )
+        correction = self.decode_correction(record)
         already = self.corrections.already_raised
         outgoing = self.corrections.add(record.partition, record.offset, correction, self.watchlist.matcher)
         self.metrics.corrections_already_alerted.inc(self.corrections.already_raised - already)
@@ -357,15 +317,8 @@ class AlertsService(LoopService):
                 },
             )
             return
-        self.metrics.publish_errors.inc()
-        if error.fatal():
-            self.fatal = KafkaException(error)
-            return
-        log.warning(
-            "broker refused an alert, publishing it again",
-            extra={"alert_id": alert.alert_id, "error": error.str()},
-        )
-        if book.is_current(outgoing):  # type: ignore[arg-type]
+        refused = self._refused(error, "an alert", alert_id=alert.alert_id)
+        if refused and book.is_current(outgoing):  # type: ignore[arg-type]
             self._publish(outgoing, processed_at)
 
     # --- rebalance -------------------------------------------------------------------------
@@ -394,9 +347,7 @@ class AlertsService(LoopService):
         return {partition: offset for (_, partition), offset in found.items()}
 
     def _on_revoke(self, partitions: list[int]) -> None:
-        if self.fatal is None:
-            self.publisher.flush(self.deadlines.drain_left(self.deadlines.revocation_end()))
-            self.committer.commit()
+        self._flush_and_commit(self.publisher, self.committer)
         dropped = sum(self.engine.revoke(p) for p in partitions)
         log.info("partitions revoked", extra={"partitions": partitions, "open_passes_dropped": dropped})
 
@@ -414,9 +365,7 @@ class AlertsService(LoopService):
         )
 
     def _on_revoke_sightings(self, partitions: list[int]) -> None:
-        if self.fatal is None:
-            self.publisher.flush(self.deadlines.drain_left(self.deadlines.revocation_end()))
-            self.sightings_committer.commit()
+        self._flush_and_commit(self.publisher, self.sightings_committer)
         unacknowledged = sum(self.sightings.revoke(p) for p in partitions)
         log.info(
             "sightings partitions revoked",
@@ -437,9 +386,7 @@ class AlertsService(LoopService):
         )
 
     def _on_revoke_corrections(self, partitions: list[int]) -> None:
-        if self.fatal is None:
-            self.publisher.flush(self.deadlines.drain_left(self.deadlines.revocation_end()))
-            self.corrections_committer.commit()
+        self._flush_and_commit(self.publisher, self.corrections_committer)
         unacknowledged = sum(self.corrections.revoke(p) for p in partitions)
         log.info(
             "corrections partitions revoked",
@@ -450,18 +397,6 @@ class AlertsService(LoopService):
         for partition in partitions:
             self.corrections.revoke(partition)
         log.warning("corrections partitions lost", extra={"partitions": partitions})
-
-    def _leave_corrections_group(self) -> None:
-        try:
-            self.corrections_consumer.close()
-        except KafkaException as error:
-            log.warning("could not leave the corrections group cleanly", extra={"error": str(error)})
-
-    def _leave_sightings_group(self) -> None:
-        try:
-            self.sightings_consumer.close()
-        except KafkaException as error:
-            log.warning("could not leave the sightings group cleanly", extra={"error": str(error)})
 
     # --- observability ---------------------------------------------------------------------
 

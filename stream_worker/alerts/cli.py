@@ -1,7 +1,7 @@
 """`stream-worker alerts` (the alerts service) and the `stream-worker watchlist` group: the Typer
 layer, which cli.py adds to the root app.
 
-The watchlist commands' work is in alerts/commands.py, which imports the Kafka client and the
+The watchlist commands' work is in alerts/watchlist_actions.py, which imports the Kafka client and the
 store at module level; this module imports only typer and the shared options, and the command
 bodies import commands.py and app.py only when they run, so `--help` needs neither.
 """
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 
 
-# --- alerts ------------------------------------------------------------------------ (issue 20)
+# --- alerts ------------------------------------------------------------------------
 # Like `sightings` (sightings/commands.py): the flags come from the settings model (settings.py).
 @commands.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
@@ -40,7 +40,7 @@ def alerts(ctx: typer.Context) -> None:
     raise typer.Exit(main(ctx.args))
 
 
-# --- watchlist --------------------------------------------------------------------- (issue 20)
+# --- watchlist ---------------------------------------------------------------------
 watchlist_app = typer.Typer(
     help="Manage the watch lists: plates to alert on, kept on the compacted topic `watchlist`.",
     epilog=(
@@ -108,7 +108,7 @@ def watchlist_add(
     connection: Connection,
 ) -> int:
     """Put a plate on a watch list (replaces the plate's entry if it has one)."""
-    from stream_worker.alerts.commands import add
+    from stream_worker.alerts.watchlist_actions import add
 
     return add(
         connection, plate, list_name, label, max_distance, expires_at, typer.echo, echo_err, allow, overstay_s
@@ -126,7 +126,7 @@ def watchlist_remove(
     connection: Connection,
 ) -> int:
     """Take a plate off the watch list (writes its tombstone)."""
-    from stream_worker.alerts.commands import remove
+    from stream_worker.alerts.watchlist_actions import remove
 
     return remove(connection, plate, typer.echo, echo_err)
 
@@ -145,7 +145,7 @@ def watchlist_list(
     connection: Connection,
 ) -> int:
     """Print every entry, by list then plate (undecodable records are reported on stderr)."""
-    from stream_worker.alerts.commands import show
+    from stream_worker.alerts.watchlist_actions import show
 
     return show(connection, as_json, typer.echo, echo_err)
 
@@ -166,7 +166,7 @@ def watchlist_import(
     connection: Connection,
 ) -> int:
     """Add or replace the entries of a CSV file (plates not in the file stay)."""
-    from stream_worker.alerts.commands import import_csv
+    from stream_worker.alerts.watchlist_actions import import_csv
 
     return import_csv(connection, file, typer.echo, echo_err)
 
@@ -181,6 +181,6 @@ def watchlist_export(
     connection: Connection,
 ) -> int:
     """Write the watch list as CSV to stdout, in the columns `import` reads."""
-    from stream_worker.alerts.commands import export_csv
+    from stream_worker.alerts.watchlist_actions import export_csv
 
     return export_csv(connection, typer.echo, echo_err)

@@ -39,7 +39,8 @@ from stream_worker.alerts.alert import build_correction_alert, correction_alert_
 from stream_worker.contracts import PlateAlert
 from stream_worker.contracts.corrections import Correction, CorrectionKind
 from stream_worker.plates.matching import Matcher
-from stream_worker.service.partition_commits import PartitionCommits
+from stream_worker.service.kafka import Partition
+from stream_worker.service.offsets import OffsetBook, PartitionOffsets
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ class CorrectionOutgoing:
     alert: PlateAlert
     partition: int  # of the corrections topic
     offset: int
-    commits: PartitionCommits  # the assignment it belongs to: a later one ignores its delivery
+    commits: PartitionOffsets  # the assignment it belongs to: a later one ignores its delivery
     corrected_at: datetime
 
 
@@ -76,29 +77,31 @@ class RaisedAlerts:
 class CorrectionAlerts:
     def __init__(
         self,
+        topic: str,
         max_age_s: float,
         raised: RaisedAlerts,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        """`topic`: the corrections topic, whose offsets this commits."""
+        self.topic = topic
         self.max_age_s = max_age_s
         self.raised = raised
         self._wall_clock = wall_clock
-        self._commits: dict[int, PartitionCommits] = {}
+        self._book = OffsetBook()
         self.already_raised = 0  # matches whose alert was published before (nothing published again)
         self.passed_over = 0  # confirmations, region-only, too old, or without the best read
 
     # --- assignment ------------------------------------------------------------------------
 
     def assign(self, partition: int) -> None:
-        self._commits[partition] = PartitionCommits(None)
+        self._book.assign((self.topic, partition))
 
     def revoke(self, partition: int) -> int:
         """Forget a partition; returns how many of its alerts were unacknowledged."""
-        commits = self._commits.pop(partition, None)
-        return commits.held if commits is not None else 0
+        return self._book.forget((self.topic, partition))
 
     def assigned(self) -> list[int]:
-        return sorted(self._commits)
+        return [partition for _, partition in self._book.assigned()]
 
     # --- records in, alerts out ------------------------------------------------------------
 
@@ -106,7 +109,9 @@ class CorrectionAlerts:
         self, partition: int, offset: int, correction: Correction | None, matcher: Matcher
     ) -> list[CorrectionOutgoing]:
         """One record of the corrections topic (None: a tombstone or not a Correction)."""
-        commits = self._commits[partition]
+        commits = self._book.get((self.topic, partition))
+        if commits is None:
+            raise KeyError(partition)
         commits.consumed(offset)
         if correction is None:
             return []
@@ -149,21 +154,15 @@ class CorrectionAlerts:
             outgoing.commits.release(outgoing.offset)
 
     def is_current(self, outgoing: CorrectionOutgoing) -> bool:
-        return self._commits.get(outgoing.partition) is outgoing.commits
+        return self._book.get((self.topic, outgoing.partition)) is outgoing.commits
 
     # --- commits ---------------------------------------------------------------------------
 
-    def committable(self) -> dict[int, int]:
-        positions = {}
-        for partition, commits in self._commits.items():
-            if (position := commits.committable()) is not None:
-                positions[partition] = position
-        return positions
+    def committable(self) -> dict[Partition, int]:
+        return self._book.committable()
 
-    def mark_committed(self, positions: dict[int, int]) -> None:
-        for partition, position in positions.items():
-            if commits := self._commits.get(partition):
-                commits.mark_committed(position)
+    def mark_committed(self, positions: dict[Partition, int]) -> None:
+        self._book.mark_committed(positions)
 
     def held(self) -> int:
-        return sum(commits.held for commits in self._commits.values())
+        return self._book.held()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from stream_worker.contracts import topics
 from stream_worker.service.metrics import ServiceMetrics
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
@@ -13,21 +14,11 @@ class AlertsMetrics(ServiceMetrics):
     def __init__(self) -> None:
         super().__init__("stream_worker_alerts")
         r = self.registry
-        self.events_in = Counter(
-            "stream_worker_alerts_events_in", "Plate events consumed (replays included).", registry=r
+        self.events_in, self.invalid_events = self.input_counters(
+            "events", "Plate events", topics.PLATES.name, "PlateEvent"
         )
-        self.invalid_events = Counter(
-            "stream_worker_alerts_invalid_events",
-            "Records of the plates topic that are not PlateEvents (skipped).",
-            registry=r,
-        )
-        self.sightings_in = Counter(
-            "stream_worker_alerts_sightings_in", "Sightings consumed (replays included).", registry=r
-        )
-        self.invalid_sightings = Counter(
-            "stream_worker_alerts_invalid_sightings",
-            "Records of the sightings topic that are not PlateSightings (skipped).",
-            registry=r,
+        self.sightings_in, self.invalid_sightings = self.input_counters(
+            "sightings", "Sightings", topics.SIGHTINGS.name, "PlateSighting"
         )
         self.sightings_confirmed = Counter(
             "stream_worker_alerts_sightings_confirmed",

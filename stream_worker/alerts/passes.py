@@ -25,7 +25,7 @@ more than `max_pass_s` (its clock was set back) ends its passes.
 Ids and commits: an alert's id is made from the position of its pass's first matching read
 (alert.py), so a pass must be read again from that read after a crash. The commit position of a
 partition therefore never passes the first read of an alerting pass that is open or whose alert
-the broker has not acknowledged (a hold, service/partition_commits.py). Nor may it split a
+the broker has not acknowledged (a hold, service/offsets.py). Nor may it split a
 finished pass: a commit inside a finished pass would make a restart read its tail as a new pass,
 with a new id. A finished pass keeps its hold until the position it would leave is past its last
 read (`_settle`). A restart reads from the commit and repeats the alerts of passes read again,
@@ -43,7 +43,8 @@ from stream_worker.alerts.alert import build_alert
 from stream_worker.alerts.cooldowns import Cooldowns
 from stream_worker.contracts import PlateAlert, PlateEvent, Source
 from stream_worker.plates.matching import Matcher
-from stream_worker.service.partition_commits import PartitionCommits
+from stream_worker.service.kafka import Partition
+from stream_worker.service.offsets import OffsetBook, PartitionOffsets
 
 PassKey = tuple[int, str, str]  # (plates partition, camera id, entry plate)
 
@@ -59,7 +60,7 @@ class PassRules:
 @dataclass(slots=True)
 class Pass:
     key: PassKey
-    commits: PartitionCommits  # the assignment it belongs to: a later one ignores its delivery
+    commits: PartitionOffsets  # the assignment it belongs to: a later one ignores its delivery
     first_offset: int
     last_offset: int
     first_time: float  # capture time (epoch s) of the first matching read
@@ -107,7 +108,7 @@ class AlertEngine:
         self.cooldowns = cooldowns or Cooldowns(rules.gap_s, rules.cooldown_s)
         self._wall_clock = wall_clock
         self._on_pass = on_pass
-        self._commits: dict[int, PartitionCommits] = {}
+        self._book = OffsetBook()
         self._open: dict[tuple[int, str], dict[str, Pass]] = {}  # (partition, camera) -> plate -> pass
         self._clocks: dict[tuple[int, str], _Clock] = {}
         self._unsettled: dict[int, list[Pass]] = {}  # partition -> passes still holding an offset
@@ -117,7 +118,7 @@ class AlertEngine:
     def assign(self, partition: int, committed: int | None = None) -> None:
         """`committed`: the group's committed position, when known: the reads below it are done."""
         self.revoke(partition)
-        self._commits[partition] = PartitionCommits(committed)
+        self._book.assign((self.topic, partition), committed)
         self._unsettled[partition] = []
 
     def revoke(self, partition: int) -> int:
@@ -127,12 +128,12 @@ class AlertEngine:
             dropped += len(self._open.pop(camera))
         for camera in [key for key in self._clocks if key[0] == partition]:
             del self._clocks[camera]
-        self._commits.pop(partition, None)
+        self._book.forget((self.topic, partition))
         self._unsettled.pop(partition, None)
         return dropped
 
     def assigned(self) -> list[int]:
-        return sorted(self._commits)
+        return [partition for _, partition in self._book.assigned()]
 
     def reads_to_come(self, partition: int, offset: int) -> bool:
         """True when a read at `offset` of `partition` may still raise an alert here (what a
@@ -140,9 +141,9 @@ class AlertEngine:
         consumed the offset nor found it below the committed position at assignment (unknown
         positions count as to come), or it has no partitions yet (a start or a rebalance: any
         may come to it)."""
-        if not self._commits:
+        if not self._book.assigned():
             return True
-        commits = self._commits.get(partition)
+        commits = self._book.get((self.topic, partition))
         if commits is None:
             return False
         done_below = commits.next_offset if commits.next_offset is not None else commits.floor
@@ -154,7 +155,7 @@ class AlertEngine:
         self, partition: int, offset: int, event: PlateEvent | None, matcher: Matcher, now: float
     ) -> list[Outgoing]:
         """One record of the plates topic (None: not a PlateEvent); `now`: monotonic seconds."""
-        commits = self._commits[partition]
+        commits = self._offsets(partition)
         commits.consumed(offset)
         if event is None:
             return []
@@ -237,12 +238,12 @@ class AlertEngine:
     def delivered(self, outgoing: Outgoing) -> None:
         """The broker acknowledged `outgoing`'s alert."""
         origin = outgoing.origin
-        if self._commits.get(origin.key[0]) is origin.commits:
+        if self._book.get((self.topic, origin.key[0])) is origin.commits:
             origin.delivered = True
 
     def is_current(self, outgoing: Outgoing) -> bool:
         """True while the partition of `outgoing` is still under the assignment it was made in."""
-        return self._commits.get(outgoing.origin.key[0]) is outgoing.origin.commits
+        return self._book.get((self.topic, outgoing.origin.key[0])) is outgoing.origin.commits
 
     # --- commits ---------------------------------------------------------------------------
 
@@ -257,7 +258,7 @@ class AlertEngine:
             for done in finished:
                 if done.first_offset < floor <= done.last_offset:
                     floor, lowered = done.first_offset, True
-        commits = self._commits[partition]
+        commits = self._offsets(partition)
         keep = []
         for item in unsettled:
             if item.finished and item.last_offset < floor:
@@ -266,18 +267,19 @@ class AlertEngine:
                 keep.append(item)
         self._unsettled[partition] = keep
 
-    def committable(self) -> dict[int, int]:
-        positions = {}
-        for partition, commits in self._commits.items():
+    def committable(self) -> dict[Partition, int]:
+        for partition in self.assigned():
             self._settle(partition)
-            if (position := commits.committable()) is not None:
-                positions[partition] = position
-        return positions
+        return self._book.committable()
 
-    def mark_committed(self, positions: dict[int, int]) -> None:
-        for partition, position in positions.items():
-            if commits := self._commits.get(partition):
-                commits.mark_committed(position)
+    def mark_committed(self, positions: dict[Partition, int]) -> None:
+        self._book.mark_committed(positions)
+
+    def _offsets(self, partition: int) -> PartitionOffsets:
+        offsets = self._book.get((self.topic, partition))
+        if offsets is None:
+            raise KeyError(partition)
+        return offsets
 
     # --- observability ---------------------------------------------------------------------
 
@@ -286,4 +288,4 @@ class AlertEngine:
 
     def held(self) -> int:
         """Passes holding back the commit position (open, unacknowledged or straddled)."""
-        return sum(commits.held for commits in self._commits.values())
+        return self._book.held()

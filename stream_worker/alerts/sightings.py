@@ -56,7 +56,8 @@ from stream_worker.alerts.recent import RecentPasses
 from stream_worker.contracts import PlateAlert, PlateSighting
 from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.plates.matching import Matcher
-from stream_worker.service.partition_commits import PartitionCommits
+from stream_worker.service.kafka import Partition
+from stream_worker.service.offsets import OffsetBook, PartitionOffsets
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +75,7 @@ class SightingOutgoing:
     alert: PlateAlert
     partition: int  # of the sightings topic
     offset: int
-    commits: PartitionCommits  # the assignment it belongs to: a later one ignores its delivery
+    commits: PartitionOffsets  # the assignment it belongs to: a later one ignores its delivery
     closed_at: datetime  # when the sightings service closed the sighting
 
 
@@ -85,7 +86,7 @@ class Waiting:
     sighting: PlateSighting
     partition: int  # of the sightings topic
     offset: int
-    commits: PartitionCommits
+    commits: PartitionOffsets
     since: float  # monotonic seconds
 
 
@@ -117,16 +118,19 @@ def read_alerted(
 class SightingAlerts:
     def __init__(
         self,
+        topic: str,
         rules: SightingRules,
         recent: RecentPasses,
         reads_to_come: ReadsToCome = lambda _partition, _offset: False,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        """`topic`: the sightings topic, whose offsets this commits."""
+        self.topic = topic
         self.rules = rules
         self.recent = recent
         self._reads_to_come = reads_to_come
         self._wall_clock = wall_clock
-        self._commits: dict[int, PartitionCommits] = {}
+        self._book = OffsetBook()
         self._waiting: deque[Waiting] = deque()
         self.confirmed = 0  # sighting matches already alerted by reads (nothing published)
         self.waited_out = 0  # sightings decided without their reads, after max_wait_s
@@ -134,20 +138,21 @@ class SightingAlerts:
     # --- assignment ------------------------------------------------------------------------
 
     def assign(self, partition: int) -> None:
-        self._commits[partition] = PartitionCommits(None)
+        self._book.assign((self.topic, partition))
 
     def revoke(self, partition: int) -> int:
         """Forget a partition and its waiting sightings; returns how many of its alerts were
         unacknowledged (its next owner reads those sightings again, as the waiting ones)."""
-        commits = self._commits.pop(partition, None)
+        commits = self._book.get((self.topic, partition))
         if commits is None:
             return 0
+        self._book.forget((self.topic, partition))
         waiting = sum(1 for item in self._waiting if item.commits is commits)
         self._waiting = deque(item for item in self._waiting if item.commits is not commits)
         return commits.held - waiting
 
     def assigned(self) -> list[int]:
-        return sorted(self._commits)
+        return [partition for _, partition in self._book.assigned()]
 
     # --- records in, alerts out ------------------------------------------------------------
 
@@ -156,7 +161,9 @@ class SightingAlerts:
     ) -> list[SightingOutgoing]:
         """One record of the sightings topic (None: not a PlateSighting); `now`: monotonic seconds.
         A sighting whose reads are still to come waits (`ready` decides it later)."""
-        commits = self._commits[partition]
+        commits = self._book.get((self.topic, partition))
+        if commits is None:
+            raise KeyError(partition)
         commits.consumed(offset)
         if sighting is None:
             return []
@@ -196,7 +203,7 @@ class SightingAlerts:
         sighting: PlateSighting,
         partition: int,
         offset: int,
-        commits: PartitionCommits,
+        commits: PartitionOffsets,
         matcher: Matcher,
         now: float,
     ) -> list[SightingOutgoing]:
@@ -221,22 +228,16 @@ class SightingAlerts:
 
     def is_current(self, outgoing: SightingOutgoing) -> bool:
         """True while the partition of `outgoing` is still under the assignment it was made in."""
-        return self._commits.get(outgoing.partition) is outgoing.commits
+        return self._book.get((self.topic, outgoing.partition)) is outgoing.commits
 
     # --- commits ---------------------------------------------------------------------------
 
-    def committable(self) -> dict[int, int]:
-        positions = {}
-        for partition, commits in self._commits.items():
-            if (position := commits.committable()) is not None:
-                positions[partition] = position
-        return positions
+    def committable(self) -> dict[Partition, int]:
+        return self._book.committable()
 
-    def mark_committed(self, positions: dict[int, int]) -> None:
-        for partition, position in positions.items():
-            if commits := self._commits.get(partition):
-                commits.mark_committed(position)
+    def mark_committed(self, positions: dict[Partition, int]) -> None:
+        self._book.mark_committed(positions)
 
     def held(self) -> int:
         """Sighting alerts holding back the commit position (not yet acknowledged)."""
-        return sum(commits.held for commits in self._commits.values()) - len(self._waiting)
+        return self._book.held() - len(self._waiting)

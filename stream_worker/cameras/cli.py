@@ -1,6 +1,6 @@
 """The `stream-worker cameras` group: the Typer layer, which cli.py adds to the root app.
 
-The commands' work is in cameras/commands.py, which imports numpy, the Kafka client and OpenCV's
+The commands' work is in cameras/actions.py, which imports numpy, the Kafka client and OpenCV's
 loader at module level; this module imports only typer and the shared options, and the command
 bodies import commands.py only when they run, so `--help` needs none of them.
 """
@@ -18,7 +18,7 @@ from stream_worker.service.options import SETTINGS_EXIT_CODES, echo_err, topic_c
 if TYPE_CHECKING:
     from stream_worker.service.options import Connection
 
-# --- cameras ----------------------------------------------------------------------- (issue 21)
+# --- cameras -----------------------------------------------------------------------
 cameras_app = typer.Typer(
     help="Manage each camera's settings (masks, zones, minimum plate width, plate pictures), kept on "
     "the compacted topic `cameras`.",
@@ -66,7 +66,7 @@ def cameras_set(
         None,
         "--region",
         help="The camera's region (ru, eu, us, br, ar..., auto): over the file's, or alone over the "
-        "stored settings. Without one: ru, the Russian recognizer as before regions.",
+        "stored settings. Without one: ru, the Russian recognizer alone.",
     ),
     detector_scales: str | None = typer.Option(
         None,
@@ -80,7 +80,7 @@ def cameras_set(
     connection: Connection,
 ) -> int:
     """Give a camera the settings of a file (replaces any it had), and/or its region or detector scales."""
-    from stream_worker.cameras.commands import set_settings
+    from stream_worker.cameras.actions import set_settings
 
     return set_settings(connection, camera, file, typer.echo, echo_err, region, detector_scales)
 
@@ -99,7 +99,7 @@ def cameras_get(
     connection: Connection,
 ) -> int:
     """Print a camera's settings as JSON (the defaults when it has none)."""
-    from stream_worker.cameras.commands import get_settings
+    from stream_worker.cameras.actions import get_settings
 
     return get_settings(connection, camera, typer.echo, echo_err)
 
@@ -125,7 +125,7 @@ def cameras_list(
 ) -> int:
     """Print every camera that has settings, by id, with its state, region and source (its account
     shown as ***); undecodable records are reported on stderr."""
-    from stream_worker.cameras.commands import list_settings
+    from stream_worker.cameras.actions import list_settings
 
     return list_settings(connection, as_json, typer.echo, echo_err, status_topic)
 
@@ -141,7 +141,7 @@ def cameras_remove(
     connection: Connection,
 ) -> int:
     """Put a camera back to the defaults (writes its tombstone)."""
-    from stream_worker.cameras.commands import remove
+    from stream_worker.cameras.actions import remove
 
     return remove(connection, camera, typer.echo, echo_err)
 
@@ -180,6 +180,6 @@ def cameras_draw(
     connection: Connection,
 ) -> int:
     """Draw a camera's masks and zones over a frame, from a settings file or the topic."""
-    from stream_worker.cameras.commands import draw
+    from stream_worker.cameras.actions import draw
 
     return draw(image, out, file, camera, connection, typer.echo, echo_err)

@@ -45,8 +45,6 @@ from stream_worker.contracts.cameras import DEFAULT_MAX_DELAY_S
 from stream_worker.contracts.credentials import is_file
 from stream_worker.service import kafka
 from stream_worker.service.compacted import ensure_compacted_topic, topic_partitions
-from stream_worker.service.deadlines import Deadlines
-from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
 
 log = logging.getLogger("stream_worker.connector")
@@ -78,8 +76,9 @@ class ConnectorService(LoopService):
     started_message = "connector started"
 
     def __init__(self, settings: ConnectorSettings) -> None:
-        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
+        self.metrics = ConnectorMetrics(self._figures)
+        super().__init__(settings, self.metrics)
         self.cameras: dict[str, _Camera] = {}
         self.stopping: list[tuple[CameraReader, bool]] = []  # (reader, its camera was removed)
         self.past_totals: dict[str, Tally[str]] = {}  # counters of a camera's earlier readers
@@ -89,12 +88,6 @@ class ConnectorService(LoopService):
         self._shed_at = 0.0
         self.backlog = FramesBacklog()
         self.frames_partition: dict[str, int] = {}  # camera id -> its partition of the frames topic
-        self.metrics = ConnectorMetrics(self._figures)
-        self.loop_clock = LoopClock()
-        # First, so that a busy --metrics-port fails before anything connects anywhere.
-        self.http = HealthServer(
-            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
-        )
         client = {**settings.kafka_config}
         ensure_compacted_topic(settings.bootstrap_servers, settings.status_topic, client)
         ensure_compacted_topic(
@@ -151,7 +144,6 @@ class ConnectorService(LoopService):
             "status_topic": self.settings.status_topic,
             "group_id": self.settings.group_id,
             "replica": self.settings.replica_id,
-            "kafka_config": self.settings.redacted_kafka_config(),
         }
 
     def _turn(self) -> None:
@@ -177,8 +169,7 @@ class ConnectorService(LoopService):
             self.wake.wait(IDLE_WAIT_S)
             self.wake.clear()
 
-    def _shutdown(self) -> int:
-        self.deadlines.begin_shutdown()
+    def _finish(self) -> dict[str, int]:
         for camera in self.cameras.values():
             camera.reader.stop()
         for reader, _ in self.stopping:
@@ -194,17 +185,7 @@ class ConnectorService(LoopService):
             self._write_status(camera_id, camera, force=True)
         undelivered = self.publisher.flush(self.deadlines.drain_left())
         queued_left = sum(len(reader.queue) for reader in self._readers())
-        self._leave_group()
-        self.http.stop()
-        log.info(
-            "stopped",
-            extra={
-                "seconds": round(self.deadlines.shutdown_seconds(), 3),
-                "undelivered_frames": undelivered,
-                "frames_left_queued": queued_left,
-            },
-        )
-        return 1 if self.fatal is not None else 0
+        return {"undelivered_frames": undelivered, "frames_left_queued": queued_left}
 
     # --- cameras ---------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ class PlateAlert(OmitsAbsent):
     pass whose reads raised none for the entry, on its voted sighting (origin `sighting`)."""
 
     model_config = ConfigDict(title="PlateAlert")
-    # issue 34, as in sightings; issue 35: the zone and direction (notify's rules ask for them)
+    # as in sightings; the zone and direction (notify's rules ask for them)
     omitted_when_absent: ClassVar[frozenset[str]] = READ_AS_FIELDS | {"zone", "direction", "corrected_from"}
 
     schema_version: Literal[1] = SCHEMA_VERSION

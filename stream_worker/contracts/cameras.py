@@ -237,7 +237,7 @@ class CameraSettings(OmitsAbsent):
     """One camera's settings (value of a `cameras` record; key = the camera id), JSON-encoded."""
 
     model_config = ConfigDict(title="CameraSettings", extra="forbid", frozen=True)
-    # Added compatibly (issue 27): left out when absent, so that older settings stay byte-for-byte.
+    # Added compatibly: left out when absent, so that older settings stay byte-for-byte.
     omitted_when_absent: ClassVar[frozenset[str]] = frozenset(
         {"source", "motion", "plate_format", "region", "detector_scales", "site"}
     )
@@ -286,10 +286,10 @@ class CameraSettings(OmitsAbsent):
     region: str | None = Field(
         None,
         pattern=REGION_CODE,
-        description="What the camera sees (issue 34): `ru`, `eu`, a country code (`us`, `gb`, `de`, "
+        description="What the camera sees: `ru`, `eu`, a country code (`us`, `gb`, `de`, "
         "`br`, `ar`...) or `auto`, one of the regions of contracts/plate_formats: the recognizer(s) "
         f"that read its plates and the plate formats they are read through. null: `{DEFAULT_REGION}`, "
-        "the Russian recognizer alone, exactly as before cameras had a region.",
+        "the Russian recognizer alone.",
         examples=["us", "auto"],
     )
 

@@ -18,7 +18,7 @@ from stream_worker.contracts.ids import CameraId
 # incremented by each compatible addition (new optional fields), so a consumer can tell which
 # fields to expect; events without it are revision 1.
 SCHEMA_VERSION = 1
-SCHEMA_REVISION = 2  # what an event without any revision-3 field says (byte-for-byte as before)
+SCHEMA_REVISION = 2  # what an event without any revision-3 field says (byte-for-byte a revision-2 event)
 # Revision 3's optional fields of each plate: left out of the JSON when absent, and an event says
 # revision 3 only when one of its plates has one (`event_revision`), so that events without them stay
 # byte-for-byte revision-2 events. Each revision-3 plate field belongs here.
@@ -26,7 +26,7 @@ REVISION_3_PLATE_FIELDS = frozenset({"image", "zone"})
 # Revision 4's optional fields of the event itself, left out when absent in the same way: an event
 # says revision 4 only when it has one. Each revision-4 event field belongs here.
 REVISION_4_EVENT_FIELDS = frozenset({"examined"})
-# Revision 5's optional fields of each plate (issue 34, plates of every country): what read the plate
+# Revision 5's optional fields of each plate (plates of every country): what read the plate
 # and which format it fits, left out when absent in the same way: a plate of a camera without a region
 # (or region `ru`) has none of them, so its event stays byte-for-byte what it was.
 REVISION_5_PLATE_FIELDS = frozenset({"country", "plate_format", "recognizer"})

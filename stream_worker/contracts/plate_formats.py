@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 
 BOOK_PATH = Path(__file__).with_name("plate_formats.toml")
-DEFAULT_REGION = "ru"  # a camera without a region reads as before: Russian plates, LPRNet only
+DEFAULT_REGION = "ru"  # a camera without a region reads Russian plates, LPRNet only
 AUTO_REGION = "auto"  # every format of the book, every recognizer
 
 LPRNET = "lprnet"

@@ -87,7 +87,7 @@ class SightingSource(BaseModel):
     last_offset: int = Field(ge=0)
 
 
-# Added compatibly (issue 34): what read the plate and which format it fits, left out when absent, so
+# Added compatibly: what read the plate and which format it fits, left out when absent, so
 # that a sighting of a camera without a region is byte-for-byte what it was.
 READ_AS_FIELDS = frozenset({"country", "plate_format", "recognizer"})
 

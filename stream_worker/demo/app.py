@@ -24,7 +24,7 @@ when it is over (settle) and the table and summary (report).
 
 Everything it starts it stops, whatever happens: the stops are registered as each child starts
 and run in reverse order from a `finally` (errors, Ctrl-C, SIGTERM and SIGHUP all end up there; a
-second signal while stopping kills at once), and a watchdog process (`stream_worker.children`)
+second signal while stopping kills at once), and a watchdog process (`stream_worker.watchdog`)
 kills the children's process groups should the demo itself be killed with SIGKILL.
 """
 
@@ -42,7 +42,6 @@ from types import FrameType
 
 from confluent_kafka import KafkaException
 
-from stream_worker.console import Console
 from stream_worker.demo import cameras_settings as demo_cameras_settings
 from stream_worker.demo import topics as demo_topics
 from stream_worker.demo import video_cameras as demo_video_cameras
@@ -71,6 +70,7 @@ from stream_worker.nets.prepare import prepare_models
 from stream_worker.nets.weights import default_weights_dir
 from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from stream_worker.service.compacted import CompactedTopicError
+from stream_worker.terminal import Terminal
 from stream_worker.up.announcements import announcements
 
 __all__ = [
@@ -104,7 +104,7 @@ class Interrupted(BaseException):
 class Demo:
     """One demo run; `run()` does the work, `stop()` (always called) undoes all of it."""
 
-    def __init__(self, options: DemoOptions, console: Console) -> None:
+    def __init__(self, options: DemoOptions, console: Terminal) -> None:
         self.options = options
         self.console = console
         self.run_id = uuid.uuid4().hex[:8]
@@ -353,9 +353,9 @@ class Demo:
         return ConnectorSummary(feed.frames, statuses, clips)
 
 
-def run_demo(options: DemoOptions, console: Console | None = None) -> int:
+def run_demo(options: DemoOptions, console: Terminal | None = None) -> int:
     """Run the demo; the exit status (0 ok, 1 failed, 2 unusable input, 128+N after signal N)."""
-    console = console or Console()
+    console = console or Terminal()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     previous = {sig: signal.signal(sig, _raise_interrupted) for sig in STOP_SIGNALS}
     demo: Demo | None = None
@@ -382,7 +382,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
     return status
 
 
-def _stop_all(demo: Demo, console: Console) -> bool:
+def _stop_all(demo: Demo, console: Terminal) -> bool:
     """Stop the demo's children; False (after saying why) when something could not be stopped cleanly."""
     try:
         if not demo.started_anything:

@@ -13,7 +13,7 @@ from stream_worker.service.options import REPOSITORY_OPTION, TRITON_URL_OPTION, 
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 
 
-# --- demo -------------------------------------------------------------------------- (issue 4)
+# --- demo --------------------------------------------------------------------------
 @commands.command(
     epilog=(
         "Examples:\n\n"

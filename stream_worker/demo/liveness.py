@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stream_worker.children import Watchdog
 from stream_worker.demo.options import DemoError
 from stream_worker.demo.services import ServiceChild, log_tail
 from stream_worker.launchers.broker import LocalBroker
 from stream_worker.launchers.triton import LocalTriton
+from stream_worker.watchdog import Watchdog
 
 
 class Liveness:

@@ -8,11 +8,11 @@ import threading
 import time
 from pathlib import Path
 
-from stream_worker.console import Console
 from stream_worker.demo.liveness import Liveness
 from stream_worker.demo.options import DemoError
 from stream_worker.launchers.broker import BrokerError, LocalBroker
 from stream_worker.launchers.triton import LocalTriton
+from stream_worker.terminal import Terminal
 from stream_worker.triton_client import PlateRecognitionClient
 
 TRITON_START_TIMEOUT_S = 300.0
@@ -21,7 +21,7 @@ POLL_S = 0.2
 
 
 class Servers:
-    def __init__(self, console: Console, liveness: Liveness, cleanup: contextlib.ExitStack) -> None:
+    def __init__(self, console: Terminal, liveness: Liveness, cleanup: contextlib.ExitStack) -> None:
         self.console = console
         self.liveness = liveness
         self._cleanup = cleanup

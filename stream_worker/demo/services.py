@@ -13,7 +13,7 @@ import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from stream_worker.launchers import service
+from stream_worker.launchers import service_child
 from stream_worker.launchers.broker import free_port
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ def log_tail(path: Path) -> str:
         return "(no log)"
 
 
-class ServiceChild(service.ServiceChild):
+class ServiceChild(service_child.ServiceChild):
     """One `stream-worker COMMAND` child with the demo's port, log and shutdown timeout."""
 
     def __init__(
@@ -53,7 +53,7 @@ class ServiceChild(service.ServiceChild):
         """Until /readyz says ready; `check` raises when something else failed meanwhile."""
         try:
             super().wait_ready(READY_TIMEOUT_S, POLL_S, check)
-        except service.ServiceStartError as error:
+        except service_child.ServiceStartError as error:
             if error.exit_code is not None:
                 check()  # the demo's own report of a child that exited
                 raise

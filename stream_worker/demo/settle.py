@@ -9,13 +9,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from stream_worker.console import Console
 from stream_worker.demo.cameras import Cameras
 from stream_worker.demo.connector_feed import ConnectorFeed
 from stream_worker.demo.report import Results
 from stream_worker.demo.services import ServiceChild, log_tail
 from stream_worker.demo.viewer import Viewer
 from stream_worker.service.http import read_metric
+from stream_worker.terminal import Terminal
 from stream_worker.worker.metrics import read_frames_in
 
 # Results idle this long with frames outstanding: ask the worker whether it ever received them.
@@ -50,7 +50,7 @@ def alerts_consumer(service: ServiceChild) -> Consumer:
 class Settler:
     def __init__(
         self,
-        console: Console,
+        console: Terminal,
         viewer: Viewer,
         results: Results,
         cameras: Cameras,

@@ -12,11 +12,11 @@ from typing import Any
 
 import orjson
 
-from stream_worker.console import Console
 from stream_worker.demo.options import EXIT_USAGE, DemoError
 from stream_worker.demo.report import Results, alert_row, dead_letter_row, event_rows, sighting_row
 from stream_worker.demo.topics import DemoTopics
 from stream_worker.service.topic_reader import TopicReader
+from stream_worker.terminal import Terminal
 from stream_worker.tools.tail import save_plate_images
 
 VIEW_BATCH = 100  # records shown per poll
@@ -55,7 +55,7 @@ def prune_picture_runs(root: Path, keep: int) -> list[Path]:
 
 class Viewer:
     def __init__(
-        self, bootstrap: str, topics: DemoTopics, results: Results, console: Console, pictures_dir: Path
+        self, bootstrap: str, topics: DemoTopics, results: Results, console: Terminal, pictures_dir: Path
     ) -> None:
         self.topics = topics
         self.results = results

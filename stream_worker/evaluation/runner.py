@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from stream_worker.console import Console
 from stream_worker.contracts.plate_formats import UnknownRegionError
 from stream_worker.evaluation.compare import compare, comparison_lines, load_images
 from stream_worker.evaluation.labels import LabelsError
@@ -41,6 +40,7 @@ from stream_worker.launchers.triton import LocalTriton, TritonLaunchError
 from stream_worker.media import MediaSupportMissing, as_jpeg
 from stream_worker.plates.reading import read_plate
 from stream_worker.recognition import FRAME_OK, FrameResult
+from stream_worker.terminal import Terminal
 from stream_worker.triton_client import PlateRecognitionClient, TritonError
 
 EXIT_OK = 0
@@ -55,7 +55,7 @@ class EvalError(Exception):
 
 
 @contextmanager
-def _triton(settings: EvalSettings, console: Console) -> Iterator[str]:
+def _triton(settings: EvalSettings, console: Terminal) -> Iterator[str]:
     """The gRPC address to evaluate against: `--url`, else a local Triton started for this run."""
     if settings.url is not None:
         yield settings.url
@@ -117,7 +117,7 @@ def _predictions(plan: EvalPlan, result: FrameResult) -> list[Prediction]:
     return predictions
 
 
-def _evaluate(settings: EvalSettings, plan: EvalPlan, url: str, console: Console) -> EvalReport:
+def _evaluate(settings: EvalSettings, plan: EvalPlan, url: str, console: Terminal) -> EvalReport:
     """Every labelled item through Triton in batches of `settings.batch_size`, scored and shown."""
     items = plan.items
     scores: list[ImageScore] = []
@@ -159,9 +159,9 @@ def _evaluate(settings: EvalSettings, plan: EvalPlan, url: str, console: Console
     )
 
 
-def run_eval(settings: EvalSettings, console: Console | None = None) -> int:
+def run_eval(settings: EvalSettings, console: Terminal | None = None) -> int:
     """Score `settings.folder`; print the rows and totals, write the report; the exit status."""
-    console = console or Console()
+    console = console or Terminal()
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop the local Triton too
     try:
         plan = plan_eval(settings)  # a bad folder or region fails before any server starts

@@ -96,7 +96,7 @@ class LocalBroker:
     @property
     def pids(self) -> list[int]:
         """Tansu's and (durable) its object store's: each leads its own process group, which a
-        watchdog must stop should our process die without stopping them (stream_worker.children)."""
+        watchdog must stop should our process die without stopping them (stream_worker.watchdog)."""
         store_pid = self._store.pid if self._store is not None else None
         return [pid for pid in (self.pid, store_pid) if pid is not None]
 

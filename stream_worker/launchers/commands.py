@@ -15,7 +15,7 @@ from stream_worker.service.options import DEFAULT_REPOSITORY
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 
 
-# --- triton ------------------------------------------------------------------------ (issue 2)
+# --- triton ------------------------------------------------------------------------
 @commands.command(
     epilog=(
         "Examples:\n\n"
@@ -42,7 +42,7 @@ def triton(
     raise typer.Exit(serve(repository, grpc_port, http_port, metrics_port, model_config_name, host))
 
 
-# --- broker ------------------------------------------------------------------------ (issue 3)
+# --- broker ------------------------------------------------------------------------
 @commands.command(
     epilog=(
         "Examples: stream-worker broker --port 9092 --partitions 3; "

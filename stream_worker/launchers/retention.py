@@ -14,7 +14,7 @@ So the local object store (objectstore.py) runs `expired` every few seconds over
   `LogAppendTime`), and the oldest go while a partition holds more than `retention.bytes`;
 - a partition's newest batch always stays (Kafka's active segment): Tansu takes the high
   watermark from it.
-Topics without these settings keep everything, as before.
+Topics without these settings keep everything.
 """
 
 from __future__ import annotations

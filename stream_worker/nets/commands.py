@@ -13,7 +13,7 @@ from stream_worker.service.options import DEFAULT_REPOSITORY
 models_app = typer.Typer(help="Prepare the model repository's artifacts.", no_args_is_help=True)
 
 
-# --- models prepare ---------------------------------------------------------------- (issue 2)
+# --- models prepare ----------------------------------------------------------------
 @models_app.command(
     "prepare",
     epilog=(

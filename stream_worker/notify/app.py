@@ -16,7 +16,7 @@ Guarantees and how they are kept:
   the same signing, retries, held deliveries and DLQ as alerts; its other events are passed over.
 - At-least-once: an event's offset is committed only once each of its deliveries is settled: the
   target acknowledged it, or it is in `--dlq-topic` (acknowledged by the broker) after the retry
-  budget or a final refusal (progress.py). A crash re-reads from the commit and delivers again,
+  budget or a final refusal (service/offsets.py). A crash re-reads from the commit and delivers again,
   with the same `X-Stream-Worker-Event`.
 - A dead or slow target delays only its own lane; the others go on. Deliveries not settled are
   bounded by `--max-pending` (reading pauses), which a dead target reaches only if events come
@@ -51,7 +51,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
-from pydantic import ValidationError
 
 from stream_worker.contracts import PlateAlert, PlateSighting, PlateVisit, VisitEventKind
 from stream_worker.contracts.frames import DeadLetterHeader
@@ -72,7 +71,6 @@ from stream_worker.notify.mail import MailSender
 from stream_worker.notify.metrics import NotifyMetrics
 from stream_worker.notify.mqtt import MqttSender
 from stream_worker.notify.pictures import alert_picture_url, sighting_picture_url, with_picture_url
-from stream_worker.notify.progress import Progress
 from stream_worker.notify.replays import EVENT_HEADER as REPLAY_EVENT_HEADER
 from stream_worker.notify.replays import KIND_HEADER as REPLAY_KIND_HEADER
 from stream_worker.notify.replays import ensure_topic as ensure_replays_topic
@@ -96,12 +94,12 @@ from stream_worker.plates.matching import Matcher
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.compacted import CompactedFollower, CompactedTopicError, write_compacted
-from stream_worker.service.deadlines import Deadlines
-from stream_worker.service.http import HealthServer, LoopClock
+from stream_worker.service.kafka import Partition
 from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.offsets import OffsetBook
 from stream_worker.service.plate_consumer import PartitionNumbersConsumer
-from stream_worker.service.plate_records import PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.service.records import Decoder, PlateRecord
 
 log = logging.getLogger("stream_worker.notify")
 
@@ -119,13 +117,20 @@ STATUS_CHECK_S = 1.0  # how often the secrets' names are compared with those las
 
 @dataclass
 class Input:
-    """One consumed topic: its consumer, what may be committed, and the committer."""
+    """One consumed topic: its consumer, its decoder, what may be committed, and the committer."""
 
     source: Source
     topic: str
     consumer: PartitionNumbersConsumer
-    progress: Progress
-    committer: Committer[int]
+    decode: Decoder[Any]
+    book: OffsetBook
+    committer: Committer
+
+    def partition(self, number: int) -> Partition:
+        return self.topic, number
+
+    def assigned(self) -> list[int]:
+        return [number for _, number in self.book.assigned()]
 
 
 class NotifyService(LoopService):
@@ -133,15 +138,10 @@ class NotifyService(LoopService):
     started_message = "notify started"
 
     def __init__(self, settings: NotifySettings) -> None:
-        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
         self.metrics = NotifyMetrics()
+        super().__init__(settings, self.metrics)
         self.secrets = Secrets(settings.secrets_file)
-        self.loop_clock = LoopClock()
-        # First, so that a busy --metrics-port fails before anything connects anywhere.
-        self.http = HealthServer(
-            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
-        )
         self.targets: CompactedFollower[str, NotifyTarget] = CompactedFollower(
             settings.bootstrap_servers,
             settings.targets_topic,
@@ -184,14 +184,30 @@ class NotifyService(LoopService):
         self.lanes: dict[str, Lane] = {}
         self.cooldown = Cooldown()
         self.publisher = Publisher(kafka.producer_config(settings))
-        self.alerts = self._input(Source.ALERTS, settings.input_topic, settings.group_id)
+        metrics = self.metrics
+        alerts = Decoder.of(PlateAlert, settings.input_topic, metrics.alerts_in, metrics.invalid_alerts, log)
+        self.alerts = self._input(Source.ALERTS, settings.input_topic, settings.group_id, alerts)
         self.consumer = self.alerts.consumer  # the group LoopService leaves at the end
-        self.sightings = self._input(Source.SIGHTINGS, settings.sightings_topic, settings.sightings_group_id)
-        self.visits = self._input(Source.VISITS, settings.visits_topic, settings.visits_group_id)
+        sightings = Decoder.of(
+            PlateSighting, settings.sightings_topic, metrics.sightings_in, metrics.invalid_sightings, log
+        )
+        self.sightings = self._input(
+            Source.SIGHTINGS, settings.sightings_topic, settings.sightings_group_id, sightings
+        )
+        visits = Decoder.of(PlateVisit, settings.visits_topic, metrics.visits_in, metrics.invalid_visits, log)
+        self.visits = self._input(Source.VISITS, settings.visits_topic, settings.visits_group_id, visits)
         self.inputs = {source.source: source for source in (self.alerts, self.sightings, self.visits)}
+        self.groups.update(
+            {
+                "sightings group": self.sightings.consumer,
+                "visits group": self.visits.consumer,
+                "replays group": self.replays,
+            }
+        )
+        self.closers += [self.targets.close, self.watchlist.close, self.trials.close]
 
-    def _input(self, kind: Source, topic: str, group_id: str) -> Input:
-        progress = Progress()
+    def _input(self, kind: Source, topic: str, group_id: str, decode: Decoder[Any]) -> Input:
+        book = OffsetBook()
         consumer = PartitionNumbersConsumer(
             self.settings,
             topic,
@@ -201,8 +217,7 @@ class NotifyService(LoopService):
             lambda partitions: self._on_revoke(kind, partitions),
             lambda partitions: self._on_lost(kind, partitions),
         )
-        committer = Committer(consumer, progress, self.metrics, partition_of=lambda p: (topic, p))
-        return Input(kind, topic, consumer, progress, committer)
+        return Input(kind, topic, consumer, decode, book, Committer(consumer, book, self.metrics))
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -224,7 +239,6 @@ class NotifyService(LoopService):
             "allow_private_targets": self.settings.allow_private_targets,
             "secrets_file": str(self.settings.secrets_file) if self.settings.secrets_file else None,
             "secret_names": self.secrets.names(),
-            "kafka_config": self.settings.redacted_kafka_config(),
         }
 
     def _turn(self) -> None:
@@ -256,7 +270,7 @@ class NotifyService(LoopService):
         pending = 0
         for source in self.inputs.values():
             source.committer.commit()
-            pending += source.progress.pending()
+            pending += source.book.held()
         for source in self.inputs.values():
             source.consumer.throttle(pending, self.settings.max_pending)
         self._observe(pending)
@@ -273,10 +287,9 @@ class NotifyService(LoopService):
         then()
 
     def _pending(self) -> int:
-        return sum(source.progress.pending() for source in self.inputs.values())
+        return sum(source.book.held() for source in self.inputs.values())
 
-    def _shutdown(self) -> int:
-        self.deadlines.begin_shutdown()
+    def _finish(self) -> dict[str, int]:
         if self.fatal is None:
             for source in self.inputs.values():
                 source.consumer.pause_all()
@@ -292,30 +305,10 @@ class NotifyService(LoopService):
         if self.fatal is None:
             for source in self.inputs.values():
                 source.committer.commit()
-        unsettled = self._pending()
-        self._leave_group()
-        for source in (self.sightings, self.visits):
-            try:
-                source.consumer.close()
-            except KafkaException as error:
-                log.warning(f"could not leave the {source.topic} group cleanly", extra={"error": str(error)})
-        try:
-            self.replays.close()
-        except KafkaException as error:
-            log.warning("could not leave the replays group cleanly", extra={"error": str(error)})
-        self.targets.close()
-        self.watchlist.close()
-        self.trials.close()
-        self.http.stop()
-        log.info(
-            "stopped",
-            extra={
-                "seconds": round(self.deadlines.shutdown_seconds(), 3),
-                "unsettled_deliveries_left_uncommitted": unsettled,
-                "undelivered_dead_letters": undelivered,
-            },
-        )
-        return 1 if self.fatal is not None else 0
+        return {
+            "unsettled_deliveries_left_uncommitted": self._pending(),
+            "undelivered_dead_letters": undelivered,
+        }
 
     # --- targets and allow lists -----------------------------------------------------------
 
@@ -492,25 +485,21 @@ class NotifyService(LoopService):
     # --- the pipeline ----------------------------------------------------------------------
 
     def _accept_alert(self, record: PlateRecord) -> None:
-        if record.partition not in self.alerts.progress.assigned():
+        if not self.alerts.book.owns(self.alerts.partition(record.partition)):
             return  # fetched before a revocation: its next owner reads it
-        self.metrics.alerts_in.inc()
-        try:
-            alert = PlateAlert.model_validate_json(record.value or b"")
-        except ValidationError as error:
-            self._skip(self.alerts, record, "PlateAlert", error)
+        alert = self.alerts.decode(record)
+        if alert is None:
+            self._skip(self.alerts, record)
             return
         body = with_picture_url(alert.to_json(), alert_picture_url(self.settings.console_url, alert))
         self._route(self.alerts, record, alert_facts(alert), body, alert.alerted_at, ())
 
     def _accept_sighting(self, record: PlateRecord) -> None:
-        if record.partition not in self.sightings.progress.assigned():
+        if not self.sightings.book.owns(self.sightings.partition(record.partition)):
             return
-        self.metrics.sightings_in.inc()
-        try:
-            sighting = PlateSighting.model_validate_json(record.value or b"")
-        except ValidationError as error:
-            self._skip(self.sightings, record, "PlateSighting", error)
+        sighting = self.sightings.decode(record)
+        if sighting is None:
+            self._skip(self.sightings, record)
             return
         facts = sighting_facts(sighting)
         texts = [sighting.text, *(c.text for c in sighting.candidates[:TOP_CANDIDATES])]
@@ -527,36 +516,18 @@ class NotifyService(LoopService):
 
     def _accept_visit(self, record: PlateRecord) -> None:
         """An overstay event to the targets asking for it; any other visit event is passed over."""
-        if record.partition not in self.visits.progress.assigned():
+        if not self.visits.book.owns(self.visits.partition(record.partition)):
             return
-        self.metrics.visits_in.inc()
-        try:
-            visit = PlateVisit.model_validate_json(record.value or b"")
-        except ValidationError as error:
-            self._skip(self.visits, record, "PlateVisit", error)
-            return
-        if visit.event is not VisitEventKind.OVERSTAY:
-            self.visits.progress.add(record.partition, record.offset, 0)
+        visit = self.visits.decode(record)
+        if visit is None or visit.event is not VisitEventKind.OVERSTAY:
+            self._skip(self.visits, record)
             return
         self._route(self.visits, record, overstay_facts(visit), visit.to_json(), datetime.now(UTC), ())
 
-    def _skip(self, source: Input, record: PlateRecord, what: str, error: ValidationError) -> None:
-        counters = {
-            Source.ALERTS: self.metrics.invalid_alerts,
-            Source.SIGHTINGS: self.metrics.invalid_sightings,
-            Source.VISITS: self.metrics.invalid_visits,
-        }
-        counters[source.source].inc()
-        log.warning(
-            f"skipped a record that is not a {what}",
-            extra={
-                "topic": source.topic,
-                "partition": record.partition,
-                "offset": record.offset,
-                "error": str(error)[:300],
-            },
-        )
-        source.progress.add(record.partition, record.offset, 0)
+    def _skip(self, source: Input, record: PlateRecord) -> None:
+        """A record that is not its topic's contract (decoded as None, counted, logged), or one that
+        asks for no delivery: consumed."""
+        source.book.consumed(source.partition(record.partition), record.offset)
 
     def _route(
         self,
@@ -575,7 +546,7 @@ class NotifyService(LoopService):
             kind = event_for(lane.target.rules, source.source, facts, allowed_lists)
             if kind is not None and self.cooldown.admit(name, lane.target.rules.cooldown_s, facts, kind):
                 chosen.append((name, lane, kind))
-        source.progress.add(record.partition, record.offset, len(chosen))
+        source.book.consumed(source.partition(record.partition), record.offset, holds=len(chosen))
         for name, lane, kind in chosen:
             lane.put(
                 Delivery(
@@ -620,12 +591,12 @@ class NotifyService(LoopService):
             self.metrics.sent.labels(delivery.target).inc()
             self.metrics.latency.labels(delivery.target).observe(outcome.seconds)
             if not delivery.replay:
-                source.progress.settle(delivery.partition, delivery.offset)
+                source.book.release(source.partition(delivery.partition), delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.SENT)
         elif outcome.dropped:
             self.metrics.dropped.labels(delivery.target).inc()
             if not delivery.replay:
-                source.progress.settle(delivery.partition, delivery.offset)
+                source.book.release(source.partition(delivery.partition), delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.DROPPED)
         else:
             log.warning(
@@ -701,18 +672,12 @@ class NotifyService(LoopService):
             if self.dead_letters is not None:
                 self.dead_letters[delivery.target] += 1
             if not delivery.replay:
-                self.inputs[source_of(delivery.kind)].progress.settle(delivery.partition, delivery.offset)
+                source = self.inputs[source_of(delivery.kind)]
+                source.book.release(source.partition(delivery.partition), delivery.offset)
             self._log_delivery(outcome, DeliveryOutcome.FAILED)
             return
-        self.metrics.publish_errors.inc()
-        if error.fatal():
-            self.fatal = KafkaException(error)
-            return
-        log.warning(
-            "broker refused a dead letter, publishing it again",
-            extra={"event_id": delivery.event_id, "error": error.str()},
-        )
-        if delivery.replay or self._current(delivery):
+        refused = self._refused(error, "a dead letter", event_id=delivery.event_id)
+        if refused and (delivery.replay or self._current(delivery)):
             self._dead_letter(outcome)
 
     # --- rebalance -------------------------------------------------------------------------
@@ -721,19 +686,19 @@ class NotifyService(LoopService):
     def _on_assign(self, kind: Source, partitions: list[int]) -> None:
         source = self.inputs[kind]
         for partition in partitions:
-            source.progress.assign(partition)
+            source.book.assign(source.partition(partition))
         log.info("partitions assigned", extra={"partitions": [f"{source.topic}:{p}" for p in partitions]})
 
     def _on_revoke(self, kind: Source, partitions: list[int]) -> None:
         source = self.inputs[kind]
         if self.fatal is None and not source.consumer.closing:
             end = self.deadlines.revocation_end()
-            while source.progress.pending() and self.deadlines.drain_left(end) > 0:
+            while source.book.held() and self.deadlines.drain_left(end) > 0:
                 self._settle_outcomes(wait_s=min(0.1, self.deadlines.drain_left(end)))
                 self.publisher.poll(0)
             self.publisher.flush(self.deadlines.drain_left(end))
             source.committer.commit()
-        unsettled = sum(source.progress.revoke(p) for p in partitions)
+        unsettled = sum(source.book.forget(source.partition(p)) for p in partitions)
         log.info(
             "partitions revoked",
             extra={"topic": source.topic, "partitions": partitions, "unsettled_deliveries": unsettled},
@@ -742,7 +707,7 @@ class NotifyService(LoopService):
     def _on_lost(self, kind: Source, partitions: list[int]) -> None:
         source = self.inputs[kind]
         for partition in partitions:
-            source.progress.revoke(partition)
+            source.book.forget(source.partition(partition))
         log.warning("partitions lost", extra={"topic": source.topic, "partitions": partitions})
 
     # --- observability ---------------------------------------------------------------------
@@ -760,9 +725,9 @@ class NotifyService(LoopService):
                     "allow_entries": len(self.allowed),
                     "pending": pending,
                     "queued": {name: lane.queued() for name, lane in self.lanes.items()},
-                    "assigned": self.alerts.progress.assigned(),
-                    "sightings_assigned": self.sightings.progress.assigned(),
-                    "visits_assigned": self.visits.progress.assigned(),
+                    "assigned": self.alerts.assigned(),
+                    "sightings_assigned": self.sightings.assigned(),
+                    "visits_assigned": self.visits.assigned(),
                 },
             )
 
@@ -771,7 +736,7 @@ class NotifyService(LoopService):
             return False, "targets not loaded yet"
         if not self.watchlist.loaded:
             return False, "allow lists not loaded yet"
-        assigned = self.alerts.progress.assigned()
+        assigned = self.alerts.assigned()
         if not assigned:
             return False, "no partitions assigned"
         return True, f"{len(self.lanes)} targets, {len(assigned)} partitions assigned"

@@ -108,7 +108,7 @@ def targets_set(
 ) -> int:
     """Define a target from a file (replaces any target of that name); warns of a secret it names
     that notify lacks."""
-    from stream_worker.notify.commands import set_target
+    from stream_worker.notify.actions import set_target
 
     return set_target(connection, name, file, typer.echo, echo_err, status_topic)
 
@@ -127,7 +127,7 @@ def targets_get(
     connection: Connection,
 ) -> int:
     """Print a target as JSON (its secret as the ${NAME} it is stored as)."""
-    from stream_worker.notify.commands import get_target
+    from stream_worker.notify.actions import get_target
 
     return get_target(connection, name, typer.echo, echo_err)
 
@@ -146,7 +146,7 @@ def targets_list(
     connection: Connection,
 ) -> int:
     """Print every target, by name (undecodable records are reported on stderr)."""
-    from stream_worker.notify.commands import list_targets
+    from stream_worker.notify.actions import list_targets
 
     return list_targets(connection, as_json, typer.echo, echo_err)
 
@@ -162,7 +162,7 @@ def targets_remove(
     connection: Connection,
 ) -> int:
     """Remove a target (writes its tombstone); alerts queued for it are dropped."""
-    from stream_worker.notify.commands import remove
+    from stream_worker.notify.actions import remove
 
     return remove(connection, name, typer.echo, echo_err)
 
@@ -207,6 +207,6 @@ def dlq_replay(
     connection: Connection,
 ) -> int:
     """Send dead-lettered deliveries again (same event ids)."""
-    from stream_worker.notify.commands import replay
+    from stream_worker.notify.actions import replay
 
     return replay(connection, replays_topic, target, since, typer.echo, echo_err)

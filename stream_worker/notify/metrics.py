@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from stream_worker.contracts import topics
 from stream_worker.service.metrics import ServiceMetrics
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300)
@@ -14,31 +15,14 @@ class NotifyMetrics(ServiceMetrics):
     def __init__(self) -> None:
         super().__init__("stream_worker_notify")
         r = self.registry
-        self.alerts_in = Counter(
-            "stream_worker_notify_alerts_in", "Alerts consumed (replays included).", registry=r
+        self.alerts_in, self.invalid_alerts = self.input_counters(
+            "alerts", "Alerts", topics.ALERTS.name, "PlateAlert"
         )
-        self.invalid_alerts = Counter(
-            "stream_worker_notify_invalid_alerts",
-            "Records of the alerts topic that are not PlateAlerts (skipped).",
-            registry=r,
+        self.sightings_in, self.invalid_sightings = self.input_counters(
+            "sightings", "Sightings", topics.SIGHTINGS.name, "PlateSighting"
         )
-        self.sightings_in = Counter(
-            "stream_worker_notify_sightings_in", "Sightings consumed (replays included).", registry=r
-        )
-        self.invalid_sightings = Counter(
-            "stream_worker_notify_invalid_sightings",
-            "Records of the sightings topic that are not PlateSightings (skipped).",
-            registry=r,
-        )
-        self.visits_in = Counter(
-            "stream_worker_notify_visits_in",
-            "Visit events consumed (only the overstays are delivered).",
-            registry=r,
-        )
-        self.invalid_visits = Counter(
-            "stream_worker_notify_invalid_visits",
-            "Records of the visits topic that are not PlateVisits (skipped).",
-            registry=r,
+        self.visits_in, self.invalid_visits = self.input_counters(
+            "visits", "Visit events", topics.VISITS.name, "PlateVisit"
         )
         self.sent = Counter(
             "stream_worker_notify_sent",

@@ -49,8 +49,8 @@ CHEAP_COST = 0.5
 EDIT_COST = 1.0
 # Unordered pairs: a substitution either way costs CHEAP_COST.
 MEASURED_CONFUSIONS = ("54", "EY")  # counts in the module docstring
-REPORTED_CONFUSIONS = ("OC", "O0", "B8")  # issue 20
-LATIN_CONFUSIONS = ("O0", "I1", "B8", "D0", "S5", "Z2", "DO")  # issue 34, measured in the docstring
+REPORTED_CONFUSIONS = ("OC", "O0", "B8")
+LATIN_CONFUSIONS = ("O0", "I1", "B8", "D0", "S5", "Z2", "DO")  # measured in the docstring
 CONFUSIONS: frozenset[frozenset[str]] = frozenset(
     frozenset(pair) for pair in (*MEASURED_CONFUSIONS, *REPORTED_CONFUSIONS, *LATIN_CONFUSIONS)
 )

@@ -1,4 +1,6 @@
-"""How a service process starts and stops: settings, logs, HTTP port, signals, exit code.
+"""How a service process starts and stops: settings, logs, HTTP port, signals, exit code, and the
+skeleton every consuming service shares (`LoopService`): its health server, its main loop, one
+policy for a record the broker refuses, one shutdown sequence.
 
 Exit codes: 0 after a clean stop (SIGTERM/SIGINT: drain, flush, commit), 1 after a fatal Kafka
 error, 2 for invalid settings or a metrics port that cannot be bound. A second stop signal while
@@ -13,14 +15,17 @@ import signal
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 
+from stream_worker.service.commits import Committer
 from stream_worker.service.deadlines import Deadlines
-from stream_worker.service.http import HealthServer
+from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.logs import configure_logging
+from stream_worker.service.metrics import ServiceMetrics
+from stream_worker.service.publisher import Publisher
 from stream_worker.service.settings import ConfigError, ServiceSettings, check_kafka_config
 
 log = logging.getLogger(__name__)
@@ -44,18 +49,27 @@ class Service(Protocol):
 
 class LoopService(ABC):
     """The life of a consuming service: one main loop until a stop signal or a fatal Kafka error,
-    then its own shutdown within `deadlines`. Subclasses set `log`, `started_message`, `http` and
-    `consumer`."""
+    then the shutdown sequence within its deadlines. Subclasses set `log`, `started_message` and
+    `consumer`, and list in `groups` the other groups they leave and in `closers` what they close
+    once the groups are left (followers of compacted topics, history readers, a database)."""
 
     log: ClassVar[logging.Logger]
     started_message: ClassVar[str]
-    http: HealthServer
     consumer: GroupMember
 
-    def __init__(self, deadlines: Deadlines) -> None:
-        self.deadlines = deadlines
+    def __init__(self, settings: ServiceSettings, metrics: ServiceMetrics) -> None:
+        self._service_metrics = metrics
+        self.deadlines = Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s)
         self.fatal: BaseException | None = None
         self._last_status_log = time.monotonic()
+        self._kafka_config = settings.redacted_kafka_config()
+        self.loop_clock = LoopClock()
+        self.groups: dict[str, GroupMember] = {}  # besides `consumer`: name -> member
+        self.closers: list[Callable[[], None]] = []
+        # First, so that a busy --metrics-port fails before anything connects anywhere.
+        self.http = HealthServer(
+            metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        )
 
     @property
     def stop_requested_at(self) -> float | None:
@@ -67,7 +81,8 @@ class LoopService(ABC):
     def run(self) -> int:
         """Process until asked to stop; returns the exit code."""
         self.http.start()
-        self.log.info(self.started_message, extra={"metrics_port": self.http.port, **self._started_fields()})
+        fields = {**self._started_fields(), "kafka_config": self._kafka_config}
+        self.log.info(self.started_message, extra={"metrics_port": self.http.port, **fields})
         try:
             while self.stop_requested_at is None and self.fatal is None:
                 self._turn()
@@ -79,21 +94,56 @@ class LoopService(ABC):
 
     @abstractmethod
     def _started_fields(self) -> dict[str, Any]:
-        """What the start log line says besides the metrics port."""
+        """What the start log line says besides the metrics port and the Kafka settings."""
 
     @abstractmethod
     def _turn(self) -> None:
         """One pass of the main loop: consume a chunk and move everything along."""
 
     @abstractmethod
-    def _shutdown(self) -> int:
-        """Drain what the service's guarantees ask for, leave the group; returns the exit code."""
+    def _readiness(self) -> tuple[bool, str]:
+        """What /readyz answers: ready or not, and why."""
 
-    def _leave_group(self) -> None:
+    def _finish(self) -> Mapping[str, object]:
+        """Flush and commit what the service's guarantees ask for (after a fatal error: nothing
+        uncertain); returns what is left, for the "stopped" line."""
+        return {}
+
+    def _shutdown(self) -> int:
+        """Finish (flush, commit), leave the groups, close the rest, stop serving; returns the exit code."""
+        self.deadlines.begin_shutdown()
+        left = self._finish()
+        self._leave(self.consumer, "group")
+        for name, member in self.groups.items():
+            self._leave(member, name)
+        for close in self.closers:
+            close()
+        self.http.stop()
+        self.log.info("stopped", extra={"seconds": round(self.deadlines.shutdown_seconds(), 3), **left})
+        return 1 if self.fatal is not None else 0
+
+    def _leave(self, member: GroupMember, name: str) -> None:
         try:
-            self.consumer.close()
+            member.close()
         except KafkaException as error:
-            self.log.warning("could not leave the group cleanly", extra={"error": str(error)})
+            self.log.warning(f"could not leave the {name} cleanly", extra={"error": str(error)})
+
+    def _flush_and_commit(self, publisher: Publisher, committer: Committer) -> None:
+        """Before partitions are revoked: what is queued flushed (until the revocation's deadline),
+        then committed; after a fatal error, nothing."""
+        if self.fatal is None:
+            publisher.flush(self.deadlines.drain_left(self.deadlines.revocation_end()))
+            committer.commit()
+
+    def _refused(self, error: KafkaError, what: str, **ids: object) -> bool:
+        """The one policy for a record the broker refused: counted; a fatal error stops the service
+        (nothing more is committed); any other is logged and True: the caller publishes it again."""
+        self._service_metrics.publish_errors.inc()
+        if error.fatal():
+            self.fatal = KafkaException(error)
+            return False
+        self.log.warning(f"broker refused {what}, publishing it again", extra={**ids, "error": error.str()})
+        return True
 
     def _status_due(self) -> bool:
         """True every STATUS_LOG_EVERY_S: a periodic progress line shows where a stalled service waits."""

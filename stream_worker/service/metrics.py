@@ -10,6 +10,7 @@ from stream_worker.service.gaps import GapOutcome, SettledGap
 
 class ServiceMetrics:
     def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
         self.registry = r = CollectorRegistry()
         self.publish_errors = Counter(
             f"{prefix}_publish_errors", "Records the broker refused (they are retried).", registry=r
@@ -34,6 +35,26 @@ class ServiceMetrics:
             "offset); the offsets stay committable and are committed on a later turn.",
             ["topic"],
             registry=r,
+        )
+
+    def input_counters(self, noun: str, what: str, topic: str, contract: str) -> tuple[Counter, Counter]:
+        """`<prefix>_<noun>_in` and `<prefix>_invalid_<noun>`: an input topic's records, and those
+        that are not its contract (for a `Decoder`, service/records.py)."""
+        consumed = Counter(
+            f"{self.prefix}_{noun}_in", f"{what} consumed (replays included).", registry=self.registry
+        )
+        invalid = Counter(
+            f"{self.prefix}_invalid_{noun}",
+            f"Records of the {topic} topic that are not {contract}s (skipped, logged).",
+            registry=self.registry,
+        )
+        return consumed, invalid
+
+    def camera_settings_skipped_counter(self) -> Counter:
+        return Counter(
+            f"{self.prefix}_camera_settings_skipped",
+            "Records of the cameras topic that are not valid settings (skipped, logged).",
+            registry=self.registry,
         )
 
     def show_consumed_topic(self, topic: str) -> None:

@@ -22,7 +22,7 @@ import typer
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 
-# --- the local pipeline that `demo` and `up` start (the models exported, Triton) -------- (issue 28)
+# --- the local pipeline that `demo` and `up` start (the models exported, Triton) --------
 TRITON_URL_OPTION = typer.Option(
     None,
     "--triton-url",

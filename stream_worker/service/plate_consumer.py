@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, Message
 from stream_worker.service import kafka
 from stream_worker.service.consumer import ClientFactory, GroupConsumer
 from stream_worker.service.metrics import ServiceMetrics
-from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES, PlateRecord
+from stream_worker.service.records import DEFAULT_PREFETCH_KBYTES, PlateRecord
 from stream_worker.service.settings import ServiceSettings
 
 PartitionNumbersCallback = Callable[[list[int]], None]

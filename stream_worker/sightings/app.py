@@ -3,9 +3,10 @@ sightings -> commit, all on one thread.
 
 Guarantees and how they are kept:
 - At-least-once: a plates offset is committed only below the first read still held by an open
-  pass or by a sighting the broker has not acknowledged (commits.py), and counts as committed only
-  once the broker accepted that partition's commit (service/commits.py). A crash (SIGKILL included)
-  re-reads from the commit, starting a little earlier (consumer.py), and rebuilds the passes.
+  pass or by a sighting the broker has not acknowledged (engine.py, service/offsets.py), and
+  counts as committed only once the broker accepted that partition's commit (service/commits.py).
+  A crash (SIGKILL included) re-reads from the commit, starting a little earlier (consumer.py),
+  and rebuilds the passes.
 - Recognisable duplicates: a sighting's id is the camera and the position of its pass's first
   read, so a pass published again after a restart carries the same id.
 - Per-camera order: a camera's events are in one plates partition, its sightings are keyed by
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 
 from stream_worker.cameras.following import CameraSettingsFollower
 from stream_worker.cameras.regions import CameraRegions
@@ -34,15 +35,13 @@ from stream_worker.contracts import PlateSighting
 from stream_worker.contracts.plate_formats import Region
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
-from stream_worker.service.deadlines import Deadlines
-from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
-from stream_worker.service.plate_records import PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.service.records import Decoder, PlateRecord
 from stream_worker.sightings.consumer import Assigned, PlatesConsumer
 from stream_worker.sightings.engine import Outgoing, SightingsEngine
 from stream_worker.sightings.metrics import SightingsMetrics
-from stream_worker.sightings.reads import InvalidEvent, parse_event
+from stream_worker.sightings.reads import InvalidEvent, Observation, parse_event
 from stream_worker.sightings.settings import SightingsSettings, load_settings
 
 log = logging.getLogger("stream_worker.sightings")
@@ -56,14 +55,18 @@ class SightingsService(LoopService):
     started_message = "sightings started"
 
     def __init__(self, settings: SightingsSettings) -> None:
-        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
         self.metrics = SightingsMetrics()
-        self.loop_clock = LoopClock()
+        super().__init__(settings, self.metrics)
         self._replayed_reported = 0
-        # First, so that a busy --metrics-port fails before anything connects anywhere.
-        self.http = HealthServer(
-            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        self.decode: Decoder[Observation] = Decoder(
+            "PlateEvent",
+            settings.input_topic,
+            lambda record: parse_event(record.value, record.partition, record.offset),
+            self.metrics.events_in,
+            self.metrics.invalid_events,
+            log,
+            errors=(InvalidEvent,),
         )
         # The plate formats load while the rest connects; no record is read before they are (`_turn`).
         self.cameras = CameraSettingsFollower(
@@ -72,6 +75,7 @@ class SightingsService(LoopService):
             settings.kafka_config,
             on_skipped=self.metrics.camera_settings_skipped.inc,
         ).start()
+        self.closers.append(self.cameras.close)
         self.regions = CameraRegions(self.metrics.unknown_region.inc)
         self.engine = SightingsEngine(
             settings.input_topic,
@@ -88,10 +92,7 @@ class SightingsService(LoopService):
         self.consumer = PlatesConsumer(
             settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost
         )
-        topic = settings.input_topic
-        self.committer = Committer(
-            self.consumer, self.engine, self.metrics, partition_of=lambda p: (topic, p)
-        )
+        self.committer = Committer(self.consumer, self.engine, self.metrics)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -100,7 +101,6 @@ class SightingsService(LoopService):
             "input_topic": self.settings.input_topic,
             "output_topic": self.settings.output_topic,
             "group_id": self.settings.group_id,
-            "kafka_config": self.settings.redacted_kafka_config(),
         }
 
     def _turn(self) -> None:
@@ -111,41 +111,22 @@ class SightingsService(LoopService):
             self._accept(record)
         self._pump()
 
-    def _shutdown(self) -> int:
-        self.deadlines.begin_shutdown()
+    def _finish(self) -> dict[str, int]:
         undelivered = self.publisher.flush(self.deadlines.drain_left())
         self.publisher.poll(0)
         self.committer.commit()
-        open_groups = len(self.engine.open_groups())
-        self._leave_group()
-        self.cameras.close()
-        self.http.stop()
-        log.info(
-            "stopped",
-            extra={
-                "seconds": round(self.deadlines.shutdown_seconds(), 3),
-                "open_passes_left_uncommitted": open_groups,
-                "undelivered_sightings": undelivered,
-            },
-        )
-        return 1 if self.fatal is not None else 0
+        return {
+            "open_passes_left_uncommitted": len(self.engine.open_groups()),
+            "undelivered_sightings": undelivered,
+        }
 
     # --- the pipeline ----------------------------------------------------------------------
 
     def _accept(self, record: PlateRecord) -> None:
         if record.partition not in self.engine.assigned():
             return  # fetched before a revocation: its next owner reads it
-        self.metrics.events_in.inc()
-        try:
-            observation = parse_event(record.value, record.partition, record.offset)
-        except InvalidEvent as error:
-            self.metrics.invalid_events.inc()
-            log.warning(
-                "skipped a record that is not a PlateEvent",
-                extra={"partition": record.partition, "offset": record.offset, "error": str(error)},
-            )
-            observation = None
-        else:
+        observation = self.decode(record)
+        if observation is not None:
             self.metrics.reads_in.inc(len(observation.reads))
         for outgoing in self.engine.add(record.partition, record.offset, observation, time.monotonic()):
             self._publish(outgoing)
@@ -176,15 +157,8 @@ class SightingsService(LoopService):
             self.metrics.reads_per_sighting.observe(sighting.reads)
             self.metrics.delay.observe(max(0.0, (datetime.now(UTC) - sighting.last_seen).total_seconds()))
             return
-        self.metrics.publish_errors.inc()
-        if error.fatal():
-            self.fatal = KafkaException(error)
-            return
-        log.warning(
-            "broker refused a sighting, publishing it again",
-            extra={"sighting_id": sighting.sighting_id, "error": error.str()},
-        )
-        if outgoing.partition in self.engine.assigned():
+        refused = self._refused(error, "a sighting", sighting_id=sighting.sighting_id)
+        if refused and outgoing.partition in self.engine.assigned():
             self._publish(outgoing)
 
     def _plate_format_of(self, camera_id: str) -> re.Pattern[str] | None:
@@ -219,9 +193,7 @@ class SightingsService(LoopService):
         )
 
     def _on_revoke(self, partitions: list[int]) -> None:
-        if self.fatal is None:
-            self.publisher.flush(self.deadlines.drain_left(self.deadlines.revocation_end()))
-            self.committer.commit()
+        self._flush_and_commit(self.publisher, self.committer)
         dropped = sum(self.engine.revoke(p) for p in partitions)
         log.info("partitions revoked", extra={"partitions": partitions, "open_passes_dropped": dropped})
 

@@ -3,7 +3,7 @@
 A partition with a committed position C is read again from `replay_from`: the offset whose record
 time is `replay_lookback_s` before that of the record at C - 1, found with the broker's
 time index (offsets_for_times). Passes that straddle C are then rebuilt from their first read
-(commits.py says why). A broker that cannot answer by time (the local Tansu answers offset 0)
+(service/offsets.py says why). A broker that cannot answer by time (the local Tansu answers offset 0)
 makes the replay start earlier, which is slower but as correct; one that cannot find the record
 at C - 1 (deleted by retention) starts at C.
 
@@ -24,7 +24,7 @@ from stream_worker.service import kafka
 from stream_worker.service.consumer import ClientFactory, GroupConsumer
 from stream_worker.service.kafka import Partition
 from stream_worker.service.metrics import ServiceMetrics
-from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES, PlateRecord
+from stream_worker.service.records import DEFAULT_PREFETCH_KBYTES, PlateRecord
 from stream_worker.sightings.settings import SightingsSettings
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 The app feeds it each consumed record of the plates topic in offset order per partition, tells it
 when a sighting is acknowledged, and commits what it says is committable; everything it decides
 is a function of the records and the times handed in, which is what the replay after a restart
-(commits.py) relies on and what the tests drive directly.
+(service/offsets.py) relies on and what the tests drive directly.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from stream_worker.cameras.regions import region_pattern
 from stream_worker.contracts import PlateSighting
 from stream_worker.contracts.plate_formats import Region
-from stream_worker.service.partition_commits import PartitionCommits
+from stream_worker.service.kafka import Partition
+from stream_worker.service.offsets import OffsetBook, PartitionOffsets
 from stream_worker.sightings.grouping import Closed, Group, Grouper, GroupingRules
 from stream_worker.sightings.reads import Observation, Position
 from stream_worker.sightings.sighting import VotingRules, build_sighting
@@ -30,7 +31,7 @@ class Outgoing:
     sighting: PlateSighting
     partition: int
     hold: int
-    commits: PartitionCommits  # the assignment it belongs to: a later one ignores its delivery
+    commits: PartitionOffsets  # the assignment it belongs to: a later one ignores its delivery
     reads: tuple[Position, ...]  # where its reads are in the plates topic
 
 
@@ -73,7 +74,7 @@ class SightingsEngine:
         self.counts = EngineCounts()
         self._wall_clock = wall_clock
         self._grouper = Grouper(grouping)
-        self._partitions: dict[int, PartitionCommits] = {}
+        self._book = OffsetBook()
         self._holds: dict[int, int] = {}  # id(group) -> the offset it holds
 
     # --- assignment ------------------------------------------------------------------------
@@ -81,24 +82,24 @@ class SightingsEngine:
     def assign(self, partition: int, floor: int | None) -> None:
         """Start a partition; `floor`: its committed position (reads below it are a replay)."""
         self.revoke(partition)
-        self._partitions[partition] = PartitionCommits(floor)
+        self._book.assign((self.topic, partition), floor)
 
     def revoke(self, partition: int) -> int:
         """Forget a partition; its open groups are dropped uncommitted. Returns how many."""
         dropped = self._grouper.forget(partition)
         for group in dropped:
             self._holds.pop(id(group), None)
-        self._partitions.pop(partition, None)
+        self._book.forget((self.topic, partition))
         return len(dropped)
 
     def assigned(self) -> list[int]:
-        return sorted(self._partitions)
+        return [partition for _, partition in self._book.assigned()]
 
     # --- records in, sightings out ----------------------------------------------------------
 
     def add(self, partition: int, offset: int, observation: Observation | None, now: float) -> list[Outgoing]:
         """One record (None: not a PlateEvent, skipped); `now`: monotonic wall-clock seconds."""
-        commits = self._partitions[partition]
+        commits = self._offsets(partition)
         commits.consumed(offset)
         if observation is None:
             return []
@@ -120,7 +121,7 @@ class SightingsEngine:
         for item in closed:
             group = item.group
             partition = group.key[0]
-            commits = self._partitions[partition]
+            commits = self._offsets(partition)
             hold = self._holds.pop(id(group), None)
             if hold is None:  # every read below the floor: published before the restart
                 self.counts.replayed += 1
@@ -157,22 +158,23 @@ class SightingsEngine:
 
     def delivered(self, outgoing: Outgoing) -> None:
         """The broker acknowledged `outgoing`: its reads no longer hold the commit position."""
-        if self._partitions.get(outgoing.partition) is outgoing.commits:
+        if self._book.get((self.topic, outgoing.partition)) is outgoing.commits:
             outgoing.commits.release(outgoing.hold)
 
     # --- commits ---------------------------------------------------------------------------
 
-    def committable(self) -> dict[int, int]:
-        return {
-            partition: position
-            for partition, commits in self._partitions.items()
-            if (position := commits.committable()) is not None
-        }
+    def committable(self) -> dict[Partition, int]:
+        """Below the first read of an open pass or of an unacknowledged sighting."""
+        return self._book.committable()
 
-    def mark_committed(self, positions: dict[int, int]) -> None:
-        for partition, position in positions.items():
-            if commits := self._partitions.get(partition):
-                commits.mark_committed(position)
+    def mark_committed(self, positions: dict[Partition, int]) -> None:
+        self._book.mark_committed(positions)
+
+    def _offsets(self, partition: int) -> PartitionOffsets:
+        offsets = self._book.get((self.topic, partition))
+        if offsets is None:
+            raise KeyError(partition)
+        return offsets
 
     # --- observability ---------------------------------------------------------------------
 
@@ -181,4 +183,4 @@ class SightingsEngine:
 
     def held(self) -> int:
         """Sightings not yet acknowledged plus open groups holding a commit."""
-        return sum(commits.held for commits in self._partitions.values())
+        return self._book.held()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from stream_worker.contracts import topics
 from stream_worker.service.metrics import ServiceMetrics
 
 READS_BUCKETS = (1, 2, 3, 5, 10, 20, 50, 100, 300)
@@ -14,15 +15,10 @@ class SightingsMetrics(ServiceMetrics):
     def __init__(self) -> None:
         super().__init__("stream_worker_sightings")
         r = self.registry
-        self.events_in = Counter(
-            "stream_worker_sightings_events_in", "Plate events consumed (replays included).", registry=r
+        self.events_in, self.invalid_events = self.input_counters(
+            "events", "Plate events", topics.PLATES.name, "PlateEvent"
         )
         self.reads_in = Counter("stream_worker_sightings_reads_in", "Plate reads consumed.", registry=r)
-        self.invalid_events = Counter(
-            "stream_worker_sightings_invalid_events",
-            "Records of the plates topic that are not PlateEvents (skipped).",
-            registry=r,
-        )
         self.sightings_out = Counter(
             "stream_worker_sightings_out",
             "Sightings acknowledged by the broker, by why their pass closed.",
@@ -35,11 +31,7 @@ class SightingsMetrics(ServiceMetrics):
             ["camera_id"],
             registry=r,
         )
-        self.camera_settings_skipped = Counter(
-            "stream_worker_sightings_camera_settings_skipped",
-            "Records of the cameras topic that are not valid settings (skipped).",
-            registry=r,
-        )
+        self.camera_settings_skipped = self.camera_settings_skipped_counter()
         self.unknown_region = Counter(
             "stream_worker_sightings_unknown_region",
             "Passes of cameras whose region this version does not know, gated by region auto's formats "

@@ -4,8 +4,8 @@ beside it. A camera's status records become its health history (camera_health.py
 state, the frames of each hour); a tombstone (a camera removed) has nothing to keep.
 
 Guarantees and how they are kept:
-- Nothing lost: a batch's offsets are committed only after its database transaction committed. A
-  crash (SIGKILL included) between the two reads the batch again.
+- Nothing lost: a batch's offsets are held (service/offsets.py) until its database transaction
+  committed. A crash (SIGKILL included) between the two reads the batch again.
 - Nothing twice: every row carries its message's id under a unique constraint and the writer
   skips ids already stored (writer.py), so a batch read again writes nothing; a visit's events
   are upserted into one row by its id, each setting its own columns, so a replay changes nothing.
@@ -33,10 +33,9 @@ from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 from stream_worker.cameras.status import decode_status
 from stream_worker.contracts import ErrorReason, PlateAlert, PlateSighting, PlateVisit
 from stream_worker.service.commits import Committer
-from stream_worker.service.deadlines import Deadlines
-from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.kafka import Partition
 from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.offsets import OffsetBook
 from stream_worker.service.settings import ConfigError
 from stream_worker.store.camera_health import Sample, sample
 from stream_worker.store.console_thread import ConsoleError, start_console
@@ -60,46 +59,18 @@ Message = PlateSighting | PlateAlert | PlateVisit
 Decoded = tuple[StoreRecord, Message | Sample]
 
 
-class Positions:
-    """The commit book: per partition, the position after the last record written to the database."""
-
-    def __init__(self) -> None:
-        self._written: dict[Partition, int] = {}
-        self._committed: dict[Partition, int] = {}
-
-    def written(self, records: Sequence[StoreRecord]) -> None:
-        for record in records:
-            partition = (record.topic, record.partition)
-            self._written[partition] = max(self._written.get(partition, 0), record.offset + 1)
-
-    def committable(self) -> dict[Partition, int]:
-        return {p: o for p, o in self._written.items() if self._committed.get(p) != o}
-
-    def mark_committed(self, positions: dict[Partition, int]) -> None:
-        self._committed.update(positions)
-
-    def forget(self, partitions: Sequence[Partition]) -> None:
-        for partition in partitions:
-            self._written.pop(partition, None)
-            self._committed.pop(partition, None)
-
-
 class StoreService(LoopService):
     log = log
     started_message = "store started"
 
     def __init__(self, settings: StoreSettings) -> None:
-        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
         self.metrics = StoreMetrics()
-        self.loop_clock = LoopClock()
-        self.http = HealthServer(
-            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
-        )
+        super().__init__(settings, self.metrics)
         self.database = Database(settings.resolved_database_url())
         self.database.migrate()
         self.metrics.database_up.set(1)
-        self.positions = Positions()
+        self.book = OffsetBook()
         self._contracts: dict[str, type[Message]] = {
             settings.sightings_topic: PlateSighting,
             settings.alerts_topic: PlateAlert,
@@ -119,7 +90,11 @@ class StoreService(LoopService):
         )
         self.dead_letters = DeadLetters(settings, self.metrics)
         self.consumer = StoreConsumer(settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost)
-        self.committer = Committer(self.consumer, self.positions, self.metrics, partition_of=lambda p: p)
+        self.committer = Committer(self.consumer, self.book, self.metrics)
+        self.closers.append(self.dead_letters.close)
+        if self.console is not None:
+            self.closers.append(self.console.stop)
+        self.closers.append(self.database.dispose)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -130,12 +105,13 @@ class StoreService(LoopService):
             "group_id": self.settings.group_id,
             "database": self.database.safe_url,
             "console": self.console.address if self.console else None,
-            "kafka_config": self.settings.redacted_kafka_config(),
         }
 
     def _turn(self) -> None:
         if not self._pending:
             self._pending = self.consumer.consume(self.settings.batch_records, POLL_S)
+            for record in self._pending:
+                self.book.consumed((record.topic, record.partition), record.offset, holds=1)
         if self._pending and time.monotonic() >= self._retry_at:
             self._write(self._pending)
         elif self._pending:
@@ -143,21 +119,10 @@ class StoreService(LoopService):
         self._retain()
         self.loop_clock.tick()
 
-    def _shutdown(self) -> int:
-        self.deadlines.begin_shutdown()
+    def _finish(self) -> dict[str, int]:
         if self._pending and self.fatal is None:
             self._write(self._pending)
-        self._leave_group()
-        self.dead_letters.close()
-        if self.console is not None:
-            self.console.stop()
-        self.database.dispose()
-        self.http.stop()
-        log.info(
-            "stopped",
-            extra={"seconds": round(self.deadlines.shutdown_seconds(), 3), "unwritten": len(self._pending)},
-        )
-        return 1 if self.fatal is not None else 0
+        return {"unwritten": len(self._pending)}
 
     # --- the pipeline ----------------------------------------------------------------------
 
@@ -217,7 +182,8 @@ class StoreService(LoopService):
         self.metrics.rows_written.labels("pictures").inc(written.pictures)
         self.metrics.rows_written.labels("camera_health").inc(written.health)
         self.metrics.rows_written.labels("visits").inc(written.visits)
-        self.positions.written(owned)
+        for record in owned:
+            self.book.release((record.topic, record.partition), record.offset)
         self._pending = []
         self.committer.commit()
 
@@ -296,6 +262,8 @@ class StoreService(LoopService):
     # --- rebalance -------------------------------------------------------------------------
 
     def _on_assign(self, partitions: list[Partition]) -> None:
+        for partition in partitions:
+            self.book.assign(partition)
         log.info("partitions assigned", extra={"partitions": [f"{t}:{p}" for t, p in partitions]})
 
     def _on_revoke(self, partitions: list[Partition]) -> None:
@@ -303,14 +271,17 @@ class StoreService(LoopService):
             self._write(self._pending)  # what was consumed is written and committed before it goes
         if self.fatal is None:
             self.committer.commit()
-        self._pending = [r for r in self._pending if (r.topic, r.partition) not in partitions]
-        self.positions.forget(partitions)
+        self._forget(partitions)
         log.info("partitions revoked", extra={"partitions": [f"{t}:{p}" for t, p in partitions]})
 
     def _on_lost(self, partitions: list[Partition]) -> None:
-        self._pending = [r for r in self._pending if (r.topic, r.partition) not in partitions]
-        self.positions.forget(partitions)
+        self._forget(partitions)
         log.warning("partitions lost", extra={"partitions": [f"{t}:{p}" for t, p in partitions]})
+
+    def _forget(self, partitions: list[Partition]) -> None:
+        self._pending = [r for r in self._pending if (r.topic, r.partition) not in partitions]
+        for partition in partitions:
+            self.book.forget(partition)
 
     # --- observability ---------------------------------------------------------------------
 

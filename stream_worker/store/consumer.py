@@ -12,7 +12,7 @@ from stream_worker.service import kafka
 from stream_worker.service.consumer import ClientFactory, GroupConsumer
 from stream_worker.service.kafka import Partition
 from stream_worker.service.metrics import ServiceMetrics
-from stream_worker.service.plate_records import DEFAULT_PREFETCH_KBYTES
+from stream_worker.service.records import DEFAULT_PREFETCH_KBYTES
 from stream_worker.store.settings import StoreSettings
 
 # A sighting carries its picture (~17 KB a record), so the 4 MiB prefetch holds ~250 of them, and

@@ -25,7 +25,7 @@ from stream_worker.store.schema import PLATE
 # The deletions stored per key: the widest tolerance a fuzzy search can honour is below EDITS + 1.
 EDITS = 1
 # The longest key the index holds (its column): so a plate brings at most MAX_KEY_LENGTH + 1 rows
-# (the key and each one-character deletion), whatever text a record carries (issue 33: one text of
+# (the key and each one-character deletion), whatever text a record carries (one text of
 # 10,000 characters made 10,110 rows). The writer refuses a longer key (writer.unwritable).
 MAX_KEY_LENGTH = PLATE
 # Each class's representative (what `fold` writes) -> every character folded to it.

@@ -25,7 +25,7 @@ commands = typer.Typer()  # this package's commands; cli.py adds them to the roo
 schemas_app = typer.Typer(help="The message contracts' JSON Schema files.", no_args_is_help=True)
 
 
-# --- recognize --------------------------------------------------------------------- (issue 2/4)
+# --- recognize ---------------------------------------------------------------------
 @commands.command(
     epilog=(
         "Examples:\n\n"
@@ -83,7 +83,7 @@ def recognize(
         raise typer.Exit(error.exit_code) from error
 
 
-# --- produce / tail ---------------------------------------------------------------- (issue 3)
+# --- produce / tail ----------------------------------------------------------------
 @commands.command(
     epilog=(
         "Examples:\n\n"
@@ -167,8 +167,8 @@ def tail(
     client_config: list[str] = CLIENT_CONFIG_OPTION,
 ) -> None:
     """Print a topic's records (events as they are; frames and dead letters as key, headers, size)."""
+    from stream_worker.service.topic_reader import TopicNotFoundError
     from stream_worker.tools.tail import (
-        TopicNotFoundError,
         format_human,
         format_json,
         save_plate_images,

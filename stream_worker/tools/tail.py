@@ -17,9 +17,7 @@ from typing import Any
 import orjson
 from confluent_kafka import Message
 
-from stream_worker.service.topic_reader import TopicNotFoundError, TopicReader
-
-__all__ = ["TopicNotFoundError", "describe_record", "save_plate_images", "tail_records"]
+from stream_worker.service.topic_reader import TopicReader
 
 JsonRecord = dict[str, Any]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")

@@ -4,7 +4,7 @@ pass those lines on, since nobody reads a child's log."""
 
 from __future__ import annotations
 
-from stream_worker.launchers.service import ServiceChild
+from stream_worker.launchers.service_child import ServiceChild
 
 WORDS = ("password", "sign in", "sign-in", "token")
 

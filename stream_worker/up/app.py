@@ -7,7 +7,7 @@ camera connector, each a child process exactly as production runs it, with its l
 `<data dir>/logs`. It then prints the console's address (and, on the first start, the admin
 password the store prints once) and keeps every child running: one that dies is started again
 (supervisor.py; restarts.py says when). A stop signal stops the services first, newest first, then
-Triton and the broker; a second one kills them at once. The watchdog (stream_worker.children)
+Triton and the broker; a second one kills them at once. The watchdog (stream_worker.watchdog)
 stops every child should `up` itself be killed. `<data dir>/up.json` says what runs (status.py).
 """
 
@@ -19,11 +19,9 @@ import threading
 from datetime import datetime
 from types import FrameType
 
-from stream_worker.children import Watchdog
-from stream_worker.console import Console
 from stream_worker.contracts import running_up
 from stream_worker.launchers.broker import BrokerError
-from stream_worker.launchers.service import ServiceStartError
+from stream_worker.launchers.service_child import ServiceStartError
 from stream_worker.launchers.triton import TritonLaunchError
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.prepare import prepare_models
@@ -31,6 +29,7 @@ from stream_worker.nets.weights import default_weights_dir
 from stream_worker.notify.secrets import create_secrets_file
 from stream_worker.notify.secrets import file_problem as secrets_file_problem
 from stream_worker.service.compacted import CompactedTopicError
+from stream_worker.terminal import Terminal
 from stream_worker.up import status as up_status
 from stream_worker.up import topics as up_topics
 from stream_worker.up.announcements import announcements
@@ -39,6 +38,7 @@ from stream_worker.up.options import EXIT_FAILED, EXIT_OK, UpError, UpOptions, f
 from stream_worker.up.restarts import RestartPolicy
 from stream_worker.up.shedding import ShedWatch
 from stream_worker.up.supervisor import Supervisor
+from stream_worker.watchdog import Watchdog
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 CHECK_INTERVAL_S = 0.5
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 
 class Up:
-    def __init__(self, options: UpOptions, console: Console) -> None:
+    def __init__(self, options: UpOptions, console: Terminal) -> None:
         self.options = options
         self.console = console
         self.stopping = threading.Event()
@@ -215,9 +215,9 @@ class Up:
             log.warning("cannot write %s: %s", options.status_path, error)
 
 
-def run_up(options: UpOptions, console: Console | None = None) -> int:
+def run_up(options: UpOptions, console: Terminal | None = None) -> int:
     """Run until a stop signal; the exit status (0 stopped by a signal, 1 could not start)."""
-    console = console or Console()
+    console = console or Terminal()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     options.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     options.logs_dir.mkdir(exist_ok=True, mode=0o700)  # the store's log holds a first start's password

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from stream_worker.launchers import service
+from stream_worker.launchers import service_child
 from stream_worker.launchers.broker import LocalBroker, free_port
 from stream_worker.launchers.triton import LocalTriton
 
@@ -123,7 +123,7 @@ class ServiceProcess:
         self.port = free_port()
         self.shutdown_timeout_s = shutdown_timeout_s
         args = [*args, "--metrics-host", "127.0.0.1", "--shutdown-timeout-s", str(shutdown_timeout_s)]
-        self.child = service.ServiceChild(
+        self.child = service_child.ServiceChild(
             command, args, logs_dir / f"{name}.log", metrics_port=self.port, append_log=True
         )
 
@@ -140,12 +140,12 @@ class ServiceProcess:
 
         def check() -> None:
             if stopping.is_set():
-                raise service.ServiceStartError(f"{self.name}: stopped before it was ready")
+                raise service_child.ServiceStartError(f"{self.name}: stopped before it was ready")
 
         self.child.wait_ready(SERVICE_READY_TIMEOUT_S, check=check)
 
     def is_ready(self) -> bool:
-        return self.is_running() and service.http_ok(f"http://127.0.0.1:{self.port}/readyz")
+        return self.is_running() and service_child.http_ok(f"http://127.0.0.1:{self.port}/readyz")
 
     def is_running(self) -> bool:
         return self.child.is_running()

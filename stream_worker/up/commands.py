@@ -12,7 +12,7 @@ from stream_worker.service.options import REPOSITORY_OPTION, TRITON_URL_OPTION, 
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 
 
-# --- up ---------------------------------------------------------------------------- (issue 28)
+# --- up ----------------------------------------------------------------------------
 @commands.command(
     epilog=(
         "Examples:\n\n"

@@ -6,9 +6,10 @@ Guarantees and how they are kept:
   list's overstay limit, limits.py) are read whole before the first sighting, then followed live
   (a change counts from the next visit opened); the visits published by earlier runs are read back whole too
   (history.py), so open visits, their overstays and the sightings already decided survive a restart.
-- No visit lost: a chunk's sightings offsets are committed only once every event they decided is
-  acknowledged by the broker (and only what the broker accepted: service/commits.py). A crash
-  re-reads the sightings from the last commit.
+- No visit lost: a chunk's sightings offsets are held (service/offsets.py) until every event they
+  decided is acknowledged by the broker, an exit waiting for its entry until it is decided and its
+  events acknowledged; only what the broker accepted counts as committed (service/commits.py). A
+  crash re-reads the sightings from the last commit.
 - No visit duplicated: the state read back already holds what was published before a crash, so a
   sighting read again decides nothing (pairing.py); what a crash cut short between publishing and
   acknowledging may come twice, with the same `event_id` (ids follow from the sightings alone).
@@ -17,7 +18,8 @@ Guarantees and how they are kept:
 - Overstays: checked after each chunk against the latest first capture time seen and, with nothing
   to read, against the wall clock, either less `--overstay-grace-s` (an exit still on its way).
 - One replica: a site's entry and exit cameras may sit on different partitions, and every open
-  visit is in this process's memory. Partitions revoked are simply no longer committed.
+  visit is in this process's memory. A revoked partition is not committed after, and records
+  fetched before their revocation are left to their next owner.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
-from pydantic import ValidationError
+from confluent_kafka import Consumer, KafkaError
 
 from stream_worker.cameras.following import CameraSettingsFollower
 from stream_worker.contracts import PlateSighting, PlateVisit
@@ -40,12 +41,11 @@ from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.compacted import CompactedFollower, CompactedTopicError
 from stream_worker.service.consumer import ClientFactory
-from stream_worker.service.deadlines import Deadlines
-from stream_worker.service.http import HealthServer, LoopClock
 from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.offsets import OffsetBook
 from stream_worker.service.plate_consumer import PartitionNumbersCallback, PartitionNumbersConsumer
-from stream_worker.service.plate_records import PlateRecord
 from stream_worker.service.publisher import OutputRecord, Publisher
+from stream_worker.service.records import Decoder, PlateRecord
 from stream_worker.visits.history import VisitHistory
 from stream_worker.visits.limits import Limits
 from stream_worker.visits.metrics import VisitsMetrics
@@ -91,46 +91,16 @@ class HeldExit:
     until: float  # monotonic
 
 
-class Positions:
-    """The sightings positions whose events are all acknowledged, by partition (a CommitBook), kept
-    below the exits still held."""
-
-    def __init__(self) -> None:
-        self._done: dict[int, int] = {}
-        self._committed: dict[int, int] = {}
-        self.held: list[HeldExit] = []
-
-    def done(self, partition: int, next_offset: int) -> None:
-        self._done[partition] = max(next_offset, self._done.get(partition, 0))
-
-    def drop(self, partition: int) -> None:
-        self._done.pop(partition, None)
-        self._committed.pop(partition, None)
-        self.held = [held for held in self.held if held.partition != partition]
-
-    def committable(self) -> dict[int, int]:
-        positions = dict(self._done)
-        for held in self.held:
-            if held.partition in positions:
-                positions[held.partition] = min(positions[held.partition], held.offset)
-        return {p: o for p, o in positions.items() if self._committed.get(p) != o}
-
-    def mark_committed(self, positions: dict[int, int]) -> None:
-        self._committed.update(positions)
-
-
 class VisitsService(LoopService):
     log = log
     started_message = "visits started"
 
     def __init__(self, settings: VisitsSettings) -> None:
-        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
-        self.metrics = VisitsMetrics()
-        self.loop_clock = LoopClock()
-        # First, so that a busy --metrics-port fails before anything connects anywhere.
-        self.http = HealthServer(
-            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
+        self.metrics = metrics = VisitsMetrics()
+        super().__init__(settings, metrics)
+        self.decode: Decoder[PlateSighting] = Decoder.of(
+            PlateSighting, settings.input_topic, metrics.sightings_in, metrics.invalid_sightings, log
         )
         self.cameras = CameraSettingsFollower(
             settings.bootstrap_servers,
@@ -152,12 +122,11 @@ class VisitsService(LoopService):
         )
         self.history = VisitHistory(settings.bootstrap_servers, settings.output_topic, settings.kafka_config)
         self.publisher = Publisher(kafka.producer_config(settings))
-        self.positions = Positions()
+        self.book = OffsetBook()
+        self.held: list[HeldExit] = []  # exits waiting for their entry, their offsets held
         self.consumer = SightingsConsumer(settings, self.metrics, self._on_assign, self._on_revoke)
-        topic = settings.input_topic
-        self.committer = Committer(
-            self.consumer, self.positions, self.metrics, partition_of=lambda p: (topic, p)
-        )
+        self.committer = Committer(self.consumer, self.book, self.metrics)
+        self.closers += [self.cameras.close, self.watchlist.close, self.history.close]
         self._stream_time: datetime | None = None
         self._counted = (0, 0)
 
@@ -169,7 +138,6 @@ class VisitsService(LoopService):
             "watchlist_topic": self.settings.watchlist_topic,
             "list_overstay_s": self.settings.list_overstay_s,
             "group_id": self.settings.group_id,
-            "kafka_config": self.settings.redacted_kafka_config(),
         }
 
     def _turn(self) -> None:
@@ -189,31 +157,35 @@ class VisitsService(LoopService):
             self.loop_clock.tick()
             return
         records = self.consumer.consume(CONSUME_CHUNK, POLL_S)
-        last: dict[int, int] = {}
+        chunk = [record for record in records if self.book.owns(self._partition(record))]
         sightings = []
-        for record in records:
-            last[record.partition] = record.offset + 1
+        for record in chunk:
+            self.book.consumed(self._partition(record), record.offset, holds=1)
             sighting = self._parse(record)
             if sighting is not None:
                 sightings.append((record, sighting))
         events: list[PlateVisit] = []
-        held, now = self.positions.held, time.monotonic()
+        now = time.monotonic()
         for record, sighting in sorted(sightings, key=lambda pair: pair[1].first_seen):
             camera = self._camera(sighting)
             decided = self.visits.add(sighting, camera, hold_exit=self.settings.exit_wait_s > 0)
             if decided is None and camera is not None:
                 until = now + self.settings.exit_wait_s
-                held.append(HeldExit(record.partition, record.offset, sighting, camera, until))
+                self.held.append(HeldExit(record.partition, record.offset, sighting, camera, until))
+                self.book.hold(self._partition(record), record.offset)
             events += decided or []
-        events += self._retry_held(now)
+        decided_exits, retried = self._retry_held(now)
+        events += retried
         grace = timedelta(seconds=self.settings.overstay_grace_s)
         if self._stream_time is not None:
             events += self.visits.overstays(self._stream_time - grace)
         if not records:
             events += self.visits.overstays(datetime.now(UTC) - grace)
         if self._publish(events):
-            for partition, position in last.items():
-                self.positions.done(partition, position)
+            for record in chunk:
+                self.book.release(self._partition(record), record.offset)
+            for exit_ in decided_exits:
+                self.book.release((self.settings.input_topic, exit_.partition), exit_.offset)
             self.committer.commit()
         self._count()
         self.loop_clock.tick()
@@ -230,18 +202,23 @@ class VisitsService(LoopService):
             self.loop_clock.tick()
         self.limits.follow(self.watchlist.values)
 
-    def _retry_held(self, now: float) -> list[PlateVisit]:
-        """The held exits again: those whose entry has come since, or whose wait is over, decided."""
+    def _retry_held(self, now: float) -> tuple[list[HeldExit], list[PlateVisit]]:
+        """The held exits again: those whose entry has come since, or whose wait is over, decided
+        (their holds released once their events are acknowledged)."""
         events: list[PlateVisit] = []
-        still = []
-        for held in self.positions.held:
+        still, decided_exits = [], []
+        for held in self.held:
             decided = self.visits.add(held.sighting, held.camera, hold_exit=now < held.until)
             if decided is None:
                 still.append(held)
             else:
+                decided_exits.append(held)
                 events += decided
-        self.positions.held = still
-        return events
+        self.held = still
+        return decided_exits, events
+
+    def _partition(self, record: PlateRecord) -> tuple[str, int]:
+        return self.settings.input_topic, record.partition
 
     def _camera(self, sighting: PlateSighting) -> SiteCamera | None:
         settings = self.cameras.settings_for(sighting.camera_id)
@@ -249,15 +226,8 @@ class VisitsService(LoopService):
         return SiteCamera(site.name, site.role, site.overstay_s) if site is not None else None
 
     def _parse(self, record: PlateRecord) -> PlateSighting | None:
-        self.metrics.sightings_in.inc()
-        try:
-            sighting = PlateSighting.model_validate_json(record.value or b"")
-        except ValidationError as error:
-            self.metrics.invalid_sightings.inc()
-            log.warning(
-                "skipped a record that is not a PlateSighting",
-                extra={"partition": record.partition, "offset": record.offset, "error": str(error)[:300]},
-            )
+        sighting = self.decode(record)
+        if sighting is None:
             return None
         if self._stream_time is None or sighting.first_seen > self._stream_time:
             self._stream_time = sighting.first_seen
@@ -293,15 +263,8 @@ class VisitsService(LoopService):
                 },
             )
             return
-        self.metrics.publish_errors.inc()
-        if error.fatal():
-            self.fatal = KafkaException(error)
-            return
-        log.warning(
-            "broker refused a visit event, publishing it again",
-            extra={"event_id": event.event_id, "error": error.str()},
-        )
-        refused.append(event)
+        if self._refused(error, "a visit event", event_id=event.event_id):
+            refused.append(event)
 
     def _count(self) -> None:
         unmatched, late = self._counted
@@ -310,27 +273,15 @@ class VisitsService(LoopService):
         self._counted = (self.visits.unmatched_exits, self.visits.late_entries)
         self.metrics.open_visits.set(len(self.visits))
 
-    def _shutdown(self) -> int:
-        self.deadlines.begin_shutdown()
+    def _finish(self) -> dict[str, int]:
         undelivered = self.publisher.flush(self.deadlines.drain_left())
         if self.fatal is None:
             self.committer.commit()  # only positions whose events were all acknowledged
-        self._leave_group()
-        self.cameras.close()
-        self.watchlist.close()
-        self.history.close()
-        self.http.stop()
-        log.info(
-            "stopped",
-            extra={
-                "seconds": round(self.deadlines.shutdown_seconds(), 3),
-                "open_visits": len(self.visits),
-                "undelivered_events": undelivered,
-            },
-        )
-        return 1 if self.fatal is not None else 0
+        return {"open_visits": len(self.visits), "undelivered_events": undelivered}
 
     def _on_assign(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.book.assign((self.settings.input_topic, partition))
         log.info(
             "partitions assigned",
             extra={"partitions": [f"{self.settings.input_topic}:{p}" for p in partitions]},
@@ -338,7 +289,8 @@ class VisitsService(LoopService):
 
     def _on_revoke(self, partitions: list[int]) -> None:
         for partition in partitions:
-            self.positions.drop(partition)
+            self.book.forget((self.settings.input_topic, partition))
+        self.held = [held for held in self.held if held.partition not in partitions]
         log.info("partitions revoked", extra={"partitions": partitions})
 
     def _log_status(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge
 
+from stream_worker.contracts import topics
 from stream_worker.service.metrics import ServiceMetrics
 
 
@@ -11,13 +12,8 @@ class VisitsMetrics(ServiceMetrics):
     def __init__(self) -> None:
         super().__init__("stream_worker_visits")
         r = self.registry
-        self.sightings_in = Counter(
-            "stream_worker_visits_sightings_in", "Sightings consumed (replays included).", registry=r
-        )
-        self.invalid_sightings = Counter(
-            "stream_worker_visits_invalid_sightings",
-            "Records of the sightings topic that are not PlateSightings (skipped, logged).",
-            registry=r,
+        self.sightings_in, self.invalid_sightings = self.input_counters(
+            "sightings", "Sightings", topics.SIGHTINGS.name, "PlateSighting"
         )
         self.events_out = Counter(
             "stream_worker_visits_events_out",
@@ -35,11 +31,7 @@ class VisitsMetrics(ServiceMetrics):
             "Entry sightings older than their plate's open visit (consumed late), passed over.",
             registry=r,
         )
-        self.camera_settings_skipped = Counter(
-            "stream_worker_visits_camera_settings_skipped",
-            "Records of the cameras topic that are not valid settings (skipped).",
-            registry=r,
-        )
+        self.camera_settings_skipped = self.camera_settings_skipped_counter()
         self.watchlist_skipped = Counter(
             "stream_worker_visits_watchlist_skipped",
             "Records of the watchlist topic that are not valid entries (skipped).",

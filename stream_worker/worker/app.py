@@ -38,13 +38,11 @@ from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.cameras.following import CameraSettingsFollower
 from stream_worker.cameras.regions import CameraRegions
-from stream_worker.config import WorkerSettings, load_settings
 from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
 from stream_worker.contracts.plate_formats import Region
 from stream_worker.recognition import FrameResult
 from stream_worker.service.commits import Committer
 from stream_worker.service.dead_letters import is_too_large
-from stream_worker.service.deadlines import Deadlines
 from stream_worker.service.lifecycle import LoopService, serve
 from stream_worker.service.publisher import Publisher
 from stream_worker.triton_client import PlateRecognitionClient, tls_from_files
@@ -70,11 +68,12 @@ from stream_worker.worker.inference import (
     RetryPolicy,
 )
 from stream_worker.worker.lag import Lag
-from stream_worker.worker.metrics import HealthServer, LoopClock, Metrics
+from stream_worker.worker.metrics import Metrics
 from stream_worker.worker.offsets import OffsetTracker, Partition
 from stream_worker.worker.ordering import InOrderRelease
 from stream_worker.worker.publisher import producer_config
 from stream_worker.worker.reading import read_in_region
+from stream_worker.worker.settings import WorkerSettings, load_settings
 from stream_worker.worker.validate import Frame, InputRecord, Rejection, validate
 
 log = logging.getLogger("stream_worker.worker")
@@ -92,10 +91,9 @@ class Worker(LoopService):
     def __init__(self, settings: WorkerSettings, camera_rules: CameraRules | None = None) -> None:
         """`camera_rules`: each camera's masks, zones, minimum width and plate pictures (the
         `cameras` topic's settings); None: every camera without settings."""
-        super().__init__(Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s))
         self.settings = settings
         self.metrics = Metrics()
-        self.loop_clock = LoopClock()
+        super().__init__(settings, self.metrics)
         self.tracker = OffsetTracker()
         self.lag = Lag()
         self.ordering: InOrderRelease[OutgoingRecord | None] = InOrderRelease()
@@ -105,10 +103,6 @@ class Worker(LoopService):
         self.finished: set[int] = set()
         self._next_batch_id = 0
 
-        # First, so that a busy --metrics-port fails before anything connects anywhere.
-        self.http = HealthServer(
-            self.metrics, settings.metrics_host, settings.metrics_port, self._readiness, self.loop_clock.age_s
-        )
         # The settings load while the rest connects; no frame is read before they are (`_turn`).
         self.cameras = CameraSettingsFollower(
             settings.bootstrap_servers,
@@ -116,6 +110,7 @@ class Worker(LoopService):
             settings.kafka_config,
             on_skipped=self.metrics.camera_settings_skipped.inc,
         ).start()
+        self.closers.append(self.cameras.close)
         self.camera_rules = camera_rules or CameraRules(
             self.cameras.settings_for, regions=CameraRegions(self.metrics.frames_unknown_region.inc)
         )
@@ -145,7 +140,7 @@ class Worker(LoopService):
         self.pool = InferencePool(runner, settings.max_inflight_batches, lambda: self.client.model_version)
         self.publisher = Publisher(producer_config(settings))
         self.consumer = FrameConsumer(settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost)
-        self.committer = Committer(self.consumer, self.tracker, self.metrics, partition_of=lambda p: p)
+        self.committer = Committer(self.consumer, self.tracker, self.metrics)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -154,7 +149,6 @@ class Worker(LoopService):
             "input_topic": self.settings.input_topic,
             "cameras_topic": self.settings.cameras_topic,
             "group_id": self.settings.group_id,
-            "kafka_config": self.settings.redacted_kafka_config(),
         }
 
     def _turn(self) -> None:
@@ -170,8 +164,7 @@ class Worker(LoopService):
         self.metrics.lag_seconds.set(self.lag.seconds(time.monotonic(), paused))
         self._pump()
 
-    def _shutdown(self) -> int:
-        self.deadlines.begin_shutdown()
+    def _finish(self) -> dict[str, int]:
         log.info("stopping: draining in-flight frames", extra={"pending": self.tracker.pending()})
         if self.fatal is None:
             self.consumer.pause_all()
@@ -182,18 +175,7 @@ class Worker(LoopService):
         undelivered = self.publisher.flush(self.deadlines.final_flush_left())
         self.publisher.poll(0)
         self.committer.commit()
-        self._leave_group()
-        self.cameras.close()
-        self.http.stop()
-        log.info(
-            "stopped",
-            extra={
-                "seconds": round(self.deadlines.shutdown_seconds(), 3),
-                "uncommitted_frames": self.tracker.pending(),
-                "undelivered_records": undelivered,
-            },
-        )
-        return 1 if self.fatal is not None else 0
+        return {"uncommitted_frames": self.tracker.pending(), "undelivered_records": undelivered}
 
     # --- the pipeline ----------------------------------------------------------------------
 
@@ -290,7 +272,7 @@ class Worker(LoopService):
 
     def _recognize(self, inputs: Sequence[FrameInput]) -> list[FrameResult]:
         """Runs on the pool's threads: the frames, asking pictures only for those that want them,
-        with their cameras' masks, their regions' recognizers (none named: LPRNet, as before) and
+        with their cameras' masks, their regions' recognizers (none named: LPRNet alone) and
         their detector scales (none: Triton's default)."""
         return self.client.recognize(
             [i.image for i in inputs],

@@ -7,8 +7,7 @@ Masks go with the request (`plate_masks`): Triton drops a masked plate before re
 costs its detection only, and says how many it dropped (`FrameResult.masked`). Settings come from
 a callable (the follower of the `cameras` topic), so a change applies to the next frame. A camera's
 zones are scaled to a frame size once and kept (bounded LRU) until its settings object changes: a
-plate then costs a few comparisons. A camera without settings keeps every plate, with no zone,
-exactly as before cameras had settings.
+plate then costs a few comparisons. A camera without settings keeps every plate, with no zone.
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ class CameraRules:
         return self.settings(camera_id).detector_scales or ()
 
     def region(self, camera_id: str) -> Region | None:
-        """The camera's region (its recognizers and plate formats); None: `ru`, read as before regions."""
+        """The camera's region (its recognizers and plate formats); None: `ru`, LPRNet alone."""
         return self.regions.of(camera_id, self.settings_of(camera_id))
 
     def geometry(self, camera_id: str, width: int, height: int) -> CameraGeometry | None:

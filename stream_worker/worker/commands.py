@@ -1,5 +1,5 @@
 """`stream-worker run`: the worker (cli.py adds the command to the root app). worker/app.py parses
-its flags (the settings of config.py) and is imported only when the command runs.
+its flags (worker/settings.py) and is imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import typer
 commands = typer.Typer()  # this package's commands; cli.py adds them to the root app
 
 
-# The worker's flags come from its settings model (stream_worker/config.py) through
+# The worker's flags come from its settings model (worker/settings.py) through
 # pydantic-settings' own parser, so every setting is a flag and an env var in one place;
 # typer only hands the arguments over (and `run --help` is answered by that parser).
 @commands.command(

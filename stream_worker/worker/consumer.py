@@ -10,10 +10,10 @@ import time
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, Message
 
-from stream_worker.config import WorkerSettings
 from stream_worker.service import kafka
 from stream_worker.service.consumer import ClientFactory, GroupConsumer, PartitionsCallback
 from stream_worker.service.metrics import ServiceMetrics
+from stream_worker.worker.settings import WorkerSettings
 from stream_worker.worker.validate import InputRecord
 
 # Fetched-but-unread frames are the worker's largest memory use; librdkafka's default prefetch

@@ -5,7 +5,7 @@ whose settings have `motion` enabled: the step between validation and batching d
 frame's small grey copy (cameras/thumbnails.py, luma only, DCT-scaled) and asks the camera's
 `CameraMotion` (cameras/motion.py, the same gate the connector runs). A frame gated static gets an
 event that says `examined: false` instead of a place in a batch; motion, post-roll and heartbeat
-frames go on to Triton as before.
+frames go on to Triton.
 
 While a camera is static, only every `STATIC_STRIDE`th frame is decoded: the grey copy is most of
 what a static frame costs (the Huffman decoding of the whole JPEG, ~2.8 CPU ms of 1080p), and

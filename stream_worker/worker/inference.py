@@ -39,7 +39,7 @@ class FrameInput:
     """What Triton gets of one frame: its JPEG, whether its plates' pictures are wanted, its
     camera's masks (JSON polygons, b"" for none) and region (whose recognizers read its plates, and
     whose formats the answer is then read through: kept with the frame so that a settings change
-    while it is in Triton cannot mix them; None: `ru`, LPRNet alone as before regions) and detector
+    while it is in Triton cannot mix them; None: `ru`, LPRNet alone) and detector
     scales."""
 
     image: bytes

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from stream_worker.service.http import HealthServer, LoopClock, read_metric
+from stream_worker.service.http import read_metric
 from stream_worker.service.metrics import ServiceMetrics
-
-__all__ = ["HealthServer", "LoopClock", "Metrics", "read_frames_in"]
 
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -78,11 +76,7 @@ class Metrics(ServiceMetrics):
             ["camera"],
             registry=r,
         )
-        self.camera_settings_skipped = Counter(
-            "stream_worker_camera_settings_skipped",
-            "Records of the cameras topic that were not valid settings (logged, ignored).",
-            registry=r,
-        )
+        self.camera_settings_skipped = self.camera_settings_skipped_counter()
         self.frames_unknown_region = Counter(
             "stream_worker_frames_unknown_region",
             "Frames of cameras whose region this version does not know, read as region auto (logged).",

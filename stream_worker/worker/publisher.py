@@ -7,8 +7,8 @@ across the producer's own retries, which per-camera ordering relies on.
 
 from __future__ import annotations
 
-from stream_worker.config import WorkerSettings
 from stream_worker.service import kafka
+from stream_worker.worker.settings import WorkerSettings
 
 _HEADROOM_BYTES = 64 * 1024  # key, headers and batch overhead around a dead-lettered frame
 

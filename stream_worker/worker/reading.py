@@ -1,9 +1,9 @@
-"""A frame's plates read through its camera's region (issue 34): from each plate's recognizer
+"""A frame's plates read through its camera's region: from each plate's recognizer
 probabilities (Triton's `plate_lprnet_probs`, `plate_global_probs`) to the most probable text that
 fits one of the region's formats (plates/reading.py), with the country and format it fits.
 
 A camera without a region (or `ru`) is not read here at all: its plates keep LPRNet's text from
-Triton, exactly as before regions. A plate whose probabilities cannot be read (none came back for the
+Triton. A plate whose probabilities cannot be read (none came back for the
 region's recognizers, or the wrong shape) keeps Triton's plain text, `format_valid` false, and is
 counted and logged: one bad plate costs neither its frame nor its neighbours.
 """

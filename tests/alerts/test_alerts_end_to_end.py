@@ -1,4 +1,4 @@
-"""Issue 20's first acceptance line, end to end: the real local broker, the real Triton, `stream-worker
+"""Alerts end to end: the real local broker, the real Triton, `stream-worker
 run`, `stream-worker sightings` and `stream-worker alerts` as their own processes. The sample van
 (read as B840OK197) passes camera gate-1 twice while its true text B840CK197 is on a watch list: one
 fuzzy alert per pass, within 2 s of the pass's first PlateEvent; the cat on gate-2 raises none."""

@@ -40,7 +40,7 @@ def correction(
 
 
 def book(raised: RaisedAlerts | None = None) -> CorrectionAlerts:
-    alerts = CorrectionAlerts(3600.0, raised or RaisedAlerts(100), wall_clock=lambda: NOW)
+    alerts = CorrectionAlerts("corrections", 3600.0, raised or RaisedAlerts(100), wall_clock=lambda: NOW)
     alerts.assign(0)
     return alerts
 
@@ -57,9 +57,9 @@ def test_a_text_corrected_onto_the_watch_list_alerts_once_marked_as_from_the_cor
     )
     assert (alert.plate, alert.candidate, alert.confidence) == ("B840CK197", "B840CK197", 1.0)
     assert alert.frame_id == made.best_read.frame_id and alert.source.offset == made.source.first_offset
-    assert alerts.committable() == {0: 0}  # held until acknowledged
+    assert alerts.committable() == {("corrections", 0): 0}  # held until acknowledged
     alerts.delivered(outgoing)
-    assert alerts.committable() == {0: 1}
+    assert alerts.committable() == {("corrections", 0): 1}
     # The same correction again (saved twice, or read again after a restart): nothing.
     assert alerts.add(0, 1, made, MATCHER) == []
     assert alerts.already_raised == 1
@@ -96,4 +96,4 @@ def test_nothing_for_a_read_that_matched_already_a_confirmation_an_old_one_or_on
     ]
     assert [alerts.add(0, offset, made, MATCHER) for offset, made in enumerate(quiet)] == [[]] * 5
     assert alerts.add(0, 5, None, MATCHER) == []  # a tombstone
-    assert alerts.committable() == {0: 6}
+    assert alerts.committable() == {("corrections", 0): 6}

@@ -67,7 +67,7 @@ def test_eight_frames_of_one_pass_give_one_fuzzy_alert_on_the_first_read():
 
 
 def test_a_read_alert_carries_the_reads_zone_and_no_direction():
-    """Issue 35: notify's zone rules match alerts; the pass's direction is not known at its first read."""
+    """Notify's zone rules match alerts; the pass's direction is not known at its first read."""
     zoned = plate("B840OK197", BOX).model_copy(update={"zone": "lane-1"})
     engine = AlertEngine("plates", PassRules(), wall_clock=lambda: NOW)
     engine.assign(0)
@@ -127,7 +127,7 @@ def test_a_camera_whose_frames_stop_ends_its_pass_by_wall_clock():
     assert driver.engine.expire(driver.wall + 3.0) == 0
     assert driver.engine.expire(driver.wall + 3.1) == 1
     assert driver.engine.open_passes() == 0
-    assert driver.engine.committable() == {0: 1}  # delivered: nothing held any more
+    assert driver.engine.committable() == {("plates", 0): 1}  # delivered: nothing held any more
 
 
 def test_frames_without_the_plate_keep_the_pass_open_against_the_wall_clock():
@@ -225,20 +225,20 @@ def test_commit_holds_the_first_read_of_an_open_pass_even_once_delivered():
     driver.feed("gate-1", T0)  # offset 0, nothing
     out = driver.feed("gate-1", T0 + 0.2, "B840CK197")  # offset 1
     driver.feed("gate-1", T0 + 0.4, "B840CK197")
-    assert driver.engine.committable() == {0: 1}
+    assert driver.engine.committable() == {("plates", 0): 1}
     deliver_all(driver, out)
-    assert driver.engine.committable() == {0: 1}  # still open
+    assert driver.engine.committable() == {("plates", 0): 1}  # still open
     driver.feed("gate-1", T0 + 4.0)  # ends it
-    assert driver.engine.committable() == {0: 4}
+    assert driver.engine.committable() == {("plates", 0): 4}
 
 
 def test_commit_waits_for_the_broker_after_the_pass_ended():
     driver = Driver()
     out = driver.feed("gate-1", T0, "B840CK197")
     driver.feed("gate-1", T0 + 4.0)
-    assert driver.engine.committable() == {0: 0}
+    assert driver.engine.committable() == {("plates", 0): 0}
     deliver_all(driver, out)
-    assert driver.engine.committable() == {0: 2}
+    assert driver.engine.committable() == {("plates", 0): 2}
 
 
 def test_commit_never_splits_an_ended_pass_straddling_an_open_one():
@@ -250,9 +250,9 @@ def test_commit_never_splits_an_ended_pass_straddling_an_open_one():
     deliver_all(driver, first + second)
     # gate-2's open pass holds 1; committing 1 would make a restart read gate-1's offset-2 read as a
     # pass of its own, with another id: the position stays at gate-1's first read.
-    assert driver.engine.committable() == {0: 0}
+    assert driver.engine.committable() == {("plates", 0): 0}
     driver.feed("gate-2", T0 + 4.0)  # 4: gate-2's pass ends
-    assert driver.engine.committable() == {0: 5}
+    assert driver.engine.committable() == {("plates", 0): 5}
     assert driver.engine.held() == 0
 
 
@@ -262,7 +262,7 @@ def test_an_ended_pass_wholly_below_an_open_one_is_released():
     driver.feed("gate-1", T0 + 4.0)  # 1: ends it
     second = driver.feed("gate-2", T0 + 4.0, "A123BC77")  # 2
     deliver_all(driver, first + second)
-    assert driver.engine.committable() == {0: 2}
+    assert driver.engine.committable() == {("plates", 0): 2}
 
 
 def test_revoke_drops_open_passes_and_ignores_late_deliveries():
@@ -279,7 +279,7 @@ def test_invalid_records_are_consumed_and_committed():
     engine = AlertEngine("plates", PassRules())
     engine.assign(0)
     assert engine.add(0, 0, None, MATCHER, 0.0) == []
-    assert engine.committable() == {0: 1}
+    assert engine.committable() == {("plates", 0): 1}
 
 
 @pytest.mark.parametrize("field", ["camera", "plate", "list", "offset"])
@@ -323,11 +323,11 @@ def test_reads_below_the_committed_position_found_at_assignment_are_not_to_come(
     driver.offsets[0] = 5
     driver.feed("gate-1", T0, "X999YX99")
     assert not driver.engine.reads_to_come(0, 5) and driver.engine.reads_to_come(0, 6)
-    assert driver.engine.committable() == {0: 6}  # past the read consumed, beyond the committed 5
+    assert driver.engine.committable() == {("plates", 0): 6}  # past the read consumed, beyond the committed 5
 
 
 def test_a_us_plate_on_the_watch_list_alerts_and_says_what_read_it():
-    """Issue 34: a Latin plate (letters LPRNet never writes) is a watch-list entry and alerts; the alert
+    """A Latin plate (letters LPRNet never writes) is a watch-list entry and alerts; the alert
     carries the read's country, format and recognizer."""
     driver = Driver()
     driver.matcher = Matcher([entry("7DGZ123", label="us sedan")], 1.0)
@@ -400,7 +400,7 @@ def test_a_resumed_pass_holds_no_commit_and_is_remembered_for_its_sightings():
     driver.engine.delivered(out)
     assert alerts_of(driver, one_pass(start=T0 + 1.0, frames=5)) == []
     assert [p.alerting for p in started] == [True, False]
-    assert driver.engine.committable() == {0: 10}
+    assert driver.engine.committable() == {("plates", 0): 10}
 
 
 def test_out_of_order_capture_times_within_a_pass_raise_one_alert():

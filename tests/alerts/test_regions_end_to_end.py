@@ -1,4 +1,4 @@
-"""Issue 34's end-to-end acceptance line: the real local broker and Triton, `stream-worker run`,
+"""Regions end to end: the real local broker and Triton, `stream-worker run`,
 `sightings` and `alerts` as their own processes. Camera gate-1 has region `us` and sees three US
 plates (labelled crops of ../shared/plates-world/us-crops pasted at a plate's size into a plain
 frame, made here at run time); camera gate-2, without a region, sees the sample van. The US plates are

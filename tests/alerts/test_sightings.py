@@ -260,6 +260,7 @@ class Sightings:
     ):
         self.recent = RecentPasses(100, 900) if recent is None else recent
         self.engine = SightingAlerts(
+            "sightings",
             SightingRules(plates_topic, top, 0.5, max_wait_s=30.0),
             self.recent,
             reads.engine.reads_to_come if reads is not None else lambda _p, _o: False,
@@ -313,7 +314,7 @@ def test_a_sighting_of_no_listed_plate_and_an_invalid_record_alert_nothing_and_c
     side = Sightings()
     assert side.add(sighting(("X999XX99", 0.9))) == []
     assert side.add(None) == []
-    assert side.engine.committable() == {0: 2}
+    assert side.engine.committable() == {("sightings", 0): 2}
 
 
 def test_a_sighting_is_committed_past_only_once_all_its_alerts_are_acknowledged():
@@ -321,12 +322,12 @@ def test_a_sighting_is_committed_past_only_once_all_its_alerts_are_acknowledged(
     assert side.add(sighting(("X999XX99", 0.9))) == []
     first, second = side.add(sighting(("B840HH197", 0.6), ("B840OK197", 0.3), ("A123BC77", 0.1)))
     assert side.add(sighting(("X999XX99", 0.9))) == []
-    assert side.engine.committable() == {0: 1} and side.engine.held() == 2
-    side.engine.mark_committed({0: 1})
+    assert side.engine.committable() == {("sightings", 0): 1} and side.engine.held() == 2
+    side.engine.mark_committed({("sightings", 0): 1})
     side.engine.delivered(first)
     assert side.engine.committable() == {}
     side.engine.delivered(second)
-    assert side.engine.committable() == {0: 3} and side.engine.held() == 0
+    assert side.engine.committable() == {("sightings", 0): 3} and side.engine.held() == 0
 
 
 def test_a_delivery_from_an_earlier_assignment_is_ignored():
@@ -338,7 +339,7 @@ def test_a_delivery_from_an_earlier_assignment_is_ignored():
     assert not side.engine.is_current(out)
     side.engine.delivered(out)  # no error, nothing released in the new assignment
     side.engine.add(0, 0, None, MATCHER, 0.0)
-    assert side.engine.committable() == {0: 1} and side.engine.held() == 0
+    assert side.engine.committable() == {("sightings", 0): 1} and side.engine.held() == 0
 
 
 def test_a_sighting_of_a_pass_its_reads_alerted_publishes_nothing():
@@ -352,7 +353,7 @@ def test_a_sighting_of_a_pass_its_reads_alerted_publishes_nothing():
     s = sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=7)
     assert side.add(s) == []
     assert side.engine.confirmed == 1
-    assert side.engine.committable() == {0: 1}
+    assert side.engine.committable() == {("sightings", 0): 1}
     # The same sighting with offsets its pass never had: a pass the reads did not alert.
     [out] = side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, first=8, last=12))
     assert out.alert.origin is AlertOrigin.SIGHTING
@@ -408,13 +409,13 @@ def test_a_sighting_before_its_reads_waits_for_them_and_then_only_confirms_their
     s = sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=7)
     assert side.add(s, now=1.0) == []
     assert (side.engine.waiting, side.engine.held()) == (1, 0)
-    assert side.engine.committable() == {0: 0}  # the waiting sighting holds offset 0
+    assert side.engine.committable() == {("sightings", 0): 0}  # the waiting sighting holds offset 0
     _feed_reads(reads, side, 7)  # offsets 0-6: the last read is still to come
     assert side.engine.ready(MATCHER, now=2.0) == [] and side.engine.waiting == 1
     _feed_reads(reads, side, 1)
     assert side.engine.ready(MATCHER, now=3.0) == []
     assert (side.engine.waiting, side.engine.confirmed, side.engine.waited_out) == (0, 1, 0)
-    assert side.engine.committable() == {0: 1}
+    assert side.engine.committable() == {("sightings", 0): 1}
 
 
 def test_a_waiting_sighting_whose_reads_did_not_alert_alerts_once_they_are_consumed():
@@ -424,9 +425,9 @@ def test_a_waiting_sighting_whose_reads_did_not_alert_alerts_once_they_are_consu
     _feed_reads(reads, side, 4, text="B840HH197")  # misread: no read matched
     [out] = side.engine.ready(MATCHER, now=1.0)
     assert out.alert.origin is AlertOrigin.SIGHTING and out.closed_at == SEEN + timedelta(seconds=5)
-    assert side.engine.committable() == {0: 0} and side.engine.held() == 1
+    assert side.engine.committable() == {("sightings", 0): 0} and side.engine.held() == 1
     side.engine.delivered(out)
-    assert side.engine.committable() == {0: 1}
+    assert side.engine.committable() == {("sightings", 0): 1}
 
 
 def test_a_sighting_waits_at_most_max_wait_s_then_is_decided_without_its_reads():

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from stream_worker.cameras.commands import summary
+from stream_worker.cameras.actions import summary
 from stream_worker.cameras.status import CameraStatus
 from stream_worker.cameras.store import read_cameras
 from stream_worker.cli import app
@@ -231,7 +231,7 @@ def test_set_region_alone_keeps_the_other_settings(
 def test_detector_scales_set_alone_over_a_file_shown_and_cleared(
     kafka_bootstrap: str, unique_name: str, tmp_path: Path
 ) -> None:
-    """Issue 34's dash cameras: `--detector-scales` as `--region` is, `default` clears them."""
+    """Dash cameras: `--detector-scales` as `--region` is, `default` clears them."""
     gate = _file(tmp_path, "gate.yaml", GATE_YAML)
     assert _cameras(kafka_bootstrap, unique_name, "set", "dash-1", "--file", gate).exit_code == 0
     result = _cameras(kafka_bootstrap, unique_name, "set", "dash-1", "--detector-scales", "1.0, 0.5,3")

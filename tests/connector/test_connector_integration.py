@@ -329,7 +329,7 @@ def test_a_gated_camera_publishes_static_markers_the_worker_takes(
 def test_a_camera_whose_id_is_not_the_contract_is_reported_and_the_others_stream(
     kafka_bootstrap, topics, start_connector, frames
 ):
-    # Issue 33: a settings record written by another producer than `cameras set` (which refuses
+    # A settings record written by another producer than `cameras set` (which refuses
     # these ids) is skipped, logged and counted; no frame is published under that id.
     source = CameraSettings(source=CameraSource(url=str(DASHCAM), fps=5, loop=True)).to_json()
     producer = Producer({"bootstrap.servers": kafka_bootstrap})

@@ -190,7 +190,7 @@ def test_the_schema_agrees_with_the_model_on_ranges_and_unknown_keys():
 def test_a_region_is_kept_and_left_out_when_absent():
     assert parse_settings({"region": "us"}).region == "us"
     assert not parse_settings({"region": "us"}).is_default
-    # Without a region (the default, `ru`) the settings' JSON is what it was before regions.
+    # Without a region (the default, `ru`) the settings' JSON has no region field.
     assert "region" not in orjson.loads(parse_settings(FULL).to_json())
     assert orjson.loads(parse_settings({"region": "auto"}).to_json()) == {
         **orjson.loads(CameraSettings().to_json()),

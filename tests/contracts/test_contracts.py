@@ -169,7 +169,7 @@ def test_examined_is_left_out_when_absent_and_never_true():
         jsonschema.validate({**NOT_EXAMINED_EVENT, "examined": True}, _schema("plate_event.schema.json"))
 
 
-# A US plate read by the second recognizer through its region's formats (revision 5, issue 34).
+# A US plate read by the second recognizer through its region's formats (revision 5).
 REVISION_5_PLATE = {
     **REVISION_2_PLATE,
     "text": "7ABC123",

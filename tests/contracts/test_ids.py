@@ -1,4 +1,4 @@
-"""The ids and lengths the contracts constrain (issue 33): sighting and alert ids are UUIDs, camera
+"""The ids and lengths the contracts constrain: sighting and alert ids are UUIDs, camera
 ids the safe set of contracts/ids.py, texts no longer than the history store's columns; the JSON
 Schemas say the same, and every producer in the code emits ids of that form."""
 

@@ -31,8 +31,6 @@ from support import EXPECTED_PLATE, edit_distance
 
 from stream_worker.cameras.geometry import point_in_polygon
 from stream_worker.cameras.status import CameraStatus
-from stream_worker.children import Watchdog, terminate
-from stream_worker.console import Console
 from stream_worker.demo.app import CORRUPT_FRAME, DemoError, DemoOptions, camera_frames, resolve_inputs
 from stream_worker.demo.cameras import camera_ids
 from stream_worker.demo.cameras_settings import STREET_ZONE, demo_settings
@@ -52,9 +50,11 @@ from stream_worker.demo.video_cameras import VideoCamera, default_video, video_c
 from stream_worker.demo.viewer import Viewer, prune_picture_runs
 from stream_worker.demo.webhook import WebhookReceiver
 from stream_worker.notify.webhook import EVENT_HEADER, KIND_HEADER, SIGNATURE_HEADER, signature
+from stream_worker.terminal import Terminal
+from stream_worker.watchdog import Watchdog, terminate
 from tests.conftest import REPO_ROOT, samples_dir, weights_dir
 
-MAX_PICTURE_BYTES = 16 * 1024  # issue 21: a plate picture is a JPEG of at most 16 KB
+MAX_PICTURE_BYTES = 16 * 1024  # a plate picture is a JPEG of at most 16 KB
 
 # --- without servers -----------------------------------------------------------------------
 
@@ -441,7 +441,7 @@ def test_viewer_saves_new_records_pictures_once(tmp_path: Path) -> None:
     results = Results(plate_pictures_dir=tmp_path)
     viewer = Viewer.__new__(Viewer)  # show() alone: no broker to read from
     viewer.topics, viewer.results = DemoTopics(), results
-    viewer.console = Console(io.StringIO(), interactive=False)
+    viewer.console = Terminal(io.StringIO(), interactive=False)
     for topic, value in [("plates", event), ("plates", event), ("sightings", sighting)]:
         viewer.show(_Message(topic, orjson.dumps(value)), 1.0)
     assert results.plate_pictures == 3
@@ -653,7 +653,7 @@ def _assert_saw_every_kind_of_child(run: DemoRun) -> None:
     services = ("sightings", "alerts", "connect", "store", "notify")
     for marker in (*markers, *(f"stream_worker {service}" for service in services)):
         assert marker in commands, f"never saw a {marker!r} process; saw: {commands}"
-    assert "stream_worker.children" in commands
+    assert "stream_worker.watchdog" in commands
 
 
 @pytest.mark.integration
@@ -695,7 +695,7 @@ def test_demo_prints_plate_events_and_a_summary_and_leaves_nothing_behind(
 
 
 def _assert_the_alerts_reached_the_webhook(output: str, alerts: int) -> None:
-    """Issue 35: notify delivered each alert to the demo's own webhook, signed with the run's
+    """Notify delivered each alert to the demo's own webhook, signed with the run's
     secret; the summary names each one (plate, camera, event id)."""
     assert "notify runs with --allow-private-targets, a flag of the whole service" in output, output
     summary = rf"webhook +{alerts} of {alerts} alerts arrived at the demo's webhook \(notify\), "

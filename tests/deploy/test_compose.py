@@ -134,7 +134,7 @@ def test_topic_init_runs_the_checked_in_script(compose: dict) -> None:
 
 
 def test_worker_environment_is_valid_worker_settings(compose: dict, monkeypatch) -> None:
-    from stream_worker.config import ENV_PREFIX, WorkerSettings, load_settings
+    from stream_worker.worker.settings import ENV_PREFIX, WorkerSettings, load_settings
 
     environment = compose["services"]["worker"]["environment"]
     for key, value in environment.items():
@@ -251,7 +251,7 @@ def test_dashboard_panels_have_distinct_ids_and_do_not_overlap() -> None:
 
 def test_largest_accepted_frame_fits_the_topics(compose: dict) -> None:
     """A frame the worker accepts must also fit the DLQ (whole frame plus headers) and the broker."""
-    from stream_worker.config import load_settings
+    from stream_worker.worker.settings import load_settings
 
     largest_record = load_settings().max_frame_bytes + 64 * 1024
     topic_limit = int(compose["services"]["topic-init"]["environment"]["MAX_MESSAGE_BYTES"])

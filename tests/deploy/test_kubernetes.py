@@ -257,7 +257,7 @@ def test_kafka_credentials_come_only_from_the_secret(rendered: dict[str, list[di
 
 def test_settings_are_valid_worker_settings(rendered: dict[str, list[dict]], monkeypatch) -> None:
     """Every key of the ConfigMap is a real worker setting with a value the worker accepts."""
-    from stream_worker.config import ENV_PREFIX, WorkerSettings, load_settings
+    from stream_worker.worker.settings import ENV_PREFIX, WorkerSettings, load_settings
 
     for build, objects in rendered.items():
         data = one(objects, "ConfigMap", "stream-worker-settings")["data"]
@@ -338,7 +338,7 @@ def test_tensorrt_caches_land_on_a_writable_volume(rendered: dict[str, list[dict
 
 def test_largest_accepted_frame_fits_the_topics(rendered: dict[str, list[dict]], monkeypatch) -> None:
     """A frame the worker accepts must also fit the DLQ topic (whole frame plus headers)."""
-    from stream_worker.config import load_settings
+    from stream_worker.worker.settings import load_settings
 
     for build, objects in rendered.items():
         for key, value in one(objects, "ConfigMap", "stream-worker-settings")["data"].items():

@@ -1,6 +1,6 @@
 """The second recognizer end to end on the real local Triton: `global_ocr` batched, and
 `plate_recognition` reading each frame with the recognizers it asks for (`plate_recognizers`),
-frames that are plate crops (`frame_is_plate`), and old requests answered as before."""
+frames that are plate crops (`frame_is_plate`), and requests without them answered by LPRNet alone."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Triton's memory stays bounded by configuration whatever the frames hold (issue 13): the decoded-memory
+"""Triton's memory stays bounded by configuration whatever the frames hold: the decoded-memory
 budget, reduced-scale decoding of huge frames and the detector's bounded runs, on a fresh local Triton."""
 
 from __future__ import annotations

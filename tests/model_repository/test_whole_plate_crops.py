@@ -1,7 +1,7 @@
 """Frames that are themselves plate crops (`frame_is_plate`): global_ocr reads them through the crop
 the BLS cuts (`frames.global_crop` with the whole-plate margins), in-process, over every labelled
-crop of ../shared/plates-world, read through their own region's formats and `auto`. Issue 34's
-targets: us >= 0.88, ar >= 0.93, auto within 0.03. Cut with no margins (as before) they read 216/251
+crop of ../shared/plates-world, read through their own region's formats and `auto`. The
+targets: us >= 0.88, ar >= 0.93, auto within 0.03. Cut with no margins they read 216/251
 and 137/147. Skipped where the data or the weights are absent."""
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def test_lists_and_allow_lists_exclude_each_other() -> None:
 
 
 def test_an_alerts_zone_and_direction_reach_the_rules() -> None:
-    """Issue 35: alerts carry the read's zone (and a sighting alert its direction), so a target
+    """Alerts carry the read's zone (and a sighting alert its direction), so a target
     asking for a zone or a direction gets them; a read alert without a zone still passes none."""
     zoned = plate_alert("zoned", "B840CK197").model_copy(update={"zone": "lane-1"})
     arriving = zoned.model_copy(update={"direction": Direction.APPROACHING})

@@ -1,4 +1,4 @@
-"""Issue #35's first acceptance line end to end, from a real van pass: frames of the sample van (read as
+"""Notify end to end, from a real van pass: frames of the sample van (read as
 B840OK197; its true text B840CK197 on a watch list) go through `stream-worker run` on the real
 Triton, `sightings` and `alerts`, and `stream-worker notify` delivers the alert to three targets at
 once: a local webhook (each signature checked with the target's secret; its first answer a 500, so

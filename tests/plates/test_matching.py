@@ -46,7 +46,7 @@ def test_the_issues_known_confusions_are_cheap() -> None:
 def test_the_measured_confusions_are_cheap_and_nothing_else() -> None:
     measured = {frozenset("54"), frozenset("EY")}
     reported = {frozenset("OC"), frozenset("O0"), frozenset("B8")}
-    latin = {frozenset(pair) for pair in ("O0", "I1", "B8", "D0", "S5", "Z2", "DO")}  # issue 34
+    latin = {frozenset(pair) for pair in ("O0", "I1", "B8", "D0", "S5", "Z2", "DO")}
     assert measured | reported | latin == CONFUSIONS
     assert substitution_cost("K", "C") == substitution_cost("C", "0") == substitution_cost("8", "3") == 1.0
 
@@ -67,7 +67,7 @@ def test_each_cheap_confusion_costs_half_in_a_plate(pair: str) -> None:
 
 
 def test_latin_look_alikes_are_cheap_and_a_different_letter_is_not() -> None:
-    # Issue 34: a French AB-123-CD read with each look-alike of the CCT recognizer.
+    # A French AB-123-CD read with each look-alike of the CCT recognizer.
     listed = "AB123CD"
     for read in ("A8123CD", "ABI23CD", "AB123C0", "AB123CO", "AB1Z3CD"):
         assert plate_distance(read, listed) == CHEAP_COST, read

@@ -13,6 +13,7 @@ from kafka_fakes import FakeConsumer
 from stream_worker.service.commits import Committer
 from stream_worker.service.kafka import Partition
 from stream_worker.service.metrics import ServiceMetrics
+from stream_worker.service.offsets import OffsetBook
 from stream_worker.sightings.metrics import SightingsMetrics
 from stream_worker.worker.metrics import Metrics
 from stream_worker.worker.offsets import OffsetTracker
@@ -62,8 +63,8 @@ def metrics() -> Metrics:
     return m
 
 
-def committer(target: Target, tracker: OffsetTracker, metrics: ServiceMetrics) -> Committer[Partition]:
-    return Committer(target, tracker, metrics, partition_of=lambda p: p)
+def committer(target: Target, tracker: OffsetTracker, metrics: ServiceMetrics) -> Committer:
+    return Committer(target, tracker, metrics)
 
 
 def test_nothing_committable_makes_no_request(tracker, metrics) -> None:
@@ -151,35 +152,22 @@ def test_only_owned_partitions_are_committed(tracker, metrics) -> None:
     assert tracker.committable() == {P2: 2}
 
 
-class NumberedBook:
-    """A bookkeeping keyed by partition number, as the sightings engine's."""
-
-    def __init__(self, committable: dict[int, int]) -> None:
-        self.pending = dict(committable)
-        self.marked: list[dict[int, int]] = []
-
-    def committable(self) -> dict[int, int]:
-        return dict(self.pending)
-
-    def mark_committed(self, positions: dict[int, int]) -> None:
-        self.marked.append(positions)
-        for partition in positions:
-            del self.pending[partition]
-
-
-def test_a_book_keyed_by_partition_number_commits_through_its_topic() -> None:
+def test_an_offset_book_commits_owned_partitions_and_keeps_a_refused_one() -> None:
     metrics = SightingsMetrics()
     metrics.show_consumed_topic("plates")
     target = Target({("plates", 0), ("plates", 1)}, answers=[{("plates", 1): REBALANCING}])
-    book = NumberedBook({0: 7, 1: 9, 2: 4})  # partition 2 is not owned
-    commit = Committer(target, book, metrics, partition_of=lambda p: ("plates", p))
-    assert commit.commit() == {0: 7}
+    book = OffsetBook()
+    for partition, offset in ((0, 6), (1, 8), (2, 3)):  # partition 2 is not owned
+        book.assign(("plates", partition))
+        book.consumed(("plates", partition), offset)
+    commit = Committer(target, book, metrics)
+    assert commit.commit() == {("plates", 0): 7}
     assert target.client.commits == [{("plates", 0): 7, ("plates", 1): 9}]
-    assert book.marked == [{0: 7}] and book.committable() == {1: 9, 2: 4}
+    assert book.committable() == {("plates", 1): 9, ("plates", 2): 4}
     sample = metrics.registry.get_sample_value
     assert sample("stream_worker_sightings_commit_failures_total", {"topic": "plates"}) == 1
     assert sample("stream_worker_sightings_commits_total") == 1
-    assert commit.commit() == {1: 9}
+    assert commit.commit() == {("plates", 1): 9}
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
-"""The main-loop skeleton both services share (service/lifecycle.LoopService): how it stops, what a
-fatal Kafka error does, how the group leave fails softly, and the status timing."""
+"""The skeleton every consuming service shares (service/lifecycle.LoopService): how it stops, what a
+fatal Kafka error does, the one shutdown sequence (groups left softly, the rest closed, one line
+saying what is left), the one policy for a record the broker refuses, and the status timing."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from stream_worker.service import lifecycle
-from stream_worker.service.deadlines import Deadlines
-from stream_worker.service.http import HealthServer
 from stream_worker.service.lifecycle import LoopService
+from stream_worker.service.metrics import ServiceMetrics
+from stream_worker.service.settings import ServiceSettings
 
 
 class RecordingConsumer:
@@ -26,11 +27,6 @@ class RecordingConsumer:
             raise KafkaException(KafkaError(KafkaError._TRANSPORT))
 
 
-class Metrics:
-    def render(self) -> bytes:
-        return b""
-
-
 class CountingService(LoopService):
     """Turns until `stop_after` turns (then asks itself to stop), or raises `error` on that turn."""
 
@@ -40,9 +36,9 @@ class CountingService(LoopService):
     def __init__(
         self, consumer: RecordingConsumer, stop_after: int, error: BaseException | None = None
     ) -> None:
-        super().__init__(Deadlines(shutdown_timeout_s=30, revoke_timeout_s=10))
+        self.metrics = ServiceMetrics("test")
+        super().__init__(ServiceSettings(metrics_host="127.0.0.1", metrics_port=0), self.metrics)
         self.consumer = consumer
-        self.http = HealthServer(Metrics(), "127.0.0.1", 0, lambda: (True, "ok"), lambda: 0.0)
         self.turns, self.stop_after, self.error = 0, stop_after, error
         self.shutdowns = 0
 
@@ -56,11 +52,12 @@ class CountingService(LoopService):
                 raise self.error
             self.request_stop()
 
-    def _shutdown(self) -> int:
+    def _readiness(self) -> tuple[bool, str]:
+        return True, "ok"
+
+    def _finish(self) -> dict[str, int]:
         self.shutdowns += 1
-        self._leave_group()
-        self.http.stop()
-        return 1 if self.fatal is not None else 0
+        return {"turns": self.turns}
 
 
 def test_a_stop_request_ends_the_loop_after_its_turn_and_shuts_down_once(caplog) -> None:
@@ -117,4 +114,34 @@ def test_status_is_due_once_per_period(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not service._status_due()
     now[0] += 0.1
     assert service._status_due()
+    service.http.stop()
+
+
+def test_the_shutdown_leaves_every_group_then_closes_the_rest_and_says_what_is_left(caplog) -> None:
+    service = CountingService(RecordingConsumer(), stop_after=2)
+    other = RecordingConsumer(close_error=True)
+    service.groups["sightings group"] = other
+    closed: list[str] = []
+    service.closers += [lambda: closed.append("follower"), lambda: closed.append("database")]
+    with caplog.at_level(logging.INFO, "test.lifecycle"):
+        assert service.run() == 0
+    assert service.consumer.closed and other.closed and closed == ["follower", "database"]
+    messages = [r.getMessage() for r in caplog.records]
+    assert "could not leave the sightings group cleanly" in messages
+    [stopped] = [r for r in caplog.records if r.getMessage() == "stopped"]
+    assert stopped.turns == 2 and stopped.seconds >= 0  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("fatal", "again"), [(False, True), (True, False)])
+def test_a_refused_record_is_counted_and_published_again_unless_fatal(
+    fatal: bool, again: bool, caplog
+) -> None:
+    service = CountingService(RecordingConsumer(), stop_after=1)
+    error = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, fatal=fatal)
+    with caplog.at_level(logging.WARNING, "test.lifecycle"):
+        assert service._refused(error, "an alert", alert_id="a-1") is again
+    assert service.metrics.registry.get_sample_value("test_publish_errors_total") == 1
+    assert (service.fatal is not None) is fatal
+    warned = [r for r in caplog.records if r.getMessage() == "broker refused an alert, publishing it again"]
+    assert len(warned) == (0 if fatal else 1)
     service.http.stop()

@@ -8,13 +8,13 @@ from collections.abc import Callable
 
 import pytest
 
-from stream_worker.config import load_settings as worker_settings
 from stream_worker.service.commits import Committer
 from stream_worker.service.consumer import GroupConsumer
 from stream_worker.service.lifecycle import LoopService
 from stream_worker.sightings.app import SightingsService
 from stream_worker.sightings.settings import load_settings as sightings_settings
 from stream_worker.worker.app import Worker
+from stream_worker.worker.settings import load_settings as worker_settings
 
 NOWHERE = ["--bootstrap-servers=127.0.0.1:1", "--metrics-port=0", "--shutdown-timeout-s=10"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from kafka_fakes import FakeConsumer, FakeMessage
 
-from stream_worker.service.plate_records import PlateRecord
+from stream_worker.service.records import PlateRecord
 from stream_worker.sightings.consumer import Assigned, PlatesConsumer
 from stream_worker.sightings.metrics import SightingsMetrics
 from stream_worker.sightings.settings import load_settings

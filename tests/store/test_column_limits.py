@@ -1,4 +1,4 @@
-"""Issue 33, finding 4: every string the store writes from a record fits its column, because the
+"""Every string the store writes from a record fits its column, because the
 contract refuses longer ones (the store dead-letters them) instead of the database failing the batch.
 Walks the String columns of the tables the writer fills against the contracts' JSON Schemas, so
 that a column or a contract field changed alone fails here."""

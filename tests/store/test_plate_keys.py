@@ -52,7 +52,7 @@ def test_the_issues_sample_and_its_misread_share_a_key() -> None:
 
 
 def test_a_latin_plate_and_its_look_alike_reads_share_a_key() -> None:
-    # Issue 34: O/0, I/1, B/8, D/0, S/5, Z/2; separators (dots too) ignored.
+    # O/0, I/1, B/8, D/0, S/5, Z/2; separators (dots too) ignored.
     assert fold("AB-123.CD") == fold("A8I23C0") == fold("ab 1z3 co") == "A81230O".replace("O", "0")
     assert fold("SUW999") == fold("5UW999") and fold("SUW999") != fold("TUW999")
 
@@ -244,7 +244,7 @@ def test_spellings_beyond_the_limit_are_none() -> None:
 
 
 def test_the_index_is_bounded_per_plate():
-    # Issue 33: one 10,000-character text made 10,110 rows. A stored key has at most MAX_KEY_LENGTH
+    # One 10,000-character text made 10,110 rows. A stored key has at most MAX_KEY_LENGTH
     # characters (the writer refuses longer ones), so a plate brings at most MAX_KEY_LENGTH + 1 rows.
     assert len(variants("A" * (MAX_KEY_LENGTH - 1) + "B")) == 3  # the key, one without a A, one without B
     assert len(variants("".join(chr(ord("A") + k % 26) for k in range(MAX_KEY_LENGTH)))) <= MAX_KEY_LENGTH + 1

@@ -1,4 +1,4 @@
-"""Issue 33, finding 4: one record cannot blow up the store. `stream-worker store` as its own
+"""One record cannot blow up the store. `stream-worker store` as its own
 process on the real local broker and a real database (SQLite and PostgreSQL): a sighting whose text
 has 10,000 characters, one whose camera id has 255 (the column holds 128 on PostgreSQL) and alerts
 whose ids are not UUIDs land in store.dlq with the reason, are counted, and the records behind them

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from stream_worker.launchers.service import ServiceChild
+from stream_worker.launchers.service_child import ServiceChild
 from stream_worker.up.announcements import announcements
 
 

@@ -4,12 +4,9 @@ the flag; positions never committed past a held exit."""
 from __future__ import annotations
 
 import pytest
-from store_records import T0, plate_sighting
 
-from stream_worker.contracts.cameras import SiteRole
+from stream_worker.service.offsets import OffsetBook
 from stream_worker.service.settings import ConfigError
-from stream_worker.visits.app import HeldExit, Positions
-from stream_worker.visits.pairing import SiteCamera
 from stream_worker.visits.settings import VisitsSettings, load_settings
 
 
@@ -66,15 +63,24 @@ def test_bad_settings_name_the_flag(args, flag):
 
 
 def test_positions_stop_below_the_first_held_exit_and_are_offered_once():
-    positions = Positions()
-    positions.done(0, 10)
-    positions.done(1, 7)
-    camera = SiteCamera("depot", SiteRole.EXIT)
-    positions.held.append(HeldExit(0, 4, plate_sighting("x", "B840CK197", T0), camera, until=0.0))
-    assert positions.committable() == {0: 4, 1: 7}
-    positions.mark_committed({0: 4, 1: 7})
-    assert positions.committable() == {}
-    positions.held.clear()
-    assert positions.committable() == {0: 10}
-    positions.drop(0)
-    assert positions.committable() == {}
+    """The offset book as the service keeps it: a chunk's offsets held until its events are
+    acknowledged, a held exit's offset until it is decided."""
+    book = OffsetBook()
+    p0, p1 = ("sightings", 0), ("sightings", 1)
+    book.assign(p0)
+    book.assign(p1)
+    for partition, offsets in ((p0, range(10)), (p1, range(7))):
+        for offset in offsets:
+            book.consumed(partition, offset, holds=1)
+    book.hold(p0, 4)  # an exit waiting for its entry
+    assert book.committable() == {p0: 0, p1: 0}  # nothing acknowledged yet
+    for partition, offsets in ((p0, range(10)), (p1, range(7))):
+        for offset in offsets:
+            book.release(partition, offset)
+    assert book.committable() == {p0: 4, p1: 7}
+    book.mark_committed({p0: 4, p1: 7})
+    assert book.committable() == {}
+    book.release(p0, 4)  # the exit decided, its events acknowledged
+    assert book.committable() == {p0: 10}
+    book.forget(p0)
+    assert book.committable() == {}

@@ -1,9 +1,9 @@
 """A durable embedded broker killed mid-stream, again and again, under the worker: every frame the
-camera's producer had acknowledged gets its event (issue 19; README, Limitations).
+camera's producer had acknowledged gets its event (README, Limitations).
 
 Both the camera and the worker publish with the embedded broker's delivery settings
 (`--local-broker`: acks=all retries, no idempotence), which Tansu 0.6 does not lose a batch of when
-killed. `STREAM_WORKER_BROKER_KILLS` sets how many kills (CI: 2; the closing note of issue 19: 6).
+killed. `STREAM_WORKER_BROKER_KILLS` sets how many kills (CI: 2; a longer check: 6).
 """
 
 from __future__ import annotations

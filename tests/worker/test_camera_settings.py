@@ -11,9 +11,9 @@ import pytest
 from support import edit_distance, require
 
 from stream_worker.cameras.store import remove_settings, write_settings
-from stream_worker.config import load_settings
 from stream_worker.contracts.cameras import parse_settings
 from stream_worker.worker.app import Worker
+from stream_worker.worker.settings import load_settings
 from tests.worker.streams import EXPECTED_PLATE, Outputs, Sent, Topics, produce
 
 pytestmark = pytest.mark.integration

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from kafka_fakes import FakeConsumer, FakeMessage
 
-from stream_worker.config import load_settings
 from stream_worker.worker.consumer import FrameConsumer, consumer_config
 from stream_worker.worker.metrics import Metrics
+from stream_worker.worker.settings import load_settings
 
 
 def test_commits_are_manual_and_the_worker_s_own_settings_win():

@@ -9,8 +9,8 @@ import urllib.request
 import pytest
 
 from stream_worker.launchers.broker import free_port
-from stream_worker.service.http import read_metric
-from stream_worker.worker.metrics import HealthServer, Metrics, read_frames_in
+from stream_worker.service.http import HealthServer, read_metric
+from stream_worker.worker.metrics import Metrics, read_frames_in
 
 
 def get(port: int, path: str) -> tuple[int, str]:

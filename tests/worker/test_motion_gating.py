@@ -1,6 +1,6 @@
 """Motion gating through the real broker, Triton and worker: a camera whose settings ask for it
 sends a still scene, then the van moving; the still frames' events say they were not examined (and
-Triton never saw them), the first frame and the moving ones are read as before."""
+Triton never saw them), the first frame and the moving ones are read."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from confluent_kafka import Producer
 from support import edit_distance
 
 from stream_worker.cameras.store import write_settings
-from stream_worker.config import load_settings
 from stream_worker.contracts.cameras import parse_settings
 from stream_worker.worker.app import Worker
+from stream_worker.worker.settings import load_settings
 from tests.worker.streams import EXPECTED_PLATE, Outputs, Sent, Topics
 
 pytestmark = pytest.mark.integration

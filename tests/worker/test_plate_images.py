@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from support import edit_distance
 
-from stream_worker.config import load_settings
 from stream_worker.contracts import PLATE_IMAGE_MAX_BYTES, PlateEvent
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.worker.app import Worker
 from stream_worker.worker.camera_rules import CameraRules
+from stream_worker.worker.settings import load_settings
 from tests.worker.streams import EXPECTED_PLATE, Outputs, Topics, frames_for, produce
 
 pytestmark = pytest.mark.integration

@@ -55,7 +55,7 @@ def test_a_us_plate_is_read_through_the_us_formats_and_says_so():
         True,
     )
     assert us["plate_format"] and len(us["character_confidences"]) == 7
-    assert {"recognizer", "country", "plate_format"}.isdisjoint(russian)  # no region: as before
+    assert {"recognizer", "country", "plate_format"}.isdisjoint(russian)  # no region: no region fields
 
 
 def test_a_plate_without_its_recognizers_output_keeps_its_plain_text_counted_and_logged(caplog):

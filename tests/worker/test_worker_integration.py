@@ -118,7 +118,7 @@ def test_bad_input_is_dead_lettered_with_its_reason_and_never_stops_the_worker(
         # Too large for the worker's producer too (its 1 MB message.max.bytes): dead-lettered
         # without the frame, its size in a header.
         (b"cam-0", b"\xff\xd8" + b"x" * HUGE_FRAME_BYTES, [], "frame_too_large"),
-        # Camera ids outside the contract's (issue 33: they end up in the console's URL paths).
+        # Camera ids outside the contract's (they end up in the console's URL paths).
         (b"x" * 255, small_jpeg, [], "invalid_camera_id"),
         (b"cam-0", small_jpeg, [("camera_id", b"../cameras/gate-1/remove?")], "invalid_camera_id"),
     ]

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -146,6 +146,3 @@ def _handle_errors(app: FastAPI) -> None:
         response = JSONResponse({"detail": "internal error (logged)"}, status_code=500)
         response.raw_headers = headers_for(request.url.path, response.raw_headers)
         return response
-
-
-__all__ = ["HTTPException", "create_app"]

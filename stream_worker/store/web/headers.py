@@ -2,7 +2,7 @@
 other sites, types not sniffed, no URL (plates in search queries) sent to other sites, a
 Content-Security-Policy that lets only the console's own scripts, styles and pictures run or load
 (no inline script, no third party), and nothing with plate data kept in any cache (only /static/
-may be cached), so a picture does not outlive the session in the browser (issue #33, finding 6)."""
+may be cached), so a picture does not outlive the session in the browser."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Ids put into URL paths: one encoder for the templates (the `segment` filter), the live feed and
 the redirects, so that an id holding `/`, `?`, `#` or `..` stays one path segment of the page it
-names and can never turn a link or a form into another route (issue #33, finding 1)."""
+names and can never turn a link or a form into another route."""
 
 from __future__ import annotations
 

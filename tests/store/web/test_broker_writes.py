@@ -72,7 +72,7 @@ def test_removing_a_plate_never_listed_in_the_page_is_404_and_writes_nothing(
         read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).records == records
     )  # no tombstone
     assert [row["action"] for row in api.get("/api/audit").json()] == ["watchlist.add"]
-    # A listed plate is removed as before.
+    # A listed plate is removed.
     assert (
         client.post("/watchlist/remove", data={"csrf_token": token, "plate": "B840CK197"}).status_code == 303
     )
@@ -161,7 +161,7 @@ def test_the_camera_page_draws_over_the_cameras_latest_frame(console: Console, k
 def test_the_camera_page_sets_the_region_and_the_api_refuses_an_unknown_one(
     console: Console, kafka_bootstrap: str
 ) -> None:
-    """Issue 34: the page's region field replaces the JSON's; `ru`, the default, is stored as none."""
+    """The page's region field replaces the JSON's; `ru`, the default, is stored as none."""
     client, token = signed_in(console.app, "ada")
     page = client.get("/cameras/gate").text
     assert '<option value="ru" selected>' in page and '<option value="us">' in page
@@ -179,7 +179,7 @@ def test_the_camera_page_sets_the_region_and_the_api_refuses_an_unknown_one(
 
 
 def test_the_camera_page_sets_and_clears_the_detector_scales(console: Console, kafka_bootstrap: str) -> None:
-    """Issue 34's dash cameras: the page's scales field replaces the JSON's, is shown back, bad
+    """Dash cameras: the page's scales field replaces the JSON's, is shown back, bad
     scales are a 422 that says why and writes nothing; empty clears them; each save audited."""
     topic = console.settings.cameras_topic
     client, token = signed_in(console.app, "ada")

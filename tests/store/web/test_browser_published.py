@@ -15,7 +15,7 @@ from service_processes import ServiceProcess
 from store_records import plate_sighting
 
 from stream_worker.launchers.broker import create_topics
-from stream_worker.launchers.service import http_ok
+from stream_worker.launchers.service_child import http_ok
 
 from .conftest import PASSWORDS
 from .test_browser import synthetic_plate

@@ -1,4 +1,4 @@
-"""Issue #33's console findings, each against a real running store (the console thread over HTTP,
+"""The console's security findings, each against a real running store (the console thread over HTTP,
 on the real broker) and, for 1 and 6, a real headless Chromium:
 1. an id put into a URL path stays one segment of it (an alert whose id is
    `../cameras/gate-1/remove?` cannot turn Acknowledge into "remove camera gate-1");

@@ -1,4 +1,4 @@
-"""The hostile-input suite of issue #33: every free-text field the console shows (sightings,
+"""The hostile-input suite: every free-text field the console shows (sightings,
 alerts, watch-list entries, camera settings and live states, notification targets and the delivery
 log, the audit) and every id, fed the issue's strings
 (HTML, template syntax, `../`, `?`, `#`, a right-to-left override, NUL, 10,000 characters) three

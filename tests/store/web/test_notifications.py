@@ -32,7 +32,7 @@ from .conftest import TOKENS, Console, make_console, signed_in, topics_of
 
 pytestmark = pytest.mark.integration
 
-SECRET_VALUE = "not in/the console at all"  # a space and a slash, as issue #35 asks
+SECRET_VALUE = "not in/the console at all"  # a space and a slash
 GATE_YAML = """
 type: webhook
 url: https://hooks.example.com/gate

@@ -169,7 +169,7 @@ def test_hostile_writes_are_answered_with_a_clear_4xx(stored: Console) -> None:
         ("PUT", "/api/cameras/gate", {"json": {"unknown": 1}}),
         ("PUT", "/api/cameras/" + "x" * 300, {"json": {}}),
         ("DELETE", "/api/cameras/bad%0Aid", {}),
-        # Camera ids outside the contract's (contracts/ids.py; issue 33): refused before any write.
+        # Camera ids outside the contract's (contracts/ids.py): refused before any write.
         ("PUT", "/api/cameras/x%3Fy%23z", {"json": {}}),
         ("PUT", "/api/cameras/" + "x" * 65, {"json": {}}),
         ("POST", "/cameras/cam%202", {"data": {"csrf_token": token, "settings": "{}"}}),

@@ -1,4 +1,4 @@
-"""Issue 33, finding 2, against real `stream-worker store` processes over HTTP: a session is a row in
+"""Against real `stream-worker store` processes over HTTP: a session is a row in
 the store's database, so sign-out, an admin's "sign out everywhere" (API and command line) and the
 idle and absolute lifetimes end it, the old cookie with its CSRF token gets nothing, and a second
 store on the same database (SQLite file or PostgreSQL) shares the sessions."""

@@ -1,4 +1,4 @@
-"""Issue 33, finding 3: the sign-in limit counts the real client's address. Against a real
+"""The sign-in limit counts the real client's address. Against a real
 `stream-worker store`: X-Forwarded-For is not believed unless `--forwarded-allow-ips` names the
 proxy, so changing it neither escapes nor undoes a lock-out; when it is believed, each client is
 counted on its own. The limiter itself: a sprayer is stopped per address, its table stays

@@ -1,4 +1,4 @@
-"""the console's sessions, server-side (issue 33: sign-out and revocation end them)
+"""the console's sessions, server-side (sign-out and revocation end them)
 
 Revision ID: 0002
 Revises: 0001

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.text import Text
 
 
-class Console:
+class Terminal:
     """Where a command's human-readable output goes (stdout; errors to stderr)."""
 
     def __init__(self, stream: TextIO | None = None, interactive: bool | None = None) -> None:
@@ -79,7 +79,7 @@ class Console:
 
 
 class Counters:
-    """Handle to the bars of `Console.counters`; every call is a no-op in plain output."""
+    """Handle to the bars of `Terminal.counters`; every call is a no-op in plain output."""
 
     def __init__(self, progress: Progress | None, tasks: dict[str, TaskID]) -> None:
         self._progress = progress

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stream_worker.launchers.broker import create_topics
-from stream_worker.launchers.service import ServiceChild, ServiceStartError
+from stream_worker.launchers.service_child import ServiceChild, ServiceStartError
 
 
 def sightings_args(bootstrap: str, name: str, *extra: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The commit position of a plates partition: never past a read that no published sighting holds."""
+"""The offset book (service/offsets.py): a partition's commit position never passes a held offset."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stream_worker.service.partition_commits import PartitionCommits
+from stream_worker.service.offsets import OffsetBook, PartitionOffsets
 
 
 def test_nothing_consumed_nothing_to_commit():
-    assert PartitionCommits(None).committable() is None
-    assert PartitionCommits(7).committable() is None
+    assert PartitionOffsets(None).committable() is None
+    assert PartitionOffsets(7).committable() is None
 
 
 def test_without_holds_the_position_follows_consumption():
-    commits = PartitionCommits(None)
+    commits = PartitionOffsets(None)
     for offset in range(3):
         commits.consumed(offset)
     assert commits.committable() == 3
@@ -24,7 +24,7 @@ def test_without_holds_the_position_follows_consumption():
 
 
 def test_a_held_read_stops_the_position_until_released():
-    commits = PartitionCommits(None)
+    commits = PartitionOffsets(None)
     commits.consumed(0)
     commits.consumed(1)
     commits.hold(1)
@@ -39,7 +39,7 @@ def test_a_held_read_stops_the_position_until_released():
 
 
 def test_two_groups_may_hold_one_offset():
-    commits = PartitionCommits(None)
+    commits = PartitionOffsets(None)
     commits.consumed(5)
     commits.hold(5)
     commits.hold(5)
@@ -52,7 +52,7 @@ def test_two_groups_may_hold_one_offset():
 
 
 def test_a_replay_below_the_floor_never_commits_below_it():
-    commits = PartitionCommits(10)
+    commits = PartitionOffsets(10)
     assert commits.is_replay(9) and not commits.is_replay(10)
     for offset in range(4, 10):
         commits.consumed(offset)
@@ -62,7 +62,7 @@ def test_a_replay_below_the_floor_never_commits_below_it():
 
 
 def test_offsets_go_forward_only():
-    commits = PartitionCommits(None)
+    commits = PartitionOffsets(None)
     commits.consumed(3)
     with pytest.raises(ValueError):
         commits.consumed(2)
@@ -71,7 +71,7 @@ def test_offsets_go_forward_only():
 @given(st.lists(st.tuples(st.booleans(), st.integers(0, 5)), max_size=60), st.integers(0, 10))
 def test_the_position_never_passes_a_held_offset_nor_goes_back(steps, floor):
     """Consume offsets from `floor - 5`; some are held; each step may release the oldest hold."""
-    commits = PartitionCommits(floor)
+    commits = PartitionOffsets(floor)
     held: list[int] = []
     committed = floor
     for offset, (hold, release) in enumerate(steps, start=max(0, floor - 5)):
@@ -89,3 +89,38 @@ def test_the_position_never_passes_a_held_offset_nor_goes_back(steps, floor):
             commits.mark_committed(position)
             committed = position
         assert committed >= floor
+
+
+P0, P1 = ("alerts", 0), ("alerts", 1)
+
+
+def test_the_book_waits_for_every_output_of_the_oldest_held_offset() -> None:
+    book = OffsetBook()
+    book.assign(P0)
+    assert book.committable() == {}
+    book.consumed(P0, 10, holds=2)  # two outputs
+    book.consumed(P0, 11)  # none
+    book.consumed(P0, 12, holds=1)
+    assert book.committable() == {P0: 10}
+    book.release(P0, 12)
+    book.release(P0, 10)
+    assert book.committable() == {P0: 10}  # one of offset 10's two outputs is still out
+    assert book.held() == 1
+    book.release(P0, 10)
+    assert book.committable() == {P0: 13}
+    book.mark_committed({P0: 13})
+    assert book.committable() == {}
+
+
+def test_forgotten_partitions_are_dropped_and_late_outcomes_ignored() -> None:
+    book = OffsetBook()
+    book.assign(P0)
+    book.assign(P1)
+    book.consumed(P0, 5, holds=1)
+    book.consumed(P1, 7, holds=3)
+    assert book.forget(P1) == 3
+    book.release(P1, 7)  # an outcome that comes after the revocation
+    book.consumed(P1, 8)  # a record fetched before it
+    book.release(P0, 4)  # never held
+    assert book.committable() == {P0: 5}
+    assert book.assigned() == [P0]

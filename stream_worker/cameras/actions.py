@@ -1,6 +1,6 @@
 """What the `stream-worker cameras` commands do, apart from parsing their options (cameras/cli.py).
 
-Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
+Each returns the exit status (service/topic_actions.py: 0 done, 1 the broker failed, 2 bad input,
 nothing written).
 """
 
@@ -27,7 +27,8 @@ from stream_worker.contracts.cameras import (
 from stream_worker.contracts.credentials import shown
 from stream_worker.contracts.plate_formats import known_regions
 from stream_worker.media import MediaSupportMissing, opencv
-from stream_worker.service.commands import (
+from stream_worker.service.options import Connection
+from stream_worker.service.topic_actions import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
@@ -35,7 +36,6 @@ from stream_worker.service.commands import (
     read_settings_topic,
     write_settings_topic,
 )
-from stream_worker.service.options import Connection
 
 DRAW_SUFFIXES = (".jpg", ".jpeg", ".png")  # `cameras draw`'s output formats, by extension
 

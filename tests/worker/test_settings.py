@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stream_worker.config import ConfigError, WorkerSettings, check_kafka_config, load_settings
+from stream_worker.service.settings import ConfigError, check_kafka_config
+from stream_worker.worker.settings import WorkerSettings, load_settings
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 """What the `stream-worker notify targets` commands do, apart from parsing their options (cli.py).
 
-Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
+Each returns the exit status (service/topic_actions.py: 0 done, 1 the broker failed, 2 bad input,
 nothing written). What they print is what is stored: secrets only as their ${NAME} references.
 """
 
@@ -23,7 +23,9 @@ from stream_worker.contracts.notify import (
 )
 from stream_worker.notify.replays import choose, publish_replays, read_dead_letters
 from stream_worker.notify.targets import STATUS, TARGETS, TargetsSnapshot, target_record, validate_name
-from stream_worker.service.commands import (
+from stream_worker.service.compacted import CompactedTopicError
+from stream_worker.service.options import Connection
+from stream_worker.service.topic_actions import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
@@ -31,8 +33,6 @@ from stream_worker.service.commands import (
     read_settings_topic,
     write_settings_topic,
 )
-from stream_worker.service.compacted import CompactedTopicError
-from stream_worker.service.options import Connection
 
 
 def load_target_file(path: Path) -> NotifyTarget:

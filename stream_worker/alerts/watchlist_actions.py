@@ -1,6 +1,6 @@
 """What the `stream-worker watchlist` commands do, apart from parsing their options (alerts/cli.py).
 
-Each returns the exit status (service/commands.py: 0 done, 1 the broker failed, 2 bad input,
+Each returns the exit status (service/topic_actions.py: 0 done, 1 the broker failed, 2 bad input,
 nothing written).
 """
 
@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from stream_worker.contracts.watchlist import WatchEntry, WatchKind, new_entry, validate_plate
-from stream_worker.service.commands import (
+from stream_worker.service.options import Connection
+from stream_worker.service.topic_actions import (
     BAD_INPUT,
     BROKER_FAILED,
     OK,
@@ -19,7 +20,6 @@ from stream_worker.service.commands import (
     read_settings_topic,
     write_settings_topic,
 )
-from stream_worker.service.options import Connection
 from stream_worker.watchlists.csvfile import CsvImportError, parse_csv, write_csv
 from stream_worker.watchlists.topic import WATCHLIST, WatchlistSnapshot, records
 

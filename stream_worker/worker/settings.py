@@ -4,8 +4,7 @@ Precedence: `stream-worker run --flag` > `STREAM_WORKER_<FIELD>` > default. The 
 pydantic-settings' own parser (`--max-batch-frames 8`, `--skip-empty`, `--kafka-config k=v`
 repeatable), so adding a field here adds its flag, its env variable and its `--help` line.
 Everything is validated before the worker connects to anything, with errors naming the flag.
-The Kafka, lifecycle and logging settings come from `ServiceSettings`, which the sightings
-service shares.
+The Kafka, lifecycle and logging settings come from `ServiceSettings`, which every service shares.
 """
 
 from __future__ import annotations
@@ -17,33 +16,9 @@ from pydantic import Field, FilePath, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from stream_worker.contracts import topics
-from stream_worker.service.settings import (
-    RESERVED_KAFKA_SETTINGS,
-    SECRET_MARKERS,
-    ConfigError,
-    ServiceSettings,
-    check_kafka_config,
-    flag,
-    load,
-)
-
-__all__ = [
-    "ENV_PREFIX",
-    "RESERVED_KAFKA_SETTINGS",
-    "SECRET_MARKERS",
-    "ConfigError",
-    "WorkerSettings",
-    "check_kafka_config",
-    "env_var",
-    "flag",
-    "load_settings",
-]
+from stream_worker.service.settings import ServiceSettings, load
 
 ENV_PREFIX = "STREAM_WORKER_"
-
-
-def env_var(field: str) -> str:
-    return ENV_PREFIX + field.upper()
 
 
 class WorkerSettings(ServiceSettings):
@@ -109,7 +84,7 @@ class WorkerSettings(ServiceSettings):
     plate_images: bool = Field(
         False,
         description="Ask for each plate's picture on every camera's frames: a JPEG of at most 16 KB, "
-        "base64 in the event's plates[].image (schema_revision 3). Off: events as before, at no cost.",
+        "base64 in the event's plates[].image (schema_revision 3). Off: no pictures, at no cost.",
     )
 
     # Failures

@@ -8,7 +8,7 @@ itself; if the pipe closes without that, its owner is gone and the watchdog stop
 was told about: SIGTERM first, so that Triton can remove its shared-memory regions and the worker
 can leave its group, then SIGKILL for whatever is still there after a grace period.
 
-Run as `python -m stream_worker.children` (stdin: one process-group id per line, then `done`).
+Run as `python -m stream_worker.watchdog` (stdin: one process-group id per line, then `done`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Watchdog:
     def __init__(self) -> None:
         self.groups: list[int] = []
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "stream_worker.children"],
+            [sys.executable, "-m", "stream_worker.watchdog"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
