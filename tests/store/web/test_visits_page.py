@@ -18,6 +18,14 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 HOSTILE_PLATE = "<script>x</script>"  # within the contract's 32 characters
 
 
+@pytest.fixture(autouse=True)
+def _now_is_when_the_test_starts() -> None:
+    """The dwell so far is counted from NOW: set it as each test starts, not at import (a suite's
+    run can take half an hour between the two)."""
+    global NOW
+    NOW = datetime.now(UTC).replace(microsecond=0)
+
+
 @pytest.fixture
 def stored(console: Console) -> Console:
     """At depot: B840OK197 on site for 2 h, A123BC77's visit closed after 1 h 30 min (its exit read
