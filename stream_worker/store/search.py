@@ -43,7 +43,39 @@ MAX_TEXT_LENGTH = 32  # the text columns' width
 MAX_SPELLINGS = 1024
 
 
-class SearchQuery(BaseModel):
+class PlateQueryChecks(BaseModel):
+    """The checks a query of the history shares (sightings, visits): `text` as a plate, `since` and
+    `until` made UTC, `cursor` a page's."""
+
+    @field_validator("text", check_fields=False)
+    @classmethod
+    def _plate(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        plate = normalise_plate(value)
+        if not plate:
+            raise ValueError("the plate text is empty")
+        if len(plate) > MAX_TEXT_LENGTH:
+            raise ValueError(f"the plate text is longer than {MAX_TEXT_LENGTH} characters")
+        return plate
+
+    @field_validator("since", "until", check_fields=False)
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        try:
+            return utc(value)
+        except OverflowError:  # near year 1 or 9999, the offset takes it off the calendar
+            raise ValueError("the date is out of range") from None
+
+    @field_validator("cursor", check_fields=False)
+    @classmethod
+    def _cursor(cls, value: str | None) -> str | None:
+        if value is not None:
+            decode_cursor(value)
+        return value
+
+
+class SearchQuery(PlateQueryChecks):
     """What to look for. Every filter is optional and they combine with AND; without `text`, all
     sightings match (newest first). `since` is inclusive and `until` exclusive, both on `last_seen`
     (when the vehicle was last read); naive times are UTC."""
@@ -66,33 +98,6 @@ class SearchQuery(BaseModel):
     until: datetime | None = None
     limit: int = Field(50, ge=1, le=MAX_LIMIT)
     cursor: str | None = Field(None, description="A page's `next_cursor`, for the page after it.")
-
-    @field_validator("text")
-    @classmethod
-    def _plate(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        plate = normalise_plate(value)
-        if not plate:
-            raise ValueError("the plate text is empty")
-        if len(plate) > MAX_TEXT_LENGTH:
-            raise ValueError(f"the plate text is longer than {MAX_TEXT_LENGTH} characters")
-        return plate
-
-    @field_validator("since", "until")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        try:
-            return utc(value)
-        except OverflowError:  # near year 1 or 9999, the offset takes it off the calendar
-            raise ValueError("the date is out of range") from None
-
-    @field_validator("cursor")
-    @classmethod
-    def _cursor(cls, value: str | None) -> str | None:
-        if value is not None:
-            decode_cursor(value)
-        return value
 
 
 SearchPage = Page[SightingRow]

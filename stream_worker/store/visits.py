@@ -13,17 +13,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 from sqlalchemy import Connection, and_, or_, select
 
-from stream_worker.contracts.watchlist import normalise_plate
 from stream_worker.store.rows import Page, VisitRow, decode_cursor, encode_cursor, utc
 from stream_worker.store.schema import visits
 from stream_worker.store.search import (
     MAX_FUZZY_DISTANCE,
     MAX_LIMIT,
-    MAX_TEXT_LENGTH,
     TEXT_COLUMNS,
+    PlateQueryChecks,
     near_texts,
 )
 
@@ -38,7 +37,7 @@ class VisitState(StrEnum):
     CLOSED = "closed"
 
 
-class VisitQuery(BaseModel):
+class VisitQuery(PlateQueryChecks):
     """What to look for; the filters combine with AND, none: every visit (newest entry first).
     `since` is inclusive and `until` exclusive, both on `entered_at`; naive times are UTC."""
 
@@ -54,33 +53,6 @@ class VisitQuery(BaseModel):
     until: datetime | None = None
     limit: int = Field(50, ge=1, le=MAX_LIMIT)
     cursor: str | None = Field(None, description="A page's `next_cursor`, for the page after it.")
-
-    @field_validator("text")
-    @classmethod
-    def _plate(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        plate = normalise_plate(value)
-        if not plate:
-            raise ValueError("the plate text is empty")
-        if len(plate) > MAX_TEXT_LENGTH:
-            raise ValueError(f"the plate text is longer than {MAX_TEXT_LENGTH} characters")
-        return plate
-
-    @field_validator("since", "until")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        try:
-            return utc(value)
-        except OverflowError:
-            raise ValueError("the date is out of range") from None
-
-    @field_validator("cursor")
-    @classmethod
-    def _cursor(cls, value: str | None) -> str | None:
-        if value is not None:
-            decode_cursor(value)
-        return value
 
 
 VisitPage = Page[VisitRow]
