@@ -10,6 +10,7 @@ so `в 840 ск 197` and `B840CK197` are one key, and `AB-123-CD` and `ab 123 cd
 from __future__ import annotations
 
 import re
+import sys
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import ClassVar, Literal
@@ -264,31 +265,29 @@ def new_entry(
 
 
 def _distance(value: float | str | None, problems: list[str]) -> float | None:
-    if isinstance(value, str):
-        if not value.strip():
-            return None
-        try:
-            value = float(value)
-        except ValueError:
-            problems.append(f"max_distance {value!r} is not a number")
-            return None
-    if value is not None and not 0 <= value < float("inf"):
-        problems.append(f"max_distance {value!r} is not a finite number >= 0")
-        return None
-    return value
+    return _optional_number("max_distance", value, sys.float_info.max, "a finite number >= 0", problems)
 
 
 def _overstay(value: float | str | None, problems: list[str]) -> float | None:
+    meaning = f"a number of seconds from 0 to {MAX_OVERSTAY_S:.0f}"
+    return _optional_number("overstay_s", value, MAX_OVERSTAY_S, meaning, problems)
+
+
+def _optional_number(
+    name: str, value: float | str | None, largest: float, meaning: str, problems: list[str]
+) -> float | None:
+    """A column's number from 0 to `largest` as typed (a blank: None); what is wrong with it added
+    to `problems` (None then)."""
     if isinstance(value, str):
         if not value.strip():
             return None
         try:
             value = float(value)
         except ValueError:
-            problems.append(f"overstay_s {value!r} is not a number")
+            problems.append(f"{name} {value!r} is not a number")
             return None
-    if value is not None and not 0 <= value <= MAX_OVERSTAY_S:
-        problems.append(f"overstay_s {value!r} is not a number of seconds from 0 to {MAX_OVERSTAY_S:.0f}")
+    if value is not None and not 0 <= value <= largest:
+        problems.append(f"{name} {value!r} is not {meaning}")
         return None
     return value
 
