@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from stream_worker.contracts.base import OmitsAbsent
 from stream_worker.contracts.cameras import MAX_OVERSTAY_S
 from stream_worker.contracts.plate_formats import LPRNET, RECOGNIZER_ALPHABETS
+from stream_worker.contracts.records import json_value, text_key
 
 # The Russian recognizer's alphabet (LPRNet's classes without the CTC blank).
 PLATE_ALPHABET = RECOGNIZER_ALPHABETS[LPRNET]
@@ -178,12 +179,7 @@ def encode_removal(plate: str) -> tuple[bytes, None]:
 
 def decode_key(key: bytes | None) -> str:
     """The plate a record is about; WatchRecordError unless the key is a normalised plate."""
-    if key is None:
-        raise WatchRecordError("record has no key (the key must be the normalised plate)")
-    try:
-        plate = key.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise WatchRecordError(f"key {key!r} is not UTF-8") from error
+    plate = text_key(key, "the normalised plate", WatchRecordError)
     problem = plate_problem(plate)
     if problem is not None:
         normalised = normalise_plate(plate)
@@ -199,10 +195,7 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, WatchEnt
     plate = decode_key(key)
     if value is None:
         return plate, None
-    try:
-        data = orjson.loads(value)
-    except orjson.JSONDecodeError as error:
-        raise WatchRecordError(f"value of {plate} is not JSON: {error}") from error
+    data = json_value(value, f"value of {plate}", WatchRecordError)
     if not isinstance(data, dict):
         raise WatchRecordError(f"value of {plate} is not a JSON object")
     try:
