@@ -39,7 +39,7 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, CameraSe
         raise CameraRecordError(f"key: camera id {problem}")
     if value is None:
         return camera_id, None
-    data = json_value(value, f"settings of {camera_id!r}", CameraRecordError)
+    data = json_value(value, f"settings of {camera_id!r} are not JSON", CameraRecordError)
     try:
         return camera_id, parse_settings(data, f"settings of {camera_id!r}", keep_unknown_region=True)
     except CameraSettingsError as error:

@@ -427,7 +427,7 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, NotifyTa
         raise TargetRecordError(f"key: target name {problem}")
     if value is None:
         return name, None
-    data = json_value(value, f"target {name!r}", TargetRecordError)
+    data = json_value(value, f"target {name!r} is not JSON", TargetRecordError)
     try:
         return name, parse_target(data, f"target {name!r}")
     except NotifyTargetError as error:

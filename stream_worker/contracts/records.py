@@ -19,9 +19,9 @@ def text_key(key: bytes | None, meaning: str, error: type[ValueError]) -> str:
         raise error(f"key {key!r} is not UTF-8") from problem
 
 
-def json_value(value: bytes, what: str, error: type[ValueError]) -> Any:
-    """A record's value parsed; `error` saying that `what` is not JSON."""
+def json_value(value: bytes, not_json: str, error: type[ValueError]) -> Any:
+    """A record's value parsed; `error` with `not_json` (what to say) and where it is not JSON."""
     try:
         return orjson.loads(value)
     except orjson.JSONDecodeError as problem:
-        raise error(f"{what} is not JSON: {problem}") from problem
+        raise error(f"{not_json}: {problem}") from problem

@@ -195,7 +195,7 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, WatchEnt
     plate = decode_key(key)
     if value is None:
         return plate, None
-    data = json_value(value, f"value of {plate}", WatchRecordError)
+    data = json_value(value, f"value of {plate} is not JSON", WatchRecordError)
     if not isinstance(data, dict):
         raise WatchRecordError(f"value of {plate} is not a JSON object")
     try:
