@@ -314,48 +314,29 @@ class PlateRecognitionClient:
         """
         if not frames:
             return []
-        if plate_images is not None and len(plate_images) != len(frames):
-            raise ValueError(f"{len(plate_images)} plate_images flags for {len(frames)} frames")
-        if plate_masks is not None and len(plate_masks) != len(frames):
-            raise ValueError(f"{len(plate_masks)} plate_masks values for {len(frames)} frames")
-        if recognizers is not None and len(recognizers) != len(frames):
-            raise ValueError(f"{len(recognizers)} recognizers values for {len(frames)} frames")
-        if frame_is_plate is not None and len(frame_is_plate) != len(frames):
-            raise ValueError(f"{len(frame_is_plate)} frame_is_plate flags for {len(frames)} frames")
-        if detector_scales is not None and len(detector_scales) != len(frames):
-            raise ValueError(f"{len(detector_scales)} detector_scales values for {len(frames)} frames")
+        per_frame = {
+            "plate_images flags": plate_images,
+            "plate_masks values": plate_masks,
+            "recognizers values": recognizers,
+            "frame_is_plate flags": frame_is_plate,
+            "detector_scales values": detector_scales,
+        }
+        for what, values in per_frame.items():
+            if values is not None and len(values) != len(frames):
+                raise ValueError(f"{len(values)} {what} for {len(frames)} frames")
         chosen = [",".join(recognizer_names(value)) for value in recognizers or ()]
-        batch = np.empty(len(frames), dtype=np.object_)
-        batch[:] = [bytes(frame) for frame in frames]
-        images = InferInput(INPUT_NAME, [len(frames)], "BYTES")
-        images.set_data_from_numpy(batch)
-        inputs = [images]
+        inputs = [_bytes_input(INPUT_NAME, [bytes(frame) for frame in frames])]
         if plate_images is not None and any(plate_images):
-            wanted = InferInput(PLATE_IMAGES_NAME, [len(frames)], "BOOL")
-            wanted.set_data_from_numpy(np.array([bool(w) for w in plate_images], dtype=np.bool_))
-            inputs.append(wanted)
+            inputs.append(_bool_input(PLATE_IMAGES_NAME, plate_images))
         if plate_masks is not None and any(plate_masks):
-            masks = np.empty(len(frames), dtype=np.object_)
-            masks[:] = [bytes(value) for value in plate_masks]
-            polygons = InferInput(PLATE_MASKS_NAME, [len(frames)], "BYTES")
-            polygons.set_data_from_numpy(masks)
-            inputs.append(polygons)
+            inputs.append(_bytes_input(PLATE_MASKS_NAME, [bytes(value) for value in plate_masks]))
         if any(value != LPRNET for value in chosen):
-            names = np.empty(len(frames), dtype=np.object_)
-            names[:] = [value.encode() for value in chosen]
-            which = InferInput(PLATE_RECOGNIZERS_NAME, [len(frames)], "BYTES")
-            which.set_data_from_numpy(names)
-            inputs.append(which)
+            inputs.append(_bytes_input(PLATE_RECOGNIZERS_NAME, [value.encode() for value in chosen]))
         if frame_is_plate is not None and any(frame_is_plate):
-            crops = InferInput(FRAME_IS_PLATE_NAME, [len(frames)], "BOOL")
-            crops.set_data_from_numpy(np.array([bool(c) for c in frame_is_plate], dtype=np.bool_))
-            inputs.append(crops)
+            inputs.append(_bool_input(FRAME_IS_PLATE_NAME, frame_is_plate))
         if detector_scales is not None and any(detector_scales):
-            values = np.empty(len(frames), dtype=np.object_)
-            values[:] = [",".join(f"{scale:g}" for scale in scales).encode() for scales in detector_scales]
-            scaled = InferInput(DETECTOR_SCALES_NAME, [len(frames)], "BYTES")
-            scaled.set_data_from_numpy(values)
-            inputs.append(scaled)
+            scales = [",".join(f"{scale:g}" for scale in each).encode() for each in detector_scales]
+            inputs.append(_bytes_input(DETECTOR_SCALES_NAME, scales))
         try:
             result = self._client.infer(
                 self.model_name,
@@ -403,3 +384,18 @@ class PlateRecognitionClient:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _bytes_input(name: str, values: Sequence[bytes]) -> InferInput:
+    """A BYTES input of one value per frame (an object array: numpy's own bytes type would pad them)."""
+    array = np.empty(len(values), dtype=np.object_)
+    array[:] = list(values)
+    tensor = InferInput(name, [len(values)], "BYTES")
+    tensor.set_data_from_numpy(array)
+    return tensor
+
+
+def _bool_input(name: str, values: Sequence[bool]) -> InferInput:
+    tensor = InferInput(name, [len(values)], "BOOL")
+    tensor.set_data_from_numpy(np.array([bool(value) for value in values], dtype=np.bool_))
+    return tensor

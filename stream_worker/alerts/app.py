@@ -34,17 +34,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from stream_worker.alerts.consumer import (
-    AlertsCorrectionsConsumer,
-    AlertsPlatesConsumer,
-    AlertsSightingsConsumer,
-)
 from stream_worker.alerts.cooldowns import Cooldowns
 from stream_worker.alerts.corrections import CorrectionAlerts, CorrectionOutgoing, RaisedAlerts
 from stream_worker.alerts.following import WatchlistFollower
@@ -59,6 +54,7 @@ from stream_worker.contracts.corrections import Correction
 from stream_worker.service import kafka
 from stream_worker.service.commits import Committer
 from stream_worker.service.lifecycle import LoopService, serve
+from stream_worker.service.plate_consumer import PartitionNumbersCallback, PartitionNumbersConsumer
 from stream_worker.service.publisher import OutputRecord, Publisher
 from stream_worker.service.records import Decoder, PlateRecord
 from stream_worker.watchlists.topic import WatchlistStoreError
@@ -78,6 +74,16 @@ def decode_correction(record: PlateRecord) -> Correction | None:
 class AlertsService(LoopService):
     log = log
     started_message = "alerts started"
+    started_settings = (
+        "input_topic",
+        "output_topic",
+        "watchlist_topic",
+        "sightings_topic",
+        "group_id",
+        "sightings_group_id",
+        "corrections_topic",
+        "corrections_group_id",
+    )
 
     def __init__(self, settings: AlertsSettings) -> None:
         self.settings = settings
@@ -116,8 +122,16 @@ class AlertsService(LoopService):
             on_skipped=self.metrics.watchlist_skipped.inc,
         )
         self.publisher = Publisher(kafka.producer_config(settings))
-        self.consumer = AlertsPlatesConsumer(
-            settings, self.metrics, self._on_assign, self._on_revoke, self._on_lost
+        # Three groups, each from its committed position: a commit never passes a record whose
+        # alerts are unacknowledged (passes.py, sightings.py, corrections.py).
+        self.consumer = PartitionNumbersConsumer(
+            settings,
+            settings.input_topic,
+            settings.group_id,
+            metrics,
+            self._on_assign,
+            self._on_revoke,
+            self._on_lost,
         )
         self.committer = Committer(self.consumer, self.engine, self.metrics)
         self.corrections = CorrectionAlerts(
@@ -145,20 +159,28 @@ class AlertsService(LoopService):
             self.recent,
             self.engine.reads_to_come,
         )
-        self.sightings_consumer = AlertsSightingsConsumer(
+        # Its own group: its rebalances and lag are its own, apart from the plates topic's.
+        self.sightings_consumer = PartitionNumbersConsumer(
             settings,
-            self.metrics,
-            self._on_assign_sightings,
-            self._on_revoke_sightings,
-            self._on_lost_sightings,
+            settings.sightings_topic,
+            settings.sightings_group_id,
+            metrics,
+            *self._rebalance_callbacks(
+                "sightings", settings.sightings_topic, self.sightings, lambda: self.sightings_committer
+            ),
         )
         self.sightings_committer = Committer(self.sightings_consumer, self.sightings, self.metrics)
-        self.corrections_consumer = AlertsCorrectionsConsumer(
+        self.corrections_consumer = PartitionNumbersConsumer(
             settings,
-            self.metrics,
-            self._on_assign_corrections,
-            self._on_revoke_corrections,
-            self._on_lost_corrections,
+            settings.corrections_topic,
+            settings.corrections_group_id,
+            metrics,
+            *self._rebalance_callbacks(
+                "corrections",
+                settings.corrections_topic,
+                self.corrections,
+                lambda: self.corrections_committer,
+            ),
         )
         self.corrections_committer = Committer(self.corrections_consumer, self.corrections, self.metrics)
         self.groups["sightings group"] = self.sightings_consumer
@@ -166,18 +188,6 @@ class AlertsService(LoopService):
         self.closers += [self.watchlist.close, self.history.close]
 
     # --- lifecycle -------------------------------------------------------------------------
-
-    def _started_fields(self) -> dict[str, Any]:
-        return {
-            "input_topic": self.settings.input_topic,
-            "output_topic": self.settings.output_topic,
-            "watchlist_topic": self.settings.watchlist_topic,
-            "sightings_topic": self.settings.sightings_topic,
-            "group_id": self.settings.group_id,
-            "sightings_group_id": self.settings.sightings_group_id,
-            "corrections_topic": self.settings.corrections_topic,
-            "corrections_group_id": self.settings.corrections_group_id,
-        }
 
     def _turn(self) -> None:
         if not self.watchlist.loaded:
@@ -356,67 +366,53 @@ class AlertsService(LoopService):
             self.engine.revoke(partition)
         log.warning("partitions lost", extra={"partitions": partitions})
 
-    def _on_assign_sightings(self, partitions: list[int]) -> None:
-        for partition in partitions:
-            self.sightings.assign(partition)
-        log.info(
-            "sightings partitions assigned",
-            extra={"partitions": [f"{self.settings.sightings_topic}:{p}" for p in partitions]},
-        )
+    def _rebalance_callbacks(
+        self,
+        name: str,
+        topic: str,
+        book: SightingAlerts | CorrectionAlerts,
+        committer: Callable[[], Committer],
+    ) -> tuple[PartitionNumbersCallback, PartitionNumbersCallback, PartitionNumbersCallback]:
+        """on_assign, on_revoke and on_lost of the sightings' or the corrections' group: what their
+        alerts hold is theirs, so only their own `committer()` (built after the group) commits on a
+        revocation."""
 
-    def _on_revoke_sightings(self, partitions: list[int]) -> None:
-        self._flush_and_commit(self.publisher, self.sightings_committer)
-        unacknowledged = sum(self.sightings.revoke(p) for p in partitions)
-        log.info(
-            "sightings partitions revoked",
-            extra={"partitions": partitions, "unacknowledged_alerts": unacknowledged},
-        )
+        def on_assign(partitions: list[int]) -> None:
+            for partition in partitions:
+                book.assign(partition)
+            log.info(
+                f"{name} partitions assigned", extra={"partitions": [f"{topic}:{p}" for p in partitions]}
+            )
 
-    def _on_lost_sightings(self, partitions: list[int]) -> None:
-        for partition in partitions:
-            self.sightings.revoke(partition)
-        log.warning("sightings partitions lost", extra={"partitions": partitions})
+        def on_revoke(partitions: list[int]) -> None:
+            self._flush_and_commit(self.publisher, committer())
+            unacknowledged = sum(book.revoke(p) for p in partitions)
+            log.info(
+                f"{name} partitions revoked",
+                extra={"partitions": partitions, "unacknowledged_alerts": unacknowledged},
+            )
 
-    def _on_assign_corrections(self, partitions: list[int]) -> None:
-        for partition in partitions:
-            self.corrections.assign(partition)
-        log.info(
-            "corrections partitions assigned",
-            extra={"partitions": [f"{self.settings.corrections_topic}:{p}" for p in partitions]},
-        )
+        def on_lost(partitions: list[int]) -> None:
+            for partition in partitions:
+                book.revoke(partition)
+            log.warning(f"{name} partitions lost", extra={"partitions": partitions})
 
-    def _on_revoke_corrections(self, partitions: list[int]) -> None:
-        self._flush_and_commit(self.publisher, self.corrections_committer)
-        unacknowledged = sum(self.corrections.revoke(p) for p in partitions)
-        log.info(
-            "corrections partitions revoked",
-            extra={"partitions": partitions, "unacknowledged_alerts": unacknowledged},
-        )
-
-    def _on_lost_corrections(self, partitions: list[int]) -> None:
-        for partition in partitions:
-            self.corrections.revoke(partition)
-        log.warning("corrections partitions lost", extra={"partitions": partitions})
+        return on_assign, on_revoke, on_lost
 
     # --- observability ---------------------------------------------------------------------
 
-    def _log_status(self) -> None:
-        if not self._status_due():
-            return
-        log.info(
-            "status",
-            extra={
-                "watchlist_entries": len(self.watchlist.entries),
-                "open_passes": self.engine.open_passes(),
-                "held": self.engine.held(),
-                "sightings_held": self.sightings.held(),
-                "sightings_waiting": self.sightings.waiting,
-                "recent_passes": len(self.recent),
-                "unacked_alerts": len(self.publisher),
-                "assigned": self.engine.assigned(),
-                "sightings_assigned": self.sightings.assigned(),
-            },
-        )
+    def _status(self) -> dict[str, Any]:
+        return {
+            "watchlist_entries": len(self.watchlist.entries),
+            "open_passes": self.engine.open_passes(),
+            "held": self.engine.held(),
+            "sightings_held": self.sightings.held(),
+            "sightings_waiting": self.sightings.waiting,
+            "recent_passes": len(self.recent),
+            "unacked_alerts": len(self.publisher),
+            "assigned": self.engine.assigned(),
+            "sightings_assigned": self.sightings.assigned(),
+        }
 
     def _readiness(self) -> tuple[bool, str]:
         if not self.watchlist.loaded:

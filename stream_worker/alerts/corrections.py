@@ -36,21 +36,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from stream_worker.alerts.alert import build_correction_alert, correction_alert_id
-from stream_worker.contracts import PlateAlert
+from stream_worker.alerts.held import HeldAlert
 from stream_worker.contracts.corrections import Correction, CorrectionKind
 from stream_worker.plates.matching import Matcher
-from stream_worker.service.kafka import Partition
-from stream_worker.service.offsets import OffsetBook, PartitionOffsets
+from stream_worker.service.offsets import TopicBook
 
 
 @dataclass(frozen=True, slots=True)
-class CorrectionOutgoing:
+class CorrectionOutgoing(HeldAlert):
     """A correction alert to publish; `CorrectionAlerts.delivered` once the broker acknowledged it."""
 
-    alert: PlateAlert
-    partition: int  # of the corrections topic
-    offset: int
-    commits: PartitionOffsets  # the assignment it belongs to: a later one ignores its delivery
     corrected_at: datetime
 
 
@@ -74,7 +69,7 @@ class RaisedAlerts:
         return len(self._ids)
 
 
-class CorrectionAlerts:
+class CorrectionAlerts(TopicBook):
     def __init__(
         self,
         topic: str,
@@ -83,25 +78,21 @@ class CorrectionAlerts:
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         """`topic`: the corrections topic, whose offsets this commits."""
-        self.topic = topic
+        super().__init__(topic)
         self.max_age_s = max_age_s
         self.raised = raised
         self._wall_clock = wall_clock
-        self._book = OffsetBook()
         self.already_raised = 0  # matches whose alert was published before (nothing published again)
         self.passed_over = 0  # confirmations, region-only, too old, or without the best read
 
     # --- assignment ------------------------------------------------------------------------
 
     def assign(self, partition: int) -> None:
-        self._book.assign((self.topic, partition))
+        self._start(partition)
 
     def revoke(self, partition: int) -> int:
         """Forget a partition; returns how many of its alerts were unacknowledged."""
-        return self._book.forget((self.topic, partition))
-
-    def assigned(self) -> list[int]:
-        return [partition for _, partition in self._book.assigned()]
+        return self._stop(partition)
 
     # --- records in, alerts out ------------------------------------------------------------
 
@@ -109,9 +100,7 @@ class CorrectionAlerts:
         self, partition: int, offset: int, correction: Correction | None, matcher: Matcher
     ) -> list[CorrectionOutgoing]:
         """One record of the corrections topic (None: a tombstone or not a Correction)."""
-        commits = self._book.get((self.topic, partition))
-        if commits is None:
-            raise KeyError(partition)
+        commits = self._offsets(partition)
         commits.consumed(offset)
         if correction is None:
             return []
@@ -154,15 +143,4 @@ class CorrectionAlerts:
             outgoing.commits.release(outgoing.offset)
 
     def is_current(self, outgoing: CorrectionOutgoing) -> bool:
-        return self._book.get((self.topic, outgoing.partition)) is outgoing.commits
-
-    # --- commits ---------------------------------------------------------------------------
-
-    def committable(self) -> dict[Partition, int]:
-        return self._book.committable()
-
-    def mark_committed(self, positions: dict[Partition, int]) -> None:
-        self._book.mark_committed(positions)
-
-    def held(self) -> int:
-        return self._book.held()
+        return self._is_current(outgoing.partition, outgoing.commits)

@@ -44,7 +44,7 @@ from stream_worker.alerts.cooldowns import Cooldowns
 from stream_worker.contracts import PlateAlert, PlateEvent, Source
 from stream_worker.plates.matching import Matcher
 from stream_worker.service.kafka import Partition
-from stream_worker.service.offsets import OffsetBook, PartitionOffsets
+from stream_worker.service.offsets import PartitionOffsets, TopicBook
 
 PassKey = tuple[int, str, str]  # (plates partition, camera id, entry plate)
 
@@ -92,7 +92,7 @@ class Outgoing:
     origin: Pass
 
 
-class AlertEngine:
+class AlertEngine(TopicBook):
     def __init__(
         self,
         topic: str,
@@ -103,12 +103,11 @@ class AlertEngine:
     ) -> None:
         """`cooldowns`: shared with the alerts history (history.py), else one of `rules`' own;
         `on_pass(pass, now)`: every pass as it starts, alerting or not."""
-        self.topic = topic
+        super().__init__(topic)
         self.rules = rules
         self.cooldowns = cooldowns or Cooldowns(rules.gap_s, rules.cooldown_s)
         self._wall_clock = wall_clock
         self._on_pass = on_pass
-        self._book = OffsetBook()
         self._open: dict[tuple[int, str], dict[str, Pass]] = {}  # (partition, camera) -> plate -> pass
         self._clocks: dict[tuple[int, str], _Clock] = {}
         self._unsettled: dict[int, list[Pass]] = {}  # partition -> passes still holding an offset
@@ -118,7 +117,7 @@ class AlertEngine:
     def assign(self, partition: int, committed: int | None = None) -> None:
         """`committed`: the group's committed position, when known: the reads below it are done."""
         self.revoke(partition)
-        self._book.assign((self.topic, partition), committed)
+        self._start(partition, committed)
         self._unsettled[partition] = []
 
     def revoke(self, partition: int) -> int:
@@ -128,12 +127,9 @@ class AlertEngine:
             dropped += len(self._open.pop(camera))
         for camera in [key for key in self._clocks if key[0] == partition]:
             del self._clocks[camera]
-        self._book.forget((self.topic, partition))
+        self._stop(partition)
         self._unsettled.pop(partition, None)
         return dropped
-
-    def assigned(self) -> list[int]:
-        return [partition for _, partition in self._book.assigned()]
 
     def reads_to_come(self, partition: int, offset: int) -> bool:
         """True when a read at `offset` of `partition` may still raise an alert here (what a
@@ -141,9 +137,9 @@ class AlertEngine:
         consumed the offset nor found it below the committed position at assignment (unknown
         positions count as to come), or it has no partitions yet (a start or a rebalance: any
         may come to it)."""
-        if not self._book.assigned():
+        if not self.assigned():
             return True
-        commits = self._book.get((self.topic, partition))
+        commits = self._find(partition)
         if commits is None:
             return False
         done_below = commits.next_offset if commits.next_offset is not None else commits.floor
@@ -238,12 +234,12 @@ class AlertEngine:
     def delivered(self, outgoing: Outgoing) -> None:
         """The broker acknowledged `outgoing`'s alert."""
         origin = outgoing.origin
-        if self._book.get((self.topic, origin.key[0])) is origin.commits:
+        if self._is_current(origin.key[0], origin.commits):
             origin.delivered = True
 
     def is_current(self, outgoing: Outgoing) -> bool:
         """True while the partition of `outgoing` is still under the assignment it was made in."""
-        return self._book.get((self.topic, outgoing.origin.key[0])) is outgoing.origin.commits
+        return self._is_current(outgoing.origin.key[0], outgoing.origin.commits)
 
     # --- commits ---------------------------------------------------------------------------
 
@@ -270,16 +266,7 @@ class AlertEngine:
     def committable(self) -> dict[Partition, int]:
         for partition in self.assigned():
             self._settle(partition)
-        return self._book.committable()
-
-    def mark_committed(self, positions: dict[Partition, int]) -> None:
-        self._book.mark_committed(positions)
-
-    def _offsets(self, partition: int) -> PartitionOffsets:
-        offsets = self._book.get((self.topic, partition))
-        if offsets is None:
-            raise KeyError(partition)
-        return offsets
+        return super().committable()
 
     # --- observability ---------------------------------------------------------------------
 
@@ -288,4 +275,4 @@ class AlertEngine:
 
     def held(self) -> int:
         """Passes holding back the commit position (open, unacknowledged or straddled)."""
-        return self._book.held()
+        return super().held()

@@ -52,12 +52,12 @@ from datetime import UTC, datetime
 
 from stream_worker.alerts.alert import build_sighting_alert
 from stream_worker.alerts.candidates import SightingMatch, match_sighting
+from stream_worker.alerts.held import HeldAlert
 from stream_worker.alerts.recent import RecentPasses
 from stream_worker.contracts import PlateAlert, PlateSighting
 from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.plates.matching import Matcher
-from stream_worker.service.kafka import Partition
-from stream_worker.service.offsets import OffsetBook, PartitionOffsets
+from stream_worker.service.offsets import PartitionOffsets, TopicBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +69,9 @@ class SightingRules:
 
 
 @dataclass(frozen=True, slots=True)
-class SightingOutgoing:
+class SightingOutgoing(HeldAlert):
     """A sighting alert to publish; `SightingAlerts.delivered` once the broker acknowledged it."""
 
-    alert: PlateAlert
-    partition: int  # of the sightings topic
-    offset: int
-    commits: PartitionOffsets  # the assignment it belongs to: a later one ignores its delivery
     closed_at: datetime  # when the sightings service closed the sighting
 
 
@@ -115,7 +111,7 @@ def read_alerted(
     return any(match.entry.plate == entry.plate for match in matcher.match(best.text, now=when))
 
 
-class SightingAlerts:
+class SightingAlerts(TopicBook):
     def __init__(
         self,
         topic: str,
@@ -125,12 +121,11 @@ class SightingAlerts:
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         """`topic`: the sightings topic, whose offsets this commits."""
-        self.topic = topic
+        super().__init__(topic)
         self.rules = rules
         self.recent = recent
         self._reads_to_come = reads_to_come
         self._wall_clock = wall_clock
-        self._book = OffsetBook()
         self._waiting: deque[Waiting] = deque()
         self.confirmed = 0  # sighting matches already alerted by reads (nothing published)
         self.waited_out = 0  # sightings decided without their reads, after max_wait_s
@@ -138,21 +133,18 @@ class SightingAlerts:
     # --- assignment ------------------------------------------------------------------------
 
     def assign(self, partition: int) -> None:
-        self._book.assign((self.topic, partition))
+        self._start(partition)
 
     def revoke(self, partition: int) -> int:
         """Forget a partition and its waiting sightings; returns how many of its alerts were
         unacknowledged (its next owner reads those sightings again, as the waiting ones)."""
-        commits = self._book.get((self.topic, partition))
+        commits = self._find(partition)
         if commits is None:
             return 0
-        self._book.forget((self.topic, partition))
+        self._stop(partition)
         waiting = sum(1 for item in self._waiting if item.commits is commits)
         self._waiting = deque(item for item in self._waiting if item.commits is not commits)
         return commits.held - waiting
-
-    def assigned(self) -> list[int]:
-        return [partition for _, partition in self._book.assigned()]
 
     # --- records in, alerts out ------------------------------------------------------------
 
@@ -161,9 +153,7 @@ class SightingAlerts:
     ) -> list[SightingOutgoing]:
         """One record of the sightings topic (None: not a PlateSighting); `now`: monotonic seconds.
         A sighting whose reads are still to come waits (`ready` decides it later)."""
-        commits = self._book.get((self.topic, partition))
-        if commits is None:
-            raise KeyError(partition)
+        commits = self._offsets(partition)
         commits.consumed(offset)
         if sighting is None:
             return []
@@ -228,16 +218,8 @@ class SightingAlerts:
 
     def is_current(self, outgoing: SightingOutgoing) -> bool:
         """True while the partition of `outgoing` is still under the assignment it was made in."""
-        return self._book.get((self.topic, outgoing.partition)) is outgoing.commits
-
-    # --- commits ---------------------------------------------------------------------------
-
-    def committable(self) -> dict[Partition, int]:
-        return self._book.committable()
-
-    def mark_committed(self, positions: dict[Partition, int]) -> None:
-        self._book.mark_committed(positions)
+        return self._is_current(outgoing.partition, outgoing.commits)
 
     def held(self) -> int:
         """Sighting alerts holding back the commit position (not yet acknowledged)."""
-        return self._book.held() - len(self._waiting)
+        return super().held() - len(self._waiting)

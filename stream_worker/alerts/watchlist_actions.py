@@ -18,10 +18,13 @@ from stream_worker.service.topic_actions import (
     OK,
     Echo,
     read_settings_topic,
+    remove_from_settings_topic,
     write_settings_topic,
 )
 from stream_worker.watchlists.csvfile import CsvImportError, parse_csv, write_csv
 from stream_worker.watchlists.topic import WATCHLIST, WatchlistSnapshot, records
+
+WHEN_MISSING = "the watch list is empty"
 
 
 def add(
@@ -43,7 +46,7 @@ def add(
     except ValueError as error:
         err(f"error: {error}")
         return BAD_INPUT
-    status = _write(connection, [entry], [], err)
+    status = _write(connection, [entry], err)
     if status == OK:
         out(f"added {entry.plate} to {entry.list}{' (allow list)' if allow else ''}")
     return status
@@ -56,16 +59,17 @@ def remove(connection: Connection, plate: str, out: Echo, err: Echo) -> int:
     except ValueError as error:
         err(f"error: plate {error}")
         return BAD_INPUT
-    snapshot = _read(connection, err)
-    if snapshot is None:
-        return BROKER_FAILED
-    if plate not in snapshot.values:
-        out(f"{plate} is not on the watch list; nothing written")
-        return OK
-    status = _write(connection, [], [plate], err)
-    if status == OK:
-        out(f"removed {plate} from {snapshot.values[plate].list}")
-    return status
+    return remove_from_settings_topic(
+        connection,
+        WATCHLIST,
+        plate,
+        records([], [plate]),
+        when_missing=WHEN_MISSING,
+        absent=f"{plate} is not on the watch list",
+        removed=lambda entry: f"removed {plate} from {entry.list}",
+        out=out,
+        err=err,
+    )
 
 
 def show(connection: Connection, as_json: bool, out: Echo, err: Echo) -> int:
@@ -104,7 +108,7 @@ def import_csv(connection: Connection, path: Path, out: Echo, err: Echo) -> int:
     if not entries:
         out(f"{path} has no rows; nothing imported")
         return OK
-    status = _write(connection, entries, [], err)
+    status = _write(connection, entries, err)
     if status == OK:
         lists = sorted({entry.list for entry in entries})
         out(f"imported {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} into {', '.join(lists)}")
@@ -123,11 +127,11 @@ def export_csv(connection: Connection, out: Echo, err: Echo) -> int:
 
 
 def _read(connection: Connection, err: Echo) -> WatchlistSnapshot | None:
-    return read_settings_topic(connection, WATCHLIST, "the watch list is empty", err)
+    return read_settings_topic(connection, WATCHLIST, WHEN_MISSING, err)
 
 
-def _write(connection: Connection, entries: list[WatchEntry], removals: list[str], err: Echo) -> int:
-    return write_settings_topic(connection, WATCHLIST, records(entries, removals), err)
+def _write(connection: Connection, entries: list[WatchEntry], err: Echo) -> int:
+    return write_settings_topic(connection, WATCHLIST, records(entries, []), err)
 
 
 def _row(plate: str, list_name: str, distance: str, expires: str, label: str) -> str:

@@ -34,10 +34,13 @@ from stream_worker.service.topic_actions import (
     OK,
     Echo,
     read_settings_topic,
+    remove_from_settings_topic,
+    settings_json,
     write_settings_topic,
 )
 
 DRAW_SUFFIXES = (".jpg", ".jpeg", ".png")  # `cameras draw`'s output formats, by extension
+WHEN_MISSING = "no camera has settings"
 
 
 def set_settings(
@@ -96,7 +99,7 @@ def get_settings(connection: Connection, camera_id: str, out: Echo, err: Echo) -
     if settings is None:
         err(f"note: camera {camera_id!r} has no settings: it uses the defaults")
         settings = CameraSettings()
-    out(orjson.dumps(settings.model_dump(mode="json"), option=orjson.OPT_INDENT_2).decode())
+    out(settings_json(settings))
     return OK
 
 
@@ -179,16 +182,17 @@ def remove(connection: Connection, camera_id: str, out: Echo, err: Echo) -> int:
     camera_id = _valid_camera_id(camera_id, err)
     if camera_id is None:
         return BAD_INPUT
-    snapshot = _read(connection, err)
-    if snapshot is None:
-        return BROKER_FAILED
-    if camera_id not in snapshot.values:
-        out(f"{camera_id} has no settings; nothing written")
-        return OK
-    status = write_settings_topic(connection, CAMERAS, [encode_removal(camera_id)], err)
-    if status == OK:
-        out(f"removed the settings of {camera_id}: back to the defaults")
-    return status
+    return remove_from_settings_topic(
+        connection,
+        CAMERAS,
+        camera_id,
+        [encode_removal(camera_id)],
+        when_missing=WHEN_MISSING,
+        absent=f"{camera_id} has no settings",
+        removed=lambda _settings: f"removed the settings of {camera_id}: back to the defaults",
+        out=out,
+        err=err,
+    )
 
 
 def draw(
@@ -317,4 +321,4 @@ def _load_file(path: Path, err: Echo) -> CameraSettings | None:
 
 
 def _read(connection: Connection, err: Echo) -> CamerasSnapshot | None:
-    return read_settings_topic(connection, CAMERAS, "no camera has settings", err)
+    return read_settings_topic(connection, CAMERAS, WHEN_MISSING, err)

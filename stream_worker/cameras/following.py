@@ -15,6 +15,7 @@ from stream_worker.cameras.records import decode_record
 from stream_worker.cameras.store import DEFAULT_TIMEOUT_S, DEFAULT_TOPIC
 from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.service.compacted import CompactedFollower, FollowerThread
+from stream_worker.service.settings import ServiceSettings
 
 
 class CameraSettingsFollower:
@@ -75,3 +76,13 @@ class CameraSettingsFollower:
 
     def _changed(self, camera_ids: set[str]) -> None:
         self._on_change(camera_ids)
+
+
+def follow_camera_settings(
+    settings: ServiceSettings, topic: str, on_skipped: Callable[[], None]
+) -> CameraSettingsFollower:
+    """A started follower of `topic` on a service's broker and Kafka settings: the settings load
+    while the rest of the service connects."""
+    return CameraSettingsFollower(
+        settings.bootstrap_servers, topic, settings.kafka_config, on_skipped=on_skipped
+    ).start()

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import orjson
-
 from stream_worker.contracts.cameras import CameraSettings, CameraSettingsError, parse_settings
 from stream_worker.contracts.ids import camera_id_problem
+from stream_worker.contracts.records import json_value, text_key
 
 
 class CameraRecordError(ValueError):
@@ -34,21 +33,13 @@ def encode_removal(camera_id: str) -> tuple[bytes, None]:
 def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, CameraSettings | None]:
     """(camera id, settings) of a record; settings None for a tombstone. CameraRecordError says
     why a record is unusable."""
-    if key is None:
-        raise CameraRecordError("record has no key (the key must be the camera id)")
-    try:
-        camera_id = key.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise CameraRecordError(f"key {key!r} is not UTF-8") from error
+    camera_id = text_key(key, "the camera id", CameraRecordError)
     problem = camera_id_problem(camera_id)
     if problem is not None:
         raise CameraRecordError(f"key: camera id {problem}")
     if value is None:
         return camera_id, None
-    try:
-        data = orjson.loads(value)
-    except orjson.JSONDecodeError as error:
-        raise CameraRecordError(f"settings of {camera_id!r} are not JSON: {error}") from error
+    data = json_value(value, f"settings of {camera_id!r} are not JSON", CameraRecordError)
     try:
         return camera_id, parse_settings(data, f"settings of {camera_id!r}", keep_unknown_region=True)
     except CameraSettingsError as error:

@@ -375,19 +375,14 @@ class ConnectorService(LoopService):
             )
         return figures
 
-    def _log_status(self) -> None:
-        if not self._status_due():
-            return
+    def _status(self) -> dict[str, Any]:
         states = Tally(camera.reader.stats.state.value for camera in self.cameras.values())
-        log.info(
-            "status",
-            extra={
-                "cameras": len(self.cameras),
-                "states": dict(states),
-                "partitions": sorted(self.consumer.partitions),
-                "frames_in_producer": len(self.publisher),
-            },
-        )
+        return {
+            "cameras": len(self.cameras),
+            "states": dict(states),
+            "partitions": sorted(self.consumer.partitions),
+            "frames_in_producer": len(self.publisher),
+        }
 
     def _readiness(self) -> tuple[bool, str]:
         if not self.follower.caught_up:

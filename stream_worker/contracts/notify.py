@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from stream_worker.contracts.credentials import is_reference_only, references, url_problem
 from stream_worker.contracts.ids import Uuid
+from stream_worker.contracts.records import json_value, text_key
 from stream_worker.contracts.sightings import Direction
 
 MAX_TARGET_NAME_LENGTH = 64
@@ -420,21 +421,13 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, NotifyTa
     """(name, target) of a `notify-targets` record (key = the name, value = the target's JSON);
     target None for a tombstone. TargetRecordError says why not. Here, beside the contract, so
     that the notify service and the console (which may not import each other) read it alike."""
-    if key is None:
-        raise TargetRecordError("record has no key (the key must be the target's name)")
-    try:
-        name = key.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise TargetRecordError(f"key {key!r} is not UTF-8") from error
+    name = text_key(key, "the target's name", TargetRecordError)
     problem = target_name_problem(name)
     if problem is not None:
         raise TargetRecordError(f"key: target name {problem}")
     if value is None:
         return name, None
-    try:
-        data = orjson.loads(value)
-    except orjson.JSONDecodeError as error:
-        raise TargetRecordError(f"target {name!r} is not JSON: {error}") from error
+    data = json_value(value, f"target {name!r} is not JSON", TargetRecordError)
     try:
         return name, parse_target(data, f"target {name!r}")
     except NotifyTargetError as error:

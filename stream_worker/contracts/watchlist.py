@@ -10,6 +10,7 @@ so `в 840 ск 197` and `B840CK197` are one key, and `AB-123-CD` and `ab 123 cd
 from __future__ import annotations
 
 import re
+import sys
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import ClassVar, Literal
@@ -20,6 +21,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from stream_worker.contracts.base import OmitsAbsent
 from stream_worker.contracts.cameras import MAX_OVERSTAY_S
 from stream_worker.contracts.plate_formats import LPRNET, RECOGNIZER_ALPHABETS
+from stream_worker.contracts.records import json_value, text_key
 
 # The Russian recognizer's alphabet (LPRNet's classes without the CTC blank).
 PLATE_ALPHABET = RECOGNIZER_ALPHABETS[LPRNET]
@@ -177,12 +179,7 @@ def encode_removal(plate: str) -> tuple[bytes, None]:
 
 def decode_key(key: bytes | None) -> str:
     """The plate a record is about; WatchRecordError unless the key is a normalised plate."""
-    if key is None:
-        raise WatchRecordError("record has no key (the key must be the normalised plate)")
-    try:
-        plate = key.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise WatchRecordError(f"key {key!r} is not UTF-8") from error
+    plate = text_key(key, "the normalised plate", WatchRecordError)
     problem = plate_problem(plate)
     if problem is not None:
         normalised = normalise_plate(plate)
@@ -198,10 +195,7 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[str, WatchEnt
     plate = decode_key(key)
     if value is None:
         return plate, None
-    try:
-        data = orjson.loads(value)
-    except orjson.JSONDecodeError as error:
-        raise WatchRecordError(f"value of {plate} is not JSON: {error}") from error
+    data = json_value(value, f"value of {plate} is not JSON", WatchRecordError)
     if not isinstance(data, dict):
         raise WatchRecordError(f"value of {plate} is not a JSON object")
     try:
@@ -264,31 +258,29 @@ def new_entry(
 
 
 def _distance(value: float | str | None, problems: list[str]) -> float | None:
-    if isinstance(value, str):
-        if not value.strip():
-            return None
-        try:
-            value = float(value)
-        except ValueError:
-            problems.append(f"max_distance {value!r} is not a number")
-            return None
-    if value is not None and not 0 <= value < float("inf"):
-        problems.append(f"max_distance {value!r} is not a finite number >= 0")
-        return None
-    return value
+    return _optional_number("max_distance", value, sys.float_info.max, "a finite number >= 0", problems)
 
 
 def _overstay(value: float | str | None, problems: list[str]) -> float | None:
+    meaning = f"a number of seconds from 0 to {MAX_OVERSTAY_S:.0f}"
+    return _optional_number("overstay_s", value, MAX_OVERSTAY_S, meaning, problems)
+
+
+def _optional_number(
+    name: str, value: float | str | None, largest: float, meaning: str, problems: list[str]
+) -> float | None:
+    """A column's number from 0 to `largest` as typed (a blank: None); what is wrong with it added
+    to `problems` (None then)."""
     if isinstance(value, str):
         if not value.strip():
             return None
         try:
             value = float(value)
         except ValueError:
-            problems.append(f"overstay_s {value!r} is not a number")
+            problems.append(f"{name} {value!r} is not a number")
             return None
-    if value is not None and not 0 <= value <= MAX_OVERSTAY_S:
-        problems.append(f"overstay_s {value!r} is not a number of seconds from 0 to {MAX_OVERSTAY_S:.0f}")
+    if value is not None and not 0 <= value <= largest:
+        problems.append(f"{name} {value!r} is not {meaning}")
         return None
     return value
 

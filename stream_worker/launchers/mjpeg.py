@@ -20,21 +20,21 @@ import base64
 import contextlib
 import hmac
 import json
-import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import quote
+
+from stream_worker.launchers.mount_server import MountServer
+from stream_worker.launchers.process import LoggedProcess
 
 READY_LINE = "mjpeg server ready"
 BOUNDARY = "frame"
@@ -269,101 +269,24 @@ def serve(config: dict[str, Any]) -> int:
     return 0
 
 
-class LocalMjpegServer:
-    """The MJPEG server as a child process on `host`:`port` (a free port when None).
+class LocalMjpegServer(MountServer[MjpegMount]):
+    """The MJPEG server as a child process on `host`:`port` (a free port when None), as
+    rtsp.LocalRtspServer (mount_server.py): url(), start(), stop(), kill(), start() again on the
+    same port, close(). `base_url()` + `/not-video`, `/<mount>.jpg`: its other pages."""
 
-    Same shape as rtsp.LocalRtspServer: url(), start(), stop(), kill(), start() again on the same
-    port, close()."""
+    scheme = "http"
+    mount_suffix = ".mjpg"
+    what = "MJPEG server"
+    error = MjpegServerError
+    ready_line = READY_LINE
+    files_prefix = "mjpeg-server-"
 
-    def __init__(
-        self,
-        mounts: Sequence[MjpegMount],
-        port: int | None = None,
-        host: str = "127.0.0.1",
-        user: str | None = None,
-        password: str | None = None,
-    ) -> None:
-        from stream_worker.launchers.broker import free_port
+    def _mount_config(self, mount: MjpegMount) -> dict[str, Any]:
+        return {**asdict(mount), "path": str(Path(mount.path).resolve())}
 
-        if not mounts:
-            raise ValueError("an MJPEG server needs at least one mount")
-        names = [mount.name for mount in mounts]
-        if len(set(names)) != len(names):
-            raise ValueError(f"mount names must be unique: {names}")
-        self.mounts = list(mounts)
-        self.host = host
-        self.port = port if port is not None else free_port()
-        self.user = user
-        self._password = password
-        self._process: Any = None
-        self._config_dir: tempfile.TemporaryDirectory[str] | None = None
-
-    def url(self, mount: str, user: str | None = None, password: str | None = None) -> str:
-        """http://host:port/<mount>.mjpg, with `user:password@` when given (quoted)."""
-        if mount not in {m.name for m in self.mounts}:
-            raise KeyError(f"no mount {mount!r}; mounts: {[m.name for m in self.mounts]}")
-        return f"{self.base_url(user, password)}/{mount}.mjpg"
-
-    def authorized_url(self, mount: str) -> str:
-        return self.url(mount, self.user, self._password)
-
-    def base_url(self, user: str | None = None, password: str | None = None) -> str:
-        """http://host:port (add /not-video, /<mount>.jpg ...)."""
-        credentials = ""
-        if user is not None:
-            secret = f":{quote(password, safe='')}" if password is not None else ""
-            credentials = f"{quote(user, safe='')}{secret}@"
-        return f"http://{credentials}{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.is_running()
-
-    def start(self, timeout_s: float = 30.0) -> LocalMjpegServer:
-        """Start the server and return once it answers HTTP."""
-        from stream_worker.launchers.process import LoggedProcess
-
-        if self.is_running():
-            return self
-        config = {
-            "host": self.host,
-            "port": self.port,
-            "user": self.user,
-            "password": self._password,
-            "mounts": [{**asdict(mount), "path": str(Path(mount.path).resolve())} for mount in self.mounts],
-        }
-        if self._config_dir is None:
-            self._config_dir = tempfile.TemporaryDirectory(prefix="mjpeg-server-")
-        config_path = Path(self._config_dir.name) / "config.json"
-        config_path.touch(mode=0o600)
-        config_path.write_text(json.dumps(config))
-        self._process = LoggedProcess(
-            [sys.executable, "-m", "stream_worker.launchers.mjpeg", "--config", str(config_path)],
-            "mjpeg-server-",
-        )
-        try:
-            self._wait_ready(timeout_s)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if not self.is_running():
-                raise MjpegServerError(f"the MJPEG server exited while starting: {self.log_tail()}")
-            if time.monotonic() > deadline:
-                raise MjpegServerError(
-                    f"the MJPEG server did not answer on {self.host}:{self.port} after {timeout_s:.0f} s: "
-                    f"{self.log_tail()}"
-                )
-            if READY_LINE in self.log_tail() and self._answers():
-                return
-            time.sleep(0.05)
+    def _spawn(self, config_path: Path) -> LoggedProcess:
+        command = [sys.executable, "-m", "stream_worker.launchers.mjpeg", "--config", str(config_path)]
+        return LoggedProcess(command, self.files_prefix)
 
     def _answers(self) -> bool:
         try:
@@ -373,39 +296,6 @@ class LocalMjpegServer:
             return True  # 401: it answers
         except OSError:
             return False
-
-    def log_tail(self) -> str:
-        return self._process.log_tail() if self._process is not None else ""
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL if it lingers; the port stays this server's to start again on."""
-        process, self._process = self._process, None
-        if process is not None:
-            process.stop(timeout_s)
-
-    def kill(self) -> None:
-        """SIGKILL at once: its clients' connections drop, as when a camera loses power."""
-        if self._process is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGKILL)
-        self.stop()
-
-    def close(self) -> None:
-        self.stop()
-        if self._config_dir is not None:
-            self._config_dir.cleanup()
-            self._config_dir = None
-
-    def __enter__(self) -> LocalMjpegServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,21 +10,16 @@ again on the same port (a camera that reboots).
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import signal
 import socket
 import subprocess
-import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import TracebackType
+from typing import Any
 from urllib.parse import quote
 
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.mount_server import MountServer
 from stream_worker.launchers.process import LoggedProcess
 
 SERVER_SCRIPT = Path(__file__).with_name("rtsp_server.py")
@@ -86,12 +81,18 @@ def rtsp_server_unavailable(python: str | None = None) -> str | None:
     return None
 
 
-class LocalRtspServer:
+class LocalRtspServer(MountServer[Mount]):
     """GStreamer's RTSP server on `host`:`port` (a free port when None) serving `mounts`.
 
     `user`/`password`: HTTP-style basic auth on every mount (a client without them or with wrong
     ones gets 401). The port stays the same across stop() and start(), so a client can reconnect to
-    the same URL after a restart."""
+    the same URL after a restart (mount_server.py)."""
+
+    scheme = "rtsp"
+    what = "RTSP server"
+    error = RtspServerError
+    ready_line = READY_LINE
+    files_prefix = "rtsp-server-"
 
     def __init__(
         self,
@@ -102,133 +103,26 @@ class LocalRtspServer:
         password: str | None = None,
         python: str | None = None,
     ) -> None:
-        if not mounts:
-            raise ValueError("an RTSP server needs at least one mount")
-        names = [mount.name for mount in mounts]
-        if len(set(names)) != len(names):
-            raise ValueError(f"mount names must be unique: {names}")
-        self.mounts = list(mounts)
-        self.host = host
-        self.port = port if port is not None else free_port()
-        self.user = user
-        self._password = password
+        super().__init__(mounts, port, host, user, password)
         self._python = python or gstreamer_python()
-        self._process: LoggedProcess | None = None
-        self._config_dir: tempfile.TemporaryDirectory[str] | None = None
 
-    def url(self, mount: str, user: str | None = None, password: str | None = None) -> str:
-        """rtsp://host:port/mount, with `user:password@` when given (quoted)."""
-        if mount not in {m.name for m in self.mounts}:
-            raise KeyError(f"no mount {mount!r}; mounts: {[m.name for m in self.mounts]}")
-        credentials = ""
-        if user is not None:
-            secret = f":{quote(password, safe='')}" if password is not None else ""
-            credentials = f"{quote(user, safe='')}{secret}@"
-        return f"rtsp://{credentials}{self.host}:{self.port}/{mount}"
+    def _mount_config(self, mount: Mount) -> dict[str, Any]:
+        return {**asdict(mount), "path": str(Path(mount.path).resolve()), "fps": _fps(mount.fps)}
 
-    def authorized_url(self, mount: str) -> str:
-        """url() with the server's own credentials (just url() when it has none)."""
-        return self.url(mount, self.user, self._password)
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.is_running()
-
-    def start(self, timeout_s: float = 30.0) -> LocalRtspServer:
-        """Start the server and return once it answers an RTSP OPTIONS request."""
-        if self.is_running():
-            return self
-        config = {
-            "host": self.host,
-            "port": self.port,
-            "user": self.user,
-            "password": self._password,
-            "mounts": [
-                {**asdict(mount), "path": str(Path(mount.path).resolve()), "fps": _fps(mount.fps)}
-                for mount in self.mounts
-            ],
-        }
-        # The password goes in a private file rather than on the command line, where `ps` shows it.
-        if self._config_dir is None:
-            self._config_dir = tempfile.TemporaryDirectory(prefix="rtsp-server-")
-        config_path = Path(self._config_dir.name) / "config.json"
-        config_path.touch(mode=0o600)
-        config_path.write_text(json.dumps(config))
+    def _spawn(self, config_path: Path) -> LoggedProcess:
         try:
-            self._process = LoggedProcess(
-                [self._python, str(SERVER_SCRIPT), "--config", str(config_path)], "rtsp-server-"
+            return LoggedProcess(
+                [self._python, str(SERVER_SCRIPT), "--config", str(config_path)], self.files_prefix
             )
         except OSError as error:
             raise RtspServerError(f"cannot run {self._python}: {error}") from error
-        try:
-            self._wait_ready(timeout_s)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
-    def _wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if not self.is_running():
-                raise RtspServerError(f"the RTSP server exited while starting: {self.log_tail()}")
-            if time.monotonic() > deadline:
-                raise RtspServerError(
-                    f"the RTSP server did not answer on {self.host}:{self.port} after {timeout_s:.0f} s: "
-                    f"{self.log_tail()}"
-                )
-            if READY_LINE in self.log_tail() and rtsp_options_ok(self.host, self.port):
-                return
-            time.sleep(0.05)
-
-    def log_tail(self) -> str:
-        """The end of what the server wrote (no credentials: it never prints them)."""
-        return self._process.log_tail() if self._process is not None else ""
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM to the server's process group, SIGKILL if it lingers; the port stays ours to reuse."""
-        process, self._process = self._process, None
-        if process is None:
-            return
-        _signal_group(process.pid, signal.SIGTERM)
-        if not process.stop(timeout_s):
-            _signal_group(process.pid, signal.SIGKILL)
-
-    def kill(self) -> None:
-        """SIGKILL the server at once, as a crash or a power cut would."""
-        if self._process is not None:
-            _signal_group(self._process.pid, signal.SIGKILL)
-        self.stop()
-
-    def close(self) -> None:
-        """stop(), and remove the config file."""
-        self.stop()
-        if self._config_dir is not None:
-            self._config_dir.cleanup()
-            self._config_dir = None
-
-    def __enter__(self) -> LocalRtspServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _answers(self) -> bool:
+        return rtsp_options_ok(self.host, self.port)
 
 
 def _fps(fps: int | str | None) -> str | None:
     return None if fps is None else str(fps)
-
-
-def _signal_group(pid: int, signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signum)
 
 
 def rtsp_options_ok(host: str, port: int, timeout_s: float = 2.0) -> bool:

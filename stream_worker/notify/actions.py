@@ -31,6 +31,8 @@ from stream_worker.service.topic_actions import (
     OK,
     Echo,
     read_settings_topic,
+    remove_from_settings_topic,
+    settings_json,
     write_settings_topic,
 )
 
@@ -46,6 +48,7 @@ def load_target_file(path: Path) -> NotifyTarget:
 
 
 STATUS_TOPIC = topics.NOTIFY_STATUS.name
+WHEN_MISSING = "there are no targets"
 
 
 def set_target(
@@ -106,7 +109,7 @@ def get_target(connection: Connection, name: str, out: Echo, err: Echo) -> int:
     if target is None:
         err(f"error: no target named {name!r}")
         return BAD_INPUT
-    out(orjson.dumps(target.model_dump(mode="json"), option=orjson.OPT_INDENT_2).decode())
+    out(settings_json(target))
     return OK
 
 
@@ -135,16 +138,17 @@ def remove(connection: Connection, name: str, out: Echo, err: Echo) -> int:
     except ValueError as error:
         err(f"error: {error}")
         return BAD_INPUT
-    snapshot = _read(connection, err)
-    if snapshot is None:
-        return BROKER_FAILED
-    if name not in snapshot.values:
-        out(f"there is no target {name}; nothing written")
-        return OK
-    status = write_settings_topic(connection, TARGETS, [target_record(name, None)], err)
-    if status == OK:
-        out(f"removed the target {name}")
-    return status
+    return remove_from_settings_topic(
+        connection,
+        TARGETS,
+        name,
+        [target_record(name, None)],
+        when_missing=WHEN_MISSING,
+        absent=f"there is no target {name}",
+        removed=lambda _target: f"removed the target {name}",
+        out=out,
+        err=err,
+    )
 
 
 def summary(target: NotifyTarget) -> str:
@@ -164,7 +168,7 @@ def summary(target: NotifyTarget) -> str:
 
 
 def _read(connection: Connection, err: Echo) -> TargetsSnapshot | None:
-    return read_settings_topic(connection, TARGETS, "there are no targets", err)
+    return read_settings_topic(connection, TARGETS, WHEN_MISSING, err)
 
 
 def _row(name: str, kind: str, enabled: str, address: str) -> str:

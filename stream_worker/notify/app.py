@@ -136,6 +136,22 @@ class Input:
 class NotifyService(LoopService):
     log = log
     started_message = "notify started"
+    started_settings = (
+        "input_topic",
+        "sightings_topic",
+        "visits_topic",
+        "watchlist_topic",
+        "targets_topic",
+        "dlq_topic",
+        "deliveries_topic",
+        "tests_topic",
+        "status_topic",
+        "replays_topic",
+        "group_id",
+        "sightings_group_id",
+        "visits_group_id",
+        "allow_private_targets",
+    )
 
     def __init__(self, settings: NotifySettings) -> None:
         self.settings = settings
@@ -223,20 +239,7 @@ class NotifyService(LoopService):
 
     def _started_fields(self) -> dict[str, Any]:
         return {
-            "input_topic": self.settings.input_topic,
-            "sightings_topic": self.settings.sightings_topic,
-            "visits_topic": self.settings.visits_topic,
-            "watchlist_topic": self.settings.watchlist_topic,
-            "targets_topic": self.settings.targets_topic,
-            "dlq_topic": self.settings.dlq_topic,
-            "deliveries_topic": self.settings.deliveries_topic,
-            "tests_topic": self.settings.tests_topic,
-            "status_topic": self.settings.status_topic,
-            "replays_topic": self.settings.replays_topic,
-            "group_id": self.settings.group_id,
-            "sightings_group_id": self.settings.sightings_group_id,
-            "visits_group_id": self.settings.visits_group_id,
-            "allow_private_targets": self.settings.allow_private_targets,
+            **super()._started_fields(),
             "secrets_file": str(self.settings.secrets_file) if self.settings.secrets_file else None,
             "secret_names": self.secrets.names(),
         }

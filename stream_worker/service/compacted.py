@@ -391,22 +391,10 @@ def write_compacted(
     config: Mapping[str, object] | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     partitions: int = DEFAULT_PARTITIONS,
-) -> int:
-    """Write (key, value) records (None: tombstone), creating the compacted topic if needed (with
-    `partitions`); returns once every record is stored (how many), else raises CompactedTopicError
-    naming the records that failed."""
-    return write_records(bootstrap_servers, topic, records, config, timeout_s, partitions).count
-
-
-def write_records(
-    bootstrap_servers: str,
-    topic: str,
-    records: Sequence[tuple[bytes, bytes | None]],
-    config: Mapping[str, object] | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    partitions: int = DEFAULT_PARTITIONS,
 ) -> Written:
-    """`write_compacted`, telling where the records were stored (what a view waits for)."""
+    """Write (key, value) records (None: tombstone), creating the compacted topic if needed (with
+    `partitions`); returns once every record is stored (how many, and where: what a view waits
+    for), else raises CompactedTopicError naming the records that failed."""
     if not records:
         return Written(0, {})
     ensure_compacted_topic(bootstrap_servers, topic, config, partitions=partitions, timeout_s=timeout_s)
@@ -753,7 +741,9 @@ class CompactedView(FollowerThread[K, V]):
         """Store (key, value) records (None: tombstone) and wait until this view has applied them;
         CompactedTopicError when they are not stored, or not read back, within the timeout."""
         timeout = self._timeout_s if timeout_s is None else timeout_s
-        written = write_records(self._bootstrap, self.topic, records, self._config, timeout, self._partitions)
+        written = write_compacted(
+            self._bootstrap, self.topic, records, self._config, timeout, self._partitions
+        )
         if not self.wait_applied(written.ends, timeout):
             raise CompactedTopicError(
                 f"{written.count} record(s) stored in topic {self.topic!r} but not read back within "
@@ -790,7 +780,7 @@ class CompactedTopic(Generic[K, V]):
         topic: str | None = None,
         config: Mapping[str, object] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
-    ) -> int:
+    ) -> Written:
         """`write_compacted`, creating the topic with this declaration's partitions."""
         return write_compacted(
             bootstrap_servers, topic or self.topic, records, config, timeout_s, self.partitions

@@ -55,9 +55,11 @@ class LoopService(ABC):
 
     log: ClassVar[logging.Logger]
     started_message: ClassVar[str]
+    started_settings: ClassVar[tuple[str, ...]] = ()  # the settings the start line names
     consumer: GroupMember
 
     def __init__(self, settings: ServiceSettings, metrics: ServiceMetrics) -> None:
+        self._settings = settings
         self._service_metrics = metrics
         self.deadlines = Deadlines(settings.shutdown_timeout_s, settings.revoke_timeout_s)
         self.fatal: BaseException | None = None
@@ -92,9 +94,10 @@ class LoopService(ABC):
             self.log.error("fatal Kafka error, stopping without draining", extra={"error": str(self.fatal)})
         return self._shutdown()
 
-    @abstractmethod
     def _started_fields(self) -> dict[str, Any]:
-        """What the start log line says besides the metrics port and the Kafka settings."""
+        """What the start log line says besides the metrics port and the Kafka settings: the
+        `started_settings`, by name."""
+        return {name: getattr(self._settings, name) for name in self.started_settings}
 
     @abstractmethod
     def _turn(self) -> None:
@@ -144,6 +147,15 @@ class LoopService(ABC):
             return False
         self.log.warning(f"broker refused {what}, publishing it again", extra={**ids, "error": error.str()})
         return True
+
+    def _log_status(self) -> None:
+        """Every STATUS_LOG_EVERY_S, a progress line of what `_status` says."""
+        if self._status_due():
+            self.log.info("status", extra=dict(self._status()))
+
+    def _status(self) -> Mapping[str, object]:
+        """What the periodic progress line says: where the service's records are waiting."""
+        return {}
 
     def _status_due(self) -> bool:
         """True every STATUS_LOG_EVERY_S: a periodic progress line shows where a stalled service waits."""

@@ -141,3 +141,47 @@ class OffsetBook:
         for partition, position in positions.items():
             if (offsets := self._partitions.get(partition)) is not None:
                 offsets.mark_committed(position)
+
+
+class TopicBook:
+    """The commit book of an engine that reads one topic, its partitions named by number. The
+    sightings and alerts engines subclass it: a `Committer` commits from the engine itself, and
+    each engine keeps only what it holds and releases."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self._book = OffsetBook()
+
+    def assigned(self) -> list[int]:
+        return [partition for _, partition in self._book.assigned()]
+
+    def committable(self) -> dict[Partition, int]:
+        return self._book.committable()
+
+    def mark_committed(self, positions: Mapping[Partition, int]) -> None:
+        self._book.mark_committed(positions)
+
+    def held(self) -> int:
+        """Outputs holding back the commit position (not yet safe)."""
+        return self._book.held()
+
+    def _start(self, partition: int, floor: int | None = None) -> PartitionOffsets:
+        return self._book.assign((self.topic, partition), floor)
+
+    def _stop(self, partition: int) -> int:
+        """Forget a partition; returns how many holds it still had."""
+        return self._book.forget((self.topic, partition))
+
+    def _find(self, partition: int) -> PartitionOffsets | None:
+        return self._book.get((self.topic, partition))
+
+    def _offsets(self, partition: int) -> PartitionOffsets:
+        """The partition's offsets; KeyError when it is not assigned."""
+        offsets = self._find(partition)
+        if offsets is None:
+            raise KeyError(partition)
+        return offsets
+
+    def _is_current(self, partition: int, offsets: PartitionOffsets) -> bool:
+        """True while `partition` is still under the assignment `offsets` belong to."""
+        return self._find(partition) is offsets

@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+import orjson
 from confluent_kafka import KafkaException
+from pydantic import BaseModel
 
 from stream_worker.service.compacted import (
     CompactedSnapshot,
@@ -61,3 +63,36 @@ def write_settings_topic(
         err(f"error: {error}")
         return BROKER_FAILED
     return OK
+
+
+def remove_from_settings_topic(
+    connection: Connection,
+    topic: CompactedTopic[K, V],
+    key: K,
+    tombstones: Sequence[tuple[bytes, bytes | None]],
+    *,
+    when_missing: str,
+    absent: str,
+    removed: Callable[[V], str],
+    out: Echo,
+    err: Echo,
+) -> int:
+    """What every `remove` command does once its key is checked: write the key's `tombstones`,
+    unless the topic holds nothing under it (`absent` said, nothing written); `removed(value)`
+    says what went."""
+    snapshot = read_settings_topic(connection, topic, when_missing, err)
+    if snapshot is None:
+        return BROKER_FAILED
+    value = snapshot.values.get(key)
+    if value is None:
+        out(f"{absent}; nothing written")
+        return OK
+    status = write_settings_topic(connection, topic, tombstones, err)
+    if status == OK:
+        out(removed(value))
+    return status
+
+
+def settings_json(value: BaseModel) -> str:
+    """A stored value as the indented JSON a command's `set --file` takes back."""
+    return orjson.dumps(value.model_dump(mode="json"), option=orjson.OPT_INDENT_2).decode()

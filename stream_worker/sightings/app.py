@@ -29,7 +29,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from stream_worker.cameras.following import CameraSettingsFollower
+from stream_worker.cameras.following import follow_camera_settings
 from stream_worker.cameras.regions import CameraRegions
 from stream_worker.contracts import PlateSighting
 from stream_worker.contracts.plate_formats import Region
@@ -53,6 +53,7 @@ POLL_S = 0.1
 class SightingsService(LoopService):
     log = log
     started_message = "sightings started"
+    started_settings = ("input_topic", "output_topic", "group_id")
 
     def __init__(self, settings: SightingsSettings) -> None:
         self.settings = settings
@@ -69,12 +70,9 @@ class SightingsService(LoopService):
             errors=(InvalidEvent,),
         )
         # The plate formats load while the rest connects; no record is read before they are (`_turn`).
-        self.cameras = CameraSettingsFollower(
-            settings.bootstrap_servers,
-            settings.cameras_topic,
-            settings.kafka_config,
-            on_skipped=self.metrics.camera_settings_skipped.inc,
-        ).start()
+        self.cameras = follow_camera_settings(
+            settings, settings.cameras_topic, self.metrics.camera_settings_skipped.inc
+        )
         self.closers.append(self.cameras.close)
         self.regions = CameraRegions(self.metrics.unknown_region.inc)
         self.engine = SightingsEngine(
@@ -95,13 +93,6 @@ class SightingsService(LoopService):
         self.committer = Committer(self.consumer, self.engine, self.metrics)
 
     # --- lifecycle -------------------------------------------------------------------------
-
-    def _started_fields(self) -> dict[str, Any]:
-        return {
-            "input_topic": self.settings.input_topic,
-            "output_topic": self.settings.output_topic,
-            "group_id": self.settings.group_id,
-        }
 
     def _turn(self) -> None:
         if not self.cameras.caught_up:  # a pass must never close without its camera's plate format
@@ -204,20 +195,15 @@ class SightingsService(LoopService):
 
     # --- observability ---------------------------------------------------------------------
 
-    def _log_status(self) -> None:
-        if not self._status_due():
-            return
+    def _status(self) -> dict[str, Any]:
         sample = self.metrics.registry.get_sample_value
-        log.info(
-            "status",
-            extra={
-                "events_in": sample("stream_worker_sightings_events_in_total"),
-                "open_passes": len(self.engine.open_groups()),
-                "held": self.engine.held(),
-                "unacked_sightings": len(self.publisher),
-                "assigned": self.engine.assigned(),
-            },
-        )
+        return {
+            "events_in": sample("stream_worker_sightings_events_in_total"),
+            "open_passes": len(self.engine.open_groups()),
+            "held": self.engine.held(),
+            "unacked_sightings": len(self.publisher),
+            "assigned": self.engine.assigned(),
+        }
 
     def _readiness(self) -> tuple[bool, str]:
         if not self.cameras.caught_up:

@@ -17,8 +17,7 @@ from datetime import UTC, datetime
 from stream_worker.cameras.regions import region_pattern
 from stream_worker.contracts import PlateSighting
 from stream_worker.contracts.plate_formats import Region
-from stream_worker.service.kafka import Partition
-from stream_worker.service.offsets import OffsetBook, PartitionOffsets
+from stream_worker.service.offsets import PartitionOffsets, TopicBook
 from stream_worker.sightings.grouping import Closed, Group, Grouper, GroupingRules
 from stream_worker.sightings.reads import Observation, Position
 from stream_worker.sightings.sighting import VotingRules, build_sighting
@@ -42,7 +41,10 @@ class EngineCounts:
     not_plates: int = 0  # sightings whose voted text is not a plate of the camera's format, not published
 
 
-class SightingsEngine:
+class SightingsEngine(TopicBook):
+    """Groups and votes the reads of one plates topic; its commit position stays below the first
+    read of an open pass or of an unacknowledged sighting (`held` counts both)."""
+
     def __init__(
         self,
         topic: str,
@@ -63,7 +65,7 @@ class SightingsEngine:
         voted confidence is below `min_region_confidence` is no plate either (dropped and counted, or
         published as it is): a region's formats are loose enough for a caption's or a fragment's
         misreads to fit one, and the recognizers read those unsure of the format's characters."""
-        self.topic = topic
+        super().__init__(topic)
         self.min_region_confidence = min_region_confidence
         self.voting = voting
         self.min_reads = min_reads
@@ -74,7 +76,6 @@ class SightingsEngine:
         self.counts = EngineCounts()
         self._wall_clock = wall_clock
         self._grouper = Grouper(grouping)
-        self._book = OffsetBook()
         self._holds: dict[int, int] = {}  # id(group) -> the offset it holds
 
     # --- assignment ------------------------------------------------------------------------
@@ -82,18 +83,15 @@ class SightingsEngine:
     def assign(self, partition: int, floor: int | None) -> None:
         """Start a partition; `floor`: its committed position (reads below it are a replay)."""
         self.revoke(partition)
-        self._book.assign((self.topic, partition), floor)
+        self._start(partition, floor)
 
     def revoke(self, partition: int) -> int:
         """Forget a partition; its open groups are dropped uncommitted. Returns how many."""
         dropped = self._grouper.forget(partition)
         for group in dropped:
             self._holds.pop(id(group), None)
-        self._book.forget((self.topic, partition))
+        self._stop(partition)
         return len(dropped)
-
-    def assigned(self) -> list[int]:
-        return [partition for _, partition in self._book.assigned()]
 
     # --- records in, sightings out ----------------------------------------------------------
 
@@ -158,29 +156,10 @@ class SightingsEngine:
 
     def delivered(self, outgoing: Outgoing) -> None:
         """The broker acknowledged `outgoing`: its reads no longer hold the commit position."""
-        if self._book.get((self.topic, outgoing.partition)) is outgoing.commits:
+        if self._is_current(outgoing.partition, outgoing.commits):
             outgoing.commits.release(outgoing.hold)
-
-    # --- commits ---------------------------------------------------------------------------
-
-    def committable(self) -> dict[Partition, int]:
-        """Below the first read of an open pass or of an unacknowledged sighting."""
-        return self._book.committable()
-
-    def mark_committed(self, positions: dict[Partition, int]) -> None:
-        self._book.mark_committed(positions)
-
-    def _offsets(self, partition: int) -> PartitionOffsets:
-        offsets = self._book.get((self.topic, partition))
-        if offsets is None:
-            raise KeyError(partition)
-        return offsets
 
     # --- observability ---------------------------------------------------------------------
 
     def open_groups(self) -> list[Group]:
         return list(self._grouper.open_groups())
-
-    def held(self) -> int:
-        """Sightings not yet acknowledged plus open groups holding a commit."""
-        return self._book.held()

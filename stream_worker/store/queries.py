@@ -14,8 +14,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, func, insert, select, update
 
+from stream_worker.store.keyset import live_feed, newest_first
 from stream_worker.store.rows import (
     AlertRow,
     AuditRow,
@@ -23,8 +24,6 @@ from stream_worker.store.rows import (
     Page,
     SightingDetail,
     SightingRow,
-    decode_cursor,
-    encode_cursor,
     utc,
 )
 from stream_worker.store.schema import alerts as alerts_table
@@ -103,14 +102,7 @@ def recent_sightings(
     """The live feed: sightings stored after `after_seq`, oldest first, at most `limit` (poll
     again from the last one's seq). Without `after_seq`: the newest `limit`, oldest first."""
     _limit(limit)
-    statement = select(*SUMMARY_COLUMNS)
-    if after_seq is None:
-        rows = connection.execute(statement.order_by(sightings.c.seq.desc()).limit(limit)).mappings().all()
-        rows = list(reversed(rows))
-    else:
-        statement = statement.where(sightings.c.seq > after_seq).order_by(sightings.c.seq).limit(limit)
-        rows = connection.execute(statement).mappings().all()
-    return [summary(row) for row in rows]
+    return [summary(row) for row in live_feed(connection, SUMMARY_COLUMNS, sightings.c.seq, after_seq, limit)]
 
 
 def cameras_seen(connection: Connection) -> list[CameraSeen]:
@@ -155,19 +147,10 @@ def alerts(
         conditions.append(alerts_table.c.acknowledged_at.is_not(None))
     elif acknowledged is False:
         conditions.append(alerts_table.c.acknowledged_at.is_(None))
-    if cursor is not None:
-        at, seq = decode_cursor(cursor)
-        time = alerts_table.c.alerted_at
-        conditions.append(and_(time <= at, or_(time < at, alerts_table.c.seq < seq)))
-    statement = (
-        select(*ALERT_COLUMNS)
-        .where(*conditions)
-        .order_by(alerts_table.c.alerted_at.desc(), alerts_table.c.seq.desc())
-        .limit(limit + 1)
+    rows, next_cursor = newest_first(
+        connection, ALERT_COLUMNS, alerts_table.c.alerted_at, alerts_table.c.seq, conditions, cursor, limit
     )
-    rows = connection.execute(statement).mappings().all()
-    items = [_alert(row) for row in rows[:limit]]
-    next_cursor = encode_cursor(items[-1].alerted_at, items[-1].seq) if len(rows) > limit else None
+    items = [_alert(row) for row in rows]
     return AlertPage(items=items, next_cursor=next_cursor)
 
 
@@ -185,14 +168,7 @@ def recent_alerts(connection: Connection, after_seq: int | None = None, limit: i
     """The live feed's alerts, as `recent_sightings`: after `after_seq` oldest first, or the newest
     `limit` oldest first."""
     _limit(limit)
-    statement = select(*ALERT_COLUMNS)
-    if after_seq is None:
-        rows = connection.execute(statement.order_by(alerts_table.c.seq.desc()).limit(limit)).mappings().all()
-        rows = list(reversed(rows))
-    else:
-        statement = statement.where(alerts_table.c.seq > after_seq).order_by(alerts_table.c.seq).limit(limit)
-        rows = connection.execute(statement).mappings().all()
-    return [_alert(row) for row in rows]
+    return [_alert(row) for row in live_feed(connection, ALERT_COLUMNS, alerts_table.c.seq, after_seq, limit)]
 
 
 def acknowledge(

@@ -26,13 +26,14 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlalchemy import ColumnElement, Connection, and_, or_, select
+from sqlalchemy import ColumnElement, Connection, or_, select
 
 from stream_worker.contracts.sightings import Direction
 from stream_worker.contracts.watchlist import normalise_plate
 from stream_worker.plates.matching import CHEAP_COST, EDIT_COST, plate_distance
+from stream_worker.store.keyset import newest_first
 from stream_worker.store.plate_keys import EDITS, fold, spellings, variants
-from stream_worker.store.rows import Page, SightingRow, decode_cursor, encode_cursor, utc
+from stream_worker.store.rows import Page, SightingRow, decode_cursor, utc
 from stream_worker.store.schema import corrections, plate_variants, sightings
 
 MAX_LIMIT = 200
@@ -190,31 +191,23 @@ def search(connection: Connection, query: SearchQuery) -> SearchPage:
         conditions.append(sightings.c.last_seen >= query.since)
     if query.until is not None:
         conditions.append(sightings.c.last_seen < query.until)
-    if query.cursor is not None:
-        at, seq = decode_cursor(query.cursor)
-        # A plain range on last_seen (indexes serve it) and the tie broken by seq.
-        conditions.append(
-            and_(sightings.c.last_seen <= at, or_(sightings.c.last_seen < at, sightings.c.seq < seq))
-        )
-    statement = (
-        select(*SUMMARY_COLUMNS)
-        .where(*conditions)
-        .order_by(sightings.c.last_seen.desc(), sightings.c.seq.desc())
-        .limit(query.limit + 1)
+    rows, next_cursor = newest_first(
+        connection,
+        SUMMARY_COLUMNS,
+        sightings.c.last_seen,
+        sightings.c.seq,
+        conditions,
+        query.cursor,
+        query.limit,
     )
-    rows = connection.execute(statement).mappings().all()
-    corrected = _corrected_texts(connection, [row["sighting_id"] for row in rows[: query.limit]])
+    corrected = _corrected_texts(connection, [row["sighting_id"] for row in rows])
     items = []
-    for row in rows[: query.limit]:
+    for row in rows:
         texts = [row["text"], corrected.get(row["sighting_id"])]
         near = [distances[text] for text in texts if text in distances]
         item = summary(row, min(near) if near else None)
         item.corrected_text = corrected.get(row["sighting_id"])
         items.append(item)
-    next_cursor = None
-    if len(rows) > query.limit:
-        last = items[-1]
-        next_cursor = encode_cursor(last.last_seen, last.seq)
     return SearchPage(items=items, next_cursor=next_cursor)
 
 

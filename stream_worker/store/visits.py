@@ -14,9 +14,10 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import ConfigDict, Field
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, or_, select
 
-from stream_worker.store.rows import Page, VisitRow, decode_cursor, encode_cursor, utc
+from stream_worker.store.keyset import newest_first
+from stream_worker.store.rows import Page, VisitRow, utc
 from stream_worker.store.schema import visits
 from stream_worker.store.search import (
     MAX_FUZZY_DISTANCE,
@@ -106,22 +107,11 @@ def search_visits(connection: Connection, query: VisitQuery) -> VisitPage:
         conditions.append(visits.c.entered_at >= query.since)
     if query.until is not None:
         conditions.append(visits.c.entered_at < query.until)
-    if query.cursor is not None:
-        at, seq = decode_cursor(query.cursor)
-        entered = visits.c.entered_at
-        conditions.append(and_(entered <= at, or_(entered < at, visits.c.seq < seq)))
-    statement = (
-        select(*VISIT_COLUMNS)
-        .where(*conditions)
-        .order_by(visits.c.entered_at.desc(), visits.c.seq.desc())
-        .limit(query.limit + 1)
+    rows, next_cursor = newest_first(
+        connection, VISIT_COLUMNS, visits.c.entered_at, visits.c.seq, conditions, query.cursor, query.limit
     )
-    rows = connection.execute(statement).mappings().all()
     items = []
-    for row in rows[: query.limit]:
+    for row in rows:
         near = [distances[text] for text in (row["plate"], row["exit_text"]) if text in distances]
         items.append(visit_row(row, min(near) if near else None))
-    next_cursor = None
-    if len(rows) > query.limit:
-        next_cursor = encode_cursor(items[-1].entered_at, items[-1].seq)
     return VisitPage(items=items, next_cursor=next_cursor)

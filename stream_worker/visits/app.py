@@ -33,7 +33,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError
 
-from stream_worker.cameras.following import CameraSettingsFollower
+from stream_worker.cameras.following import follow_camera_settings
 from stream_worker.contracts import PlateSighting, PlateVisit
 from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.contracts.watchlist import decode_record as decode_watch_entry
@@ -94,6 +94,14 @@ class HeldExit:
 class VisitsService(LoopService):
     log = log
     started_message = "visits started"
+    started_settings = (
+        "input_topic",
+        "output_topic",
+        "cameras_topic",
+        "watchlist_topic",
+        "list_overstay_s",
+        "group_id",
+    )
 
     def __init__(self, settings: VisitsSettings) -> None:
         self.settings = settings
@@ -102,12 +110,9 @@ class VisitsService(LoopService):
         self.decode: Decoder[PlateSighting] = Decoder.of(
             PlateSighting, settings.input_topic, metrics.sightings_in, metrics.invalid_sightings, log
         )
-        self.cameras = CameraSettingsFollower(
-            settings.bootstrap_servers,
-            settings.cameras_topic,
-            settings.kafka_config,
-            on_skipped=self.metrics.camera_settings_skipped.inc,
-        ).start()
+        self.cameras = follow_camera_settings(
+            settings, settings.cameras_topic, self.metrics.camera_settings_skipped.inc
+        )
         self.watchlist: CompactedFollower[str, WatchEntry] = CompactedFollower(
             settings.bootstrap_servers,
             settings.watchlist_topic,
@@ -129,16 +134,6 @@ class VisitsService(LoopService):
         self.closers += [self.cameras.close, self.watchlist.close, self.history.close]
         self._stream_time: datetime | None = None
         self._counted = (0, 0)
-
-    def _started_fields(self) -> dict[str, Any]:
-        return {
-            "input_topic": self.settings.input_topic,
-            "output_topic": self.settings.output_topic,
-            "cameras_topic": self.settings.cameras_topic,
-            "watchlist_topic": self.settings.watchlist_topic,
-            "list_overstay_s": self.settings.list_overstay_s,
-            "group_id": self.settings.group_id,
-        }
 
     def _turn(self) -> None:
         if not self.cameras.caught_up:
@@ -293,17 +288,13 @@ class VisitsService(LoopService):
         self.held = [held for held in self.held if held.partition not in partitions]
         log.info("partitions revoked", extra={"partitions": partitions})
 
-    def _log_status(self) -> None:
-        if self._status_due():
-            log.info(
-                "status",
-                extra={
-                    "open_visits": len(self.visits),
-                    "unmatched_exits": self.visits.unmatched_exits,
-                    "cameras": len(self.cameras.settings),
-                    "plates_with_limits": len(self.limits),
-                },
-            )
+    def _status(self) -> dict[str, Any]:
+        return {
+            "open_visits": len(self.visits),
+            "unmatched_exits": self.visits.unmatched_exits,
+            "cameras": len(self.cameras.settings),
+            "plates_with_limits": len(self.limits),
+        }
 
     def _readiness(self) -> tuple[bool, str]:
         if not self.cameras.caught_up:

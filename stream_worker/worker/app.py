@@ -36,7 +36,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from stream_worker.cameras.following import CameraSettingsFollower
+from stream_worker.cameras.following import follow_camera_settings
 from stream_worker.cameras.regions import CameraRegions
 from stream_worker.contracts import ErrorReason, ErrorStage, ModelInfo
 from stream_worker.contracts.plate_formats import Region
@@ -87,6 +87,7 @@ READY_PROBE_TIMEOUT_S = 2.0
 class Worker(LoopService):
     log = log
     started_message = "worker started"
+    started_settings = ("input_topic", "cameras_topic", "group_id")
 
     def __init__(self, settings: WorkerSettings, camera_rules: CameraRules | None = None) -> None:
         """`camera_rules`: each camera's masks, zones, minimum width and plate pictures (the
@@ -104,12 +105,9 @@ class Worker(LoopService):
         self._next_batch_id = 0
 
         # The settings load while the rest connects; no frame is read before they are (`_turn`).
-        self.cameras = CameraSettingsFollower(
-            settings.bootstrap_servers,
-            settings.cameras_topic,
-            settings.kafka_config,
-            on_skipped=self.metrics.camera_settings_skipped.inc,
-        ).start()
+        self.cameras = follow_camera_settings(
+            settings, settings.cameras_topic, self.metrics.camera_settings_skipped.inc
+        )
         self.closers.append(self.cameras.close)
         self.camera_rules = camera_rules or CameraRules(
             self.cameras.settings_for, regions=CameraRegions(self.metrics.frames_unknown_region.inc)
@@ -143,13 +141,6 @@ class Worker(LoopService):
         self.committer = Committer(self.consumer, self.tracker, self.metrics)
 
     # --- lifecycle -------------------------------------------------------------------------
-
-    def _started_fields(self) -> dict[str, Any]:
-        return {
-            "input_topic": self.settings.input_topic,
-            "cameras_topic": self.settings.cameras_topic,
-            "group_id": self.settings.group_id,
-        }
 
     def _turn(self) -> None:
         if not self.cameras.caught_up:  # a frame must never be read without its camera's settings
@@ -469,25 +460,19 @@ class Worker(LoopService):
         self.metrics.batch_size.observe(frames)
         self.metrics.batch_latency.observe(seconds)
 
-    def _log_status(self) -> None:
-        """A periodic progress line, so that a stalled worker shows where frames are waiting."""
-        if not self._status_due():
-            return
-        log.info(
-            "status",
-            extra={
-                "frames_in": self.metrics.registry.get_sample_value("stream_worker_frames_in_total"),
-                "events_out": self.metrics.registry.get_sample_value("stream_worker_events_out_total"),
-                "pending": self.tracker.pending(),
-                "batching": len(self.batcher),
-                "ready_batches": len(self.ready),
-                "inflight_batches": len(self.inflight),
-                "awaiting_order": self.ordering.waiting(),
-                "unacked_records": len(self.publisher),
-                "paused": self.consumer.throttled,
-                "assigned": _names(self.consumer.assigned()),
-            },
-        )
+    def _status(self) -> dict[str, Any]:
+        return {
+            "frames_in": self.metrics.registry.get_sample_value("stream_worker_frames_in_total"),
+            "events_out": self.metrics.registry.get_sample_value("stream_worker_events_out_total"),
+            "pending": self.tracker.pending(),
+            "batching": len(self.batcher),
+            "ready_batches": len(self.ready),
+            "inflight_batches": len(self.inflight),
+            "awaiting_order": self.ordering.waiting(),
+            "unacked_records": len(self.publisher),
+            "paused": self.consumer.throttled,
+            "assigned": _names(self.consumer.assigned()),
+        }
 
     def _readiness(self) -> tuple[bool, str]:
         if not self.cameras.caught_up:

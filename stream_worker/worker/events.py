@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from stream_worker.contracts import (
     PLATE_FORMAT,
@@ -70,7 +71,6 @@ def build_event(
     """`kept`: the plates to publish with their zones (the camera's settings, camera_rules.py);
     None: all of the result's plates, without zones. `readings`: per kept plate, its reading through
     the camera's region (worker/reading.py), None for Triton's own text (no region)."""
-    record = frame.record
     if kept is None:
         kept = [(plate, None) for plate in result.plates]
     if readings is None:
@@ -80,17 +80,28 @@ def build_event(
     ]
     return PlateEvent(
         schema_revision=event_revision(plates),
-        event_id=event_id(record.topic, record.partition, record.offset),
-        camera_id=frame.camera_id,
-        frame_id=frame.frame_id,
-        captured_at=frame.captured_at,
-        processed_at=processed_at,
-        source=Source(topic=record.topic, partition=record.partition, offset=record.offset),
+        **_frame_fields(frame, model, processed_at, now_monotonic),
         image=ImageSize(width=result.width, height=result.height),
         plates=plates,
-        model=model,
-        latency_ms=round(max(0.0, now_monotonic - record.received_at) * 1000, 3),
     )
+
+
+def _frame_fields(
+    frame: Frame, model: ModelInfo, processed_at: datetime, now_monotonic: float
+) -> dict[str, Any]:
+    """What every event says of its frame: its id (from the frame's position), the camera, the
+    times, the position and the model."""
+    record = frame.record
+    return {
+        "event_id": event_id(record.topic, record.partition, record.offset),
+        "camera_id": frame.camera_id,
+        "frame_id": frame.frame_id,
+        "captured_at": frame.captured_at,
+        "processed_at": processed_at,
+        "source": Source(topic=record.topic, partition=record.partition, offset=record.offset),
+        "model": model,
+        "latency_ms": round(max(0.0, now_monotonic - record.received_at) * 1000, 3),
+    }
 
 
 def _plate_reading(plate: Plate, zone: str | None, reading: Reading | None) -> PlateReading:
@@ -121,19 +132,11 @@ def not_examined_event(
 ) -> PlateEvent:
     """The event of a frame the camera's motion gate kept from Triton (worker/gating.py): no plates
     because nothing was looked at, which `examined: false` says (revision 4)."""
-    record = frame.record
     return PlateEvent(
         schema_revision=event_revision([], examined=False),
-        event_id=event_id(record.topic, record.partition, record.offset),
-        camera_id=frame.camera_id,
-        frame_id=frame.frame_id,
-        captured_at=frame.captured_at,
-        processed_at=processed_at,
-        source=Source(topic=record.topic, partition=record.partition, offset=record.offset),
+        **_frame_fields(frame, model, processed_at, now_monotonic),
         image=ImageSize(width=width, height=height),
         plates=[],
-        model=model,
-        latency_ms=round(max(0.0, now_monotonic - record.received_at) * 1000, 3),
         examined=False,
     )
 

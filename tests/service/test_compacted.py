@@ -91,7 +91,7 @@ def test_a_missing_topic_is_empty_and_is_not_created(kafka_bootstrap: str, uniqu
 
 @pytest.mark.integration
 def test_latest_value_wins_tombstones_delete_bad_records_are_skipped(kafka_bootstrap: str, unique_name: str):
-    assert write_compacted(kafka_bootstrap, unique_name, records(a="one", b="two", c="three")) == 3
+    assert write_compacted(kafka_bootstrap, unique_name, records(a="one", b="two", c="three")).count == 3
     write_compacted(kafka_bootstrap, unique_name, records(a="uno", b=None))
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     producer.produce(unique_name, key=b"c", value=b"LOUD")  # refused by decode: c keeps "three"
@@ -111,12 +111,12 @@ def test_latest_value_wins_tombstones_delete_bad_records_are_skipped(kafka_boots
 def test_many_records_on_several_partitions_are_read_to_the_last(kafka_bootstrap: str, unique_name: str):
     ensure_compacted_topic(kafka_bootstrap, unique_name, partitions=3)
     many = {f"key-{k}": f"value-{k}" for k in range(1500)}
-    assert write_compacted(kafka_bootstrap, unique_name, records(**many)) == 1500
+    assert write_compacted(kafka_bootstrap, unique_name, records(**many)).count == 1500
     assert read_compacted(kafka_bootstrap, unique_name, decode).values == many
 
 
 def test_nothing_to_write_needs_no_broker() -> None:
-    assert write_compacted(CLOSED, "settings", []) == 0
+    assert write_compacted(CLOSED, "settings", []).count == 0
 
 
 def test_an_unreachable_broker_is_an_error_not_a_hang() -> None:

@@ -117,6 +117,33 @@ def test_status_is_due_once_per_period(monkeypatch: pytest.MonkeyPatch) -> None:
     service.http.stop()
 
 
+class StatusService(CountingService):
+    """Names two of its settings on the start line and says its turns on the status line."""
+
+    started_settings = ("metrics_host", "shutdown_timeout_s")
+    _started_fields = LoopService._started_fields
+
+    def _status(self) -> dict[str, Any]:
+        return {"turns": self.turns}
+
+
+def test_the_start_line_names_the_started_settings_and_the_status_line_says_status(
+    caplog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(lifecycle.time, "monotonic", lambda: now[0])
+    service = StatusService(RecordingConsumer(), stop_after=2)
+    with caplog.at_level(logging.INFO, "test.lifecycle"):
+        assert service.run() == 0
+        service._log_status()  # not due yet
+        now[0] += lifecycle.STATUS_LOG_EVERY_S
+        service._log_status()
+    started = next(r for r in caplog.records if r.getMessage() == "test service started")
+    assert started.metrics_host == "127.0.0.1"
+    assert started.shutdown_timeout_s == service.deadlines.shutdown_timeout_s
+    assert [r.turns for r in caplog.records if r.getMessage() == "status"] == [2]
+
+
 def test_the_shutdown_leaves_every_group_then_closes_the_rest_and_says_what_is_left(caplog) -> None:
     service = CountingService(RecordingConsumer(), stop_after=2)
     other = RecordingConsumer(close_error=True)

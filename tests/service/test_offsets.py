@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stream_worker.service.offsets import OffsetBook, PartitionOffsets
+from stream_worker.service.offsets import OffsetBook, PartitionOffsets, TopicBook
 
 
 def test_nothing_consumed_nothing_to_commit():
@@ -124,3 +124,25 @@ def test_forgotten_partitions_are_dropped_and_late_outcomes_ignored() -> None:
     book.release(P0, 4)  # never held
     assert book.committable() == {P0: 5}
     assert book.assigned() == [P0]
+
+
+def test_a_topic_book_names_partitions_by_number_and_commits_its_own_topic() -> None:
+    book = TopicBook("plates")
+    first = book._start(1, floor=5)
+    book._start(0)
+    assert book.assigned() == [0, 1]
+    first.consumed(5)
+    first.hold(5)
+    first.consumed(6)
+    assert book.committable() == {}  # held at its floor, the committed position
+    assert book.held() == 1
+    first.release(5)
+    assert book.committable() == {("plates", 1): 7}
+    book.mark_committed({("plates", 1): 7})
+    assert book.committable() == {}
+    assert book._is_current(1, first)
+    assert book._stop(1) == 0
+    assert not book._is_current(1, first)
+    with pytest.raises(KeyError):
+        book._offsets(1)
+    assert book.assigned() == [0]

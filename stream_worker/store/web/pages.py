@@ -184,10 +184,9 @@ def search_page(
         query: SearchQuery = search_query(**form, fuzzy=fuzzy, cursor=cursor, limit=50)
         with store.database.connect() as connection:
             page = search(connection, query)
-    params = {k: v for k, v in form.items() if v}
-    if fuzzy:
-        params["fuzzy"] = "true"
-    return render(request, "search.html", form={**form, "fuzzy": fuzzy}, page=page, params=params)
+    return render(
+        request, "search.html", form={**form, "fuzzy": fuzzy}, page=page, params=_params(form, fuzzy)
+    )
 
 
 @router.get("/sightings/{sighting_id}", response_class=HTMLResponse)
@@ -240,9 +239,6 @@ def visits_page(
     sites: dict[str, list[Any]] = {}
     for visit in present:
         sites.setdefault(visit.site, []).append(visit)
-    params = {k: v for k, v in form.items() if v}
-    if fuzzy:
-        params["fuzzy"] = "true"
     return render(
         request,
         "visits.html",
@@ -251,8 +247,16 @@ def visits_page(
         form={**form, "fuzzy": fuzzy},
         states=[state.value for state in VisitState],
         page=page,
-        params=params,
+        params=_params(form, fuzzy),
     )
+
+
+def _params(form: dict[str, str], fuzzy: bool) -> dict[str, str]:
+    """A search form's query for its next page's link: the fields given, and `fuzzy` when set."""
+    params = {k: v for k, v in form.items() if v}
+    if fuzzy:
+        params["fuzzy"] = "true"
+    return params
 
 
 def _plate_visits(connection: Any, text: str) -> Any:
