@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from containers import docker_available, server_source, triton_container, triton_image_build
+from file_order import load_hint, longest_files_first
 
 # Real RTSP/MJPEG servers and a black hole for the camera tests (tests/stream_servers.py); a real
 # PostgreSQL for the history store (tests/postgres.py); the pipeline's services as processes for
@@ -39,6 +40,13 @@ def weights_dir() -> Path:
 
 def samples_dir() -> Path:
     return weights_dir().parent / "samples"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first (tests/file_order.py), so that the two test processes of
+    scripts/test.sh finish together."""
+    order = longest_files_first([item.nodeid for item in items], load_hint())
+    items[:] = [items[index] for index in order]
 
 
 @pytest.fixture(scope="session")
