@@ -132,7 +132,7 @@ def test_a_camera_faster_than_its_workers_stays_under_its_bound_and_counts_what_
 
 
 WORKER_RUN_S = 90.0
-WORKER_SETTLED_S = 60.0  # the first overshoot (Triton's first requests, the pace not known) lasts ~45 s
+WORKER_SETTLED_S = 60.0  # the first overshoot (Triton's first requests, the pace not known): 45-60 s
 WORKER_BOUND_S = 5.0
 
 
