@@ -99,10 +99,15 @@ def triton_url(prepared_model_repository: Path) -> Iterator[str]:
             wait_for_logs(container, spec.ready_log, timeout=300)
             yield f"{container.get_container_host_ip()}:{container.get_exposed_port(spec.ports[0])}"
         return
-    from stream_worker.launchers.triton import LocalTriton
+    from stream_worker.launchers.triton import LocalTriton, remove_stale_shm_regions
 
     with LocalTriton(repository=prepared_model_repository) as server:
         yield server.grpc_url
+        # The session is done with it and no request is in flight: a graceful stop would only
+        # unload the models (~9 s, most of it the Python backend's stubs) while the run waits.
+        # Killed instead, with the shared memory its stubs leave.
+        server.stop(grace_s=0)
+        remove_stale_shm_regions()
 
 
 @pytest.fixture(scope="session")
