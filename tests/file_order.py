@@ -3,8 +3,8 @@
 `scripts/test.sh` runs the suite on two processes, each file whole in one of them (`--dist
 loadfile`), handing out the files in the collected order (`--no-loadscope-reorder`; pytest-xdist's
 own order puts the files with the most tests first, which leaves the few-test integration files,
-the longest, for the end: one process then runs a two-minute file alone while the other waits).
-With the longest files handed out first, what is left at the end are short files that even out.
+the longest, for the end, where one process can be left running a long file alone). With the
+longest files handed out first, what is left at the end are short files that even out.
 
 The seconds per file come from a full run's `--durations` report, checked in as `durations.json`
 (a file missing from it counts as 0 s: after every file in it). Regenerate it after a full run of
