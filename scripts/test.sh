@@ -13,4 +13,5 @@ ruff format --check .
 lint-imports --no-cache
 # Two test processes (PYTEST_WORKERS): each file runs whole in one of them, so module fixtures
 # start once; each process has its own broker and Triton. More would mostly add Tritons (~2 GB each).
-pytest -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=15 "$@"
+# The files are handed out in the collected order, the longest first (tests/file_order.py).
+pytest -n "${PYTEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder --durations=15 "$@"

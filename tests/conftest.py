@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from containers import docker_available, server_source, triton_container, triton_image_build
+from file_order import load_hint, longest_files_first
 
 # Real RTSP/MJPEG servers and a black hole for the camera tests (tests/stream_servers.py); a real
 # PostgreSQL for the history store (tests/postgres.py); the pipeline's services as processes for
@@ -39,6 +40,13 @@ def weights_dir() -> Path:
 
 def samples_dir() -> Path:
     return weights_dir().parent / "samples"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first (tests/file_order.py), so that the two test processes of
+    scripts/test.sh finish together."""
+    order = longest_files_first([item.nodeid for item in items], load_hint())
+    items[:] = [items[index] for index in order]
 
 
 @pytest.fixture(scope="session")
@@ -91,10 +99,15 @@ def triton_url(prepared_model_repository: Path) -> Iterator[str]:
             wait_for_logs(container, spec.ready_log, timeout=300)
             yield f"{container.get_container_host_ip()}:{container.get_exposed_port(spec.ports[0])}"
         return
-    from stream_worker.launchers.triton import LocalTriton
+    from stream_worker.launchers.triton import LocalTriton, remove_stale_shm_regions
 
     with LocalTriton(repository=prepared_model_repository) as server:
         yield server.grpc_url
+        # The session is done with it and no request is in flight: a graceful stop would only
+        # unload the models (~9 s, most of it the Python backend's stubs) while the run waits.
+        # Killed instead, with the shared memory its stubs leave.
+        server.stop(grace_s=0)
+        remove_stale_shm_regions()
 
 
 @pytest.fixture(scope="session")

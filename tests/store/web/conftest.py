@@ -1,10 +1,11 @@
 """The console under test: the real app over a real SQLite store in tmp_path, with two users from a
-users file (an admin and a viewer, each with a password and an API token); `served`: the same
-console served by the store's own console thread on the real broker, and `browser`: a headless
-Chromium for it."""
+users file (an admin and a viewer, each with a password and an API token); `served`
+(`serve_console`): the same console served by the store's own console thread on the real broker,
+and `browser`: a headless Chromium for it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -128,8 +129,8 @@ def topics_of(unique_name: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def served(
+@contextlib.contextmanager
+def serve_console(
     tmp_path: Path, users_file: Path, kafka_bootstrap: str, unique_name: str
 ) -> Iterator[tuple[Console, str]]:
     """The console on the real broker, served over HTTP by the store's console thread, and its
@@ -145,6 +146,14 @@ def served(
     yield console, thread.address.rstrip("/")
     thread.stop()
     console.database.dispose()
+
+
+@pytest.fixture
+def served(
+    tmp_path: Path, users_file: Path, kafka_bootstrap: str, unique_name: str
+) -> Iterator[tuple[Console, str]]:
+    with serve_console(tmp_path, users_file, kafka_bootstrap, unique_name) as console_and_address:
+        yield console_and_address
 
 
 @pytest.fixture

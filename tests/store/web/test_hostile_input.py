@@ -20,7 +20,8 @@ import re
 import select
 import socket
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from html import unescape
 from pathlib import Path
@@ -60,7 +61,7 @@ from stream_worker.store.web.bodies import (
 )
 from stream_worker.store.web.paths import segment
 
-from .conftest import PASSWORDS, TOKENS, Console, make_console, signed_in, stored_raw
+from .conftest import PASSWORDS, TOKENS, Console, make_console, serve_console, signed_in, stored_raw
 
 pytestmark = pytest.mark.integration
 
@@ -395,11 +396,28 @@ def _hostile_writes(console: Console, address: str, kafka_bootstrap: str) -> lis
     return pages
 
 
-def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_escaped(
-    served, kafka_bootstrap: str
-) -> None:
-    console, address = served
-    _hostile_writes(console, address, kafka_bootstrap)
+@pytest.fixture(scope="module")
+def hostile_writes(
+    users_file: Path, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[], tuple[str, list[str]]]]:
+    """One served console that takes every hostile write once, for the checks over HTTP and those
+    in Chromium alike: a call gives (address, the pages to look at), the first one making the
+    writes and running their checks."""
+    name = f"t-hostile-writes-{uuid.uuid4().hex[:8]}"
+    folder = tmp_path_factory.mktemp("hostile-writes")
+    with serve_console(folder, users_file, kafka_bootstrap, name) as (console, address):
+        pages: list[str] = []
+
+        def written() -> tuple[str, list[str]]:
+            if not pages:
+                pages.extend(_hostile_writes(console, address, kafka_bootstrap))
+            return address, pages
+
+        yield written
+
+
+def test_hostile_input_through_the_api_and_forms_is_refused_cleanly_or_shown_escaped(hostile_writes) -> None:
+    hostile_writes()
 
 
 # Target fields that would smuggle a header line, a second name or another variable of notify.
@@ -461,11 +479,8 @@ def test_hostile_notification_targets_are_refused_whole_and_nothing_is_written(
     assert "notify.target.set" not in _audit_actions(console)
 
 
-def test_hostile_input_through_the_api_and_forms_runs_no_script_in_chromium(
-    served, browser, kafka_bootstrap: str
-) -> None:
-    console, address = served
-    pages = _hostile_writes(console, address, kafka_bootstrap)
+def test_hostile_input_through_the_api_and_forms_runs_no_script_in_chromium(hostile_writes, browser) -> None:
+    address, pages = hostile_writes()
     _sign_in(browser, address)
     _browse(browser, address, pages)
 
