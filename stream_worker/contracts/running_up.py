@@ -14,7 +14,6 @@ Whoever reads the file can read the data dir, the database included: it grants n
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +97,8 @@ def _alive(pid: object) -> bool:
 def write_console_token(data_dir: Path) -> Path:
     """A new random token in `<data dir>/console.token`, readable by its owner only (0600), made
     under a temporary name and moved in place: no reader ever sees a half-written one."""
+    import secrets  # here: `cameras status`, which only reads the token, starts faster without it
+
     path = data_dir / CONSOLE_TOKEN_FILE
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     partial.unlink(missing_ok=True)

@@ -34,6 +34,19 @@ from .conftest import CLOSED_BROKER, TOKENS, make_console, topics_of
 
 pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[3]
+# The CLI with its arguments after -c, saying at exit which heavy modules it imported: the Kafka
+# client, the contracts' pydantic models (building them is most of the CLI's start).
+HEAVY_MODULES_AT_EXIT = """
+import atexit, sys
+MODELS = {"alerts", "base", "cameras", "corrections", "events", "frames", "ids", "notify", "schemas",
+          "sightings", "visits", "watchlist"}
+def heavy():
+    return sorted(m for m in sys.modules if m == "confluent_kafka"
+                  or (m.startswith("stream_worker.contracts.") and m.rsplit(".", 1)[1] in MODELS))
+atexit.register(lambda: print("heavy modules:", heavy(), file=sys.stderr))
+from stream_worker.cli import app
+app(sys.argv[1:], prog_name="stream-worker")
+"""
 
 
 def record(camera_id: str, updated_at: float, state: str = "streaming") -> bytes:
@@ -147,6 +160,12 @@ def test_under_up_the_console_answers_what_the_topic_holds_without_the_broker(
     ]
     assert "2.5 of 5" in table.stdout
     print(f"cameras status from the console: {time.perf_counter() - started:.2f} s wall")
+    # Light: neither the Kafka client nor the contracts' models are imported on the way.
+    loaded = subprocess.run(
+        [sys.executable, "-c", HEAVY_MODULES_AT_EXIT, "cameras", "status"],
+        cwd=REPO_ROOT, env=up.env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert loaded.returncode == 0 and loaded.stderr == "heavy modules: []\n", loaded.stderr
     # A wider window than the console holds, or a broker given, reads the topic (closed: exit 1).
     for args in (("--since", "0"), ("--since", "60"), ("--topic", topic), ("-X", "client.id=x")):
         refused = up.status("--json", "--timeout", "2", *args)
