@@ -87,7 +87,10 @@ class Up:
             self._step("starting the local Triton", self.triton)
             self.triton_url = self.triton.grpc_url
         # The console's read-only token for the CLI (contracts/running_up.py), new on each start.
-        running_up.write_console_token(options.data_dir)
+        try:
+            running_up.write_console_token(options.data_dir)
+        except OSError as error:
+            raise UpError(f"cannot write {options.console_token_path}: {error.strerror}") from error
         self.services = self._services()
         names = ", ".join(service.name for service in self.services)
         with self.console.step(f"starting {names} (they join their groups)"):
