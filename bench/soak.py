@@ -6,7 +6,8 @@ camera on the van clip with motion gating at `--gate-fps`, or a dash camera on t
 ungated at `--dash-fps`, alternately), `up` on a data dir (a new temp one unless `--data-dir`), and
 sets, through the CLI, a watch list of the clips' plates, a local webhook target and the cameras.
 Each `--interval` it records: each console page's latency (p50/p95 of `--requests` GETs, signed in
-as an admin) and its answers that were not 200; `cameras status`'s wall time and CPU; each child's
+as an admin) and its answers that were not 200; `cameras status`'s wall time and CPU (run as a
+person under `up` runs it: no flag, up's console answers); each child's
 resident memory (its process tree); the data dir's bytes, total and the broker's; the largest
 `*lag_seconds*` metric and the frames/s counted by `*shed*_total` counters of the services (n/a
 when none exposes one) and the connector's published frames/s; per camera the alerts of the
@@ -123,7 +124,7 @@ def measure(
     broker_mib = round(probe.folder_bytes(up.data_dir / "broker") / 2**20, 1)
     # The slow ones last, so that every figure above is of the same moment.
     pages = console.pages(requests)
-    cli_status = probe.cameras_status(up.bootstrap)
+    cli_status = probe.cameras_status(up.data_dir)
     row = {
         "minute": round((at - started) / 60, 2),
         "load_1m": environment.load_average()[0],

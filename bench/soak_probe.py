@@ -95,22 +95,31 @@ class Console:
         return figures
 
 
-def cameras_status(bootstrap: str) -> dict[str, Any]:
-    """`stream-worker cameras status` as a person runs it: wall seconds, CPU ms, exit code."""
-    env = {**os.environ, "STREAM_WORKER_BOOTSTRAP_SERVERS": bootstrap}
+def cameras_status(data_dir: Path) -> dict[str, Any]:
+    """`stream-worker cameras status` as a person under `up --data-dir` runs it (no flag: up's
+    console answers, else the topic is read and a note says why): wall seconds, CPU ms, exit code,
+    and which answered ("console" or "topic")."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("STREAM_WORKER_")}
+    env["STREAM_WORKER_UP"] = str(data_dir)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     try:
         result = subprocess.run(
             [sys.executable, "-m", "stream_worker", "cameras", "status"],
-            cwd=REPO_ROOT, env=env, capture_output=True, timeout=STATUS_TIMEOUT_S, check=False,
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=STATUS_TIMEOUT_S, check=False,
         )  # fmt: skip
-        code = result.returncode
+        code, note = result.returncode, result.stderr.strip()[-300:]
     except subprocess.TimeoutExpired:
-        code = None
+        code, note = None, "timed out"
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"seconds": round(time.monotonic() - started, 2), "cpu_ms": round(cpu_s * 1000), "exit": code}
+    return {
+        "seconds": round(time.monotonic() - started, 2),
+        "cpu_ms": round(cpu_s * 1000),
+        "exit": code,
+        "via": "console" if code == 0 and not note else "topic",
+        "note": note or None,
+    }
 
 
 def _process_table() -> dict[int, tuple[int, int]]:

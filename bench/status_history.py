@@ -7,6 +7,8 @@ topic of a durable local broker (as `up` runs it), then keeps writing live recor
 does, one per camera and interval, while it times
 `stream-worker cameras status` (wall and CPU) and a `stream-worker store` console: its first
 `/cameras`, then the median of 5, and an admin's `/api/me` alone and under concurrent viewers.
+Last, `cameras status` as under `up` (its status file names the console, its token file the token
+the console was given; no flag): answered by the console's view, not the topic.
 
     python -m bench.status_history --days 7 --cameras 20 --interval-s 5
 """
@@ -31,10 +33,12 @@ import orjson
 from confluent_kafka import Producer
 
 from stream_worker.cameras.status import CameraStatus
+from stream_worker.contracts import running_up
 from stream_worker.contracts.topics import CAMERA_STATUS
 from stream_worker.launchers.broker import LocalBroker, free_port
 from stream_worker.service.compacted import ensure_compacted_topic
 from stream_worker.store.web.users import hash_password, hash_token
+from stream_worker.up import status as up_status
 
 TOPIC = CAMERA_STATUS.name
 TOKENS = {"admin": "bench-admin-token-0123456789abcdef", "viewer": "bench-viewer-token-0123456789abcdef"}
@@ -101,21 +105,33 @@ class LiveConnector:
             self._stop.wait(self._interval_s)
 
 
-def timed_cli(bootstrap: str, *args: str) -> dict[str, float]:
+def timed_cli(*args: str, up: Path | None = None) -> dict[str, float]:
+    """`cameras status --json` with `args`; with `up`, as under that `up` (no flags: its console)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("STREAM_WORKER_")}
+    if up is not None:
+        env[running_up.ENV] = str(up)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "stream_worker", "cameras", "status", "--json",
-         "--bootstrap-servers", bootstrap, *args],
-        capture_output=True, text=True, timeout=600, check=False,
+        [sys.executable, "-m", "stream_worker", "cameras", "status", "--json", *args],
+        capture_output=True, text=True, timeout=600, check=False, env=env,
     )  # fmt: skip
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"cameras status failed ({done.returncode}): {done.stderr[-2000:]}")
+    if up is not None and done.stderr:
+        raise RuntimeError(f"cameras status did not get the console's answer: {done.stderr[-2000:]}")
     out = done.stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "cameras": len(out.splitlines())}
+
+
+def pretend_up(bootstrap: str, address: str, up: Path) -> None:
+    """`up`'s status file naming this console (as the running `up` writes it, this process its
+    pid): the CLI then asks the console, with the token the store was given."""
+    fields = {"data_dir": str(up), "bootstrap_servers": bootstrap, "console_url": address + "/"}
+    up_status.write(up / running_up.STATUS_FILE, "running", fields)
 
 
 def start_store(bootstrap: str, work: Path) -> tuple[subprocess.Popen, str]:
@@ -137,6 +153,7 @@ def start_store(bootstrap: str, work: Path) -> tuple[subprocess.Popen, str]:
         sys.executable, "-m", "stream_worker", "store", "--bootstrap-servers", bootstrap,
         "--data-dir", str(work / "store"), "--users-file", str(users), "--console-port", str(port),
         "--metrics-port", "0", "--group-id", "bench-store",
+        "--viewer-token-file", str(running_up.write_console_token(work / "up")),
     ]  # fmt: skip
     process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     address = f"http://127.0.0.1:{port}"
@@ -235,12 +252,16 @@ def main(argv: list[str] | None = None) -> int:
             report["broker_bytes"] = sum(
                 f.stat().st_size for f in (work / "broker").rglob("*") if f.is_file()
             )
-            report["cameras_status"] = [timed_cli(bootstrap) for _ in range(3)]
+            report["cameras_status"] = [timed_cli("--bootstrap-servers", bootstrap) for _ in range(3)]
             report["load_average"] = os.getloadavg()
             print(orjson.dumps(report).decode(), flush=True)
+            (work / "up").mkdir(exist_ok=True)
             store, address = start_store(bootstrap, work)
             try:
                 report["console"] = console_figures(address, args.viewers)
+                pretend_up(bootstrap, address, work / "up")
+                report["cameras_status_from_the_console"] = [timed_cli(up=work / "up") for _ in range(5)]
+                report["load_average_console"] = os.getloadavg()
             finally:
                 store.terminate()
                 store.wait(60)

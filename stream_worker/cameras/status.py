@@ -64,7 +64,11 @@ class CameraStatus:
         """A record checked field by field against the types above, texts cut to TEXT_MAX_CHARS;
         ValueError (naming the field, never its value) for anything else. Fields unknown here
         (a newer connector's) are ignored; fields with a default may be missing (an older one's)."""
-        data = orjson.loads(value)
+        return cls.from_dict(orjson.loads(value))
+
+    @classmethod
+    def from_dict(cls, data: object) -> CameraStatus:
+        """`from_json` of a decoded record (the console's answer to `cameras status` too)."""
         if not isinstance(data, dict):
             raise ValueError("a status record is a JSON object")
         return cls(

@@ -5,7 +5,8 @@
 - `stream-worker cameras status [--json] [--since SECONDS]`: `status_commands`, whose "status"
   joins the `cameras` group
   (`cameras.cameras_app.registered_commands.extend(connector.status_commands.registered_commands)`):
-  every camera's state, rates and last error, read from the status topic (status_view.py).
+  every camera's state, rates and last error, read from the status topic (status_view.py), or
+  from the console of the running `up` that gave the defaults (status_console.py).
 
 Only typer and the shared options are imported here, so `--help` needs neither PyAV nor Kafka.
 """
@@ -21,11 +22,14 @@ from stream_worker.contracts import topics
 from stream_worker.service.options import echo_err, topic_command
 
 if TYPE_CHECKING:
+    from stream_worker.contracts.running_up import RunningUp
     from stream_worker.service.options import Connection
 
 commands = typer.Typer()  # `connect`
 status_commands = typer.Typer()  # `cameras status`
 
+# The options of `topic_command` that say where to read: given, the console of `up` is not asked.
+CONNECTION_PARAMETERS = ("bootstrap_servers", "topic", "client_config")
 STATUS_TOPIC_OPTION = typer.Option(
     topics.CAMERA_STATUS.name,
     "--topic",
@@ -61,6 +65,7 @@ def connect(ctx: typer.Context) -> None:
 )
 @topic_command(STATUS_TOPIC_OPTION)
 def cameras_status(
+    context: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="One status JSON object per camera and line."),
     since: float = typer.Option(
         STATUS_WINDOW_S,
@@ -74,7 +79,11 @@ def cameras_status(
     connection: Connection,
 ) -> int:
     """Print each camera's state, frame rates, reconnects and last error, as the connector replica
-    reading it last reported (a record not renewed for 15 s is marked stale)."""
+    reading it last reported (a record not renewed for 15 s is marked stale).
+
+    Under `stream-worker up`, with none of --bootstrap-servers, --topic, -X given and --since at
+    most 20, the states come from up's console, which follows the topic (no broker read); if it
+    does not answer, a note says why and the topic is read."""
     from stream_worker.connector.status_view import print_status
 
     window = since if since > 0 else None
@@ -87,4 +96,21 @@ def cameras_status(
         typer.echo,
         echo_err,
         window,
+        _running_console(context, window),
     )
+
+
+def _running_console(context: typer.Context, window: float | None) -> RunningUp | None:
+    """The running `up` whose console to ask, when the broker and the topic are its defaults (no
+    flag, no environment variable gave them) and the window is one the console holds: the last
+    STATUS_WINDOW_S, read at its start and followed since."""
+    from stream_worker.contracts.running_up import running_up
+
+    if window is None or window > STATUS_WINDOW_S:
+        return None
+    for name in CONNECTION_PARAMETERS:
+        source = context.get_parameter_source(name)
+        if source is None or source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            return None
+    found = running_up()
+    return found if found is not None and found.console_url is not None else None

@@ -1,7 +1,11 @@
 """What `stream-worker cameras status` prints: the status records of the last `since_s` seconds
 (cameras/status.py STATUS_WINDOW_S unless told; None: the whole topic), a table by camera id (or
 one JSON object per line), a record its replica stopped renewing marked stale. The window keeps the
-read as short after a week of history as after a minute."""
+read as short after a week of history as after a minute.
+
+Under a running `up` (`console`), the states come from its console's followed view
+(status_console.py): the same records, without a Kafka client. When the console cannot give them,
+a line on stderr says why and the topic is read."""
 
 from __future__ import annotations
 
@@ -16,8 +20,11 @@ from stream_worker.cameras.status import (
     CameraStatus,
     is_stale,
 )
+from stream_worker.contracts.running_up import RunningUp
 
 OK, BROKER_FAILED = 0, 1
+# The console answers from memory in milliseconds; past this it is stuck or gone: read the topic.
+CONSOLE_TIMEOUT_S = 3.0
 
 Echo = Callable[[str], None]
 
@@ -31,9 +38,21 @@ def print_status(
     out: Echo,
     err: Echo,
     since_s: float | None = STATUS_WINDOW_S,
+    console: RunningUp | None = None,
 ) -> int:
-    """Read the status topic's recent records (`since_s`; None: all) and print them; the exit
-    status."""
+    """Read the status topic's recent records (`since_s`; None: all), or ask `console` (the running
+    `up` whose defaults these are) for them, and print them; the exit status."""
+    if console is not None and since_s is not None:
+        from stream_worker.connector.status_console import ConsoleUnavailable, read_from_console
+
+        try:
+            statuses = read_from_console(console, since_s, min(timeout_s, CONSOLE_TIMEOUT_S))
+        except ConsoleUnavailable as why:
+            err(f"note: {why}; reading the topic instead")
+        else:
+            for line in status_lines(statuses, as_json, time.time()):
+                out(line)
+            return OK
     from confluent_kafka import KafkaException
 
     from stream_worker.cameras.store import STATUSES

@@ -4,6 +4,11 @@ flags: `up` writes a pointer to its `<data dir>/up.json` in `$XDG_STATE_HOME/str
 elsewhere. A pointer whose `up` is gone (stopped, killed: its pid no longer runs) is ignored.
 
 Explicit flags and environment variables always win: this is only the default.
+
+`up` also writes `<data dir>/console.token` (CONSOLE_TOKEN_FILE): a random token, new on each start,
+mode 0600, removed when it stops, that its console accepts as a read-only viewer of its API (GET
+/api/...), so that `cameras status` asks the console's followed view instead of reading the topic.
+Whoever reads the file can read the data dir, the database included: it grants nothing more.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import orjson
 
 ENV = "STREAM_WORKER_UP"
 STATUS_FILE = "up.json"
+CONSOLE_TOKEN_FILE = "console.token"
+MAX_TOKEN_CHARS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +92,31 @@ def _alive(pid: object) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def write_console_token(data_dir: Path) -> Path:
+    """A new random token in `<data dir>/console.token`, readable by its owner only (0600), made
+    under a temporary name and moved in place: no reader ever sees a half-written one."""
+    import secrets  # here: `cameras status`, which only reads the token, starts faster without it
+
+    path = data_dir / CONSOLE_TOKEN_FILE
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="ascii") as file:
+        file.write(secrets.token_urlsafe(32) + "\n")
+    os.replace(partial, path)
+    return path
+
+
+def remove_console_token(data_dir: Path) -> None:
+    (data_dir / CONSOLE_TOKEN_FILE).unlink(missing_ok=True)
+
+
+def read_token(path: Path) -> str | None:
+    """The token a file holds; None when it is missing, unreadable, empty or not a token."""
+    try:
+        token = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return token if 0 < len(token) <= MAX_TOKEN_CHARS and token.isprintable() and " " not in token else None

@@ -123,8 +123,9 @@ class StoreSettings(ServiceSettings):
     retention_every_s: float = Field(300.0, gt=0, description="How often retention runs.")
     # The console (store/web/, engineer C's): served by this process unless --no-console, on a thread
     # (console_thread.py), as web.app.create_app(settings, database, kafka_config) with these
-    # settings. Its fields: console, console_host, console_port, users_file, secure_cookies, data_dir
-    # (first-start admin and keys), the session_* and sign_in_* ones, forwarded_allow_ips,
+    # settings. Its fields: console, console_host, console_port, users_file, viewer_token_file,
+    # secure_cookies, data_dir (first-start admin and keys), the session_* and sign_in_* ones,
+    # forwarded_allow_ips,
     # watchlist_topic, cameras_topic, camera_status_topic, corrections_topic, the notify_*_topic ones;
     # kafka_config there is settings.kafka_config plus "bootstrap.servers".
     console: bool = Field(True, description="Serve the console and the HTTP API.")
@@ -134,6 +135,12 @@ class StoreSettings(ServiceSettings):
         None,
         description="YAML/JSON file of the console's users (a Kubernetes Secret). Absent: an admin with a "
         "random password is made on first start in --data-dir and its password printed once.",
+    )
+    viewer_token_file: Path | None = Field(
+        None,
+        description="File holding a token the console accepts (Authorization: Bearer) as a read-only "
+        "viewer of its API, GET /api/... only; read at the start. `up` gives console.token in its data "
+        "dir, new on each start, with which `cameras status` asks the console.",
     )
     secure_cookies: bool = Field(False, description="Session cookies only over HTTPS (set it behind TLS).")
     session_key_file: Path | None = Field(

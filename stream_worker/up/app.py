@@ -9,6 +9,8 @@ password the store prints once) and keeps every child running: one that dies is 
 (supervisor.py; restarts.py says when). A stop signal stops the services first, newest first, then
 Triton and the broker; a second one kills them at once. The watchdog (stream_worker.watchdog)
 stops every child should `up` itself be killed. `<data dir>/up.json` says what runs (status.py).
+The console takes `<data dir>/console.token`, new on each start and removed at the stop, as a
+read-only viewer of its API: `cameras status` asks it rather than reading the topic.
 """
 
 from __future__ import annotations
@@ -84,6 +86,11 @@ class Up:
             self.triton = TritonChild(options.repository)
             self._step("starting the local Triton", self.triton)
             self.triton_url = self.triton.grpc_url
+        # The console's read-only token for the CLI (contracts/running_up.py), new on each start.
+        try:
+            running_up.write_console_token(options.data_dir)
+        except OSError as error:
+            raise UpError(f"cannot write {options.console_token_path}: {error.strerror}") from error
         self.services = self._services()
         names = ", ".join(service.name for service in self.services)
         with self.console.step(f"starting {names} (they join their groups)"):
@@ -111,6 +118,7 @@ class Up:
             self.triton.close()
         if self.watchdog is not None:
             self.watchdog.release()
+        running_up.remove_console_token(self.options.data_dir)
         self._write_status("stopped")
 
     def request_stop(self, signum: int, _frame: FrameType | None) -> None:
@@ -147,7 +155,8 @@ class Up:
         common = ["--bootstrap-servers", self.broker.bootstrap_servers, "--local-broker",
                   "--session-timeout-ms", str(options.session_timeout_ms)]  # fmt: skip
         console = ["--console-host", options.console_host, "--console-port", str(options.console_port)]
-        store_args = [*common, "--data-dir", str(options.data_dir), *console]
+        store_args = [*common, "--data-dir", str(options.data_dir), *console,
+                      "--viewer-token-file", str(options.console_token_path)]  # fmt: skip
         # Each plate's picture in its event (a JPEG of at most 16 KB): the console shows it with the
         # sighting, which is what an operator checking a sighting or an alert looks at first.
         worker_args = [*common, "--triton-url", self.triton_url, "--plate-images"]

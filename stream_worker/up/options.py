@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from stream_worker.contracts.running_up import CONSOLE_TOKEN_FILE
 from stream_worker.contracts.topics import FRAMES_RETENTION_MS
 from stream_worker.launchers.broker import default_data_dir as broker_data_dir
 
@@ -74,6 +75,11 @@ class UpOptions:
     @property
     def status_path(self) -> Path:
         return self.data_dir / "up.json"
+
+    @property
+    def console_token_path(self) -> Path:
+        """The console's read-only token for the CLI, new on each start (contracts/running_up.py)."""
+        return self.data_dir / CONSOLE_TOKEN_FILE
 
     @property
     def lock_path(self) -> Path:

@@ -35,6 +35,7 @@ def test_a_short_real_soak_reports_every_column_and_draws_the_curves(
     for row in rows:
         assert set(soak.COLUMNS) <= set(row), set(soak.COLUMNS) - set(row)
         assert row["pages_not_200"] == 0 and row["cli_status"]["exit"] == 0
+        assert row["cli_status"]["via"] == "console", row["cli_status"]  # up's console answered
         assert set(row["pages"]) == set(PAGES)
         assert {"broker", "triton", "worker", "connector", "store"} <= set(row["rss_mib_by_child"])
         assert 0 < row["broker_mib"] <= row["data_mib"]

@@ -99,6 +99,13 @@ class CameraState(BaseModel):
     last_error: str | None = None
     replica: str | None = None
     source: str | None = None  # as stored: ${NAME} references, never resolved
+    # The rest of the record, so that `cameras status --json` prints the same from here.
+    frames_static: int | None = None
+    delivery_errors: int | None = None
+    motion_share: float | None = None
+    static_markers: int | None = None
+    frames_offered: int | None = None
+    max_delay_s: float | None = None
     stale: bool
 
 
@@ -489,9 +496,20 @@ def delete_camera(camera_id: str, user: Admin, store: Store) -> Changed:
 
 
 @router.get("/camera-status", response_model=list[CameraState])
-def list_camera_states(user: Reader, store: Store) -> list[CameraState]:
+def list_camera_states(
+    user: Reader,
+    store: Store,
+    since: Annotated[
+        float | None,
+        Query(gt=0, description="Only the cameras whose record was renewed in the last SECONDS."),
+    ] = None,
+) -> list[CameraState]:
     """Each camera's live state (what `stream-worker cameras status` prints)."""
-    return list(camera_states(store).values())
+    states = camera_states(store).values()
+    if since is None:
+        return list(states)
+    cutoff = time.time() - since
+    return [state for state in states if state.updated_at >= cutoff]
 
 
 # --- notifications ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
+from stream_worker.contracts.running_up import read_token
 from stream_worker.store.database import Database
 from stream_worker.store.sessions import Lifetimes
 from stream_worker.store.settings import StoreSettings
@@ -79,7 +80,7 @@ def create_app(
 
     _handle_errors(app)
     # Middleware run outermost last: the cookie is decoded before its session is looked up.
-    app.add_middleware(AuthMiddleware, users=users, sessions=sessions)
+    app.add_middleware(AuthMiddleware, users=users, sessions=sessions, viewer_token=_viewer_token(settings))
     app.add_middleware(
         SessionMiddleware,
         secret_key=key,
@@ -92,6 +93,19 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, limit_of=route_limits())
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: redirects and refusals get them too
     return app
+
+
+def _viewer_token(settings: StoreSettings) -> str | None:
+    """The local viewer token (auth.py), if a file is configured and holds one."""
+    if settings.viewer_token_file is None:
+        return None
+    token = read_token(settings.viewer_token_file)
+    if token is None:
+        log.warning(
+            "console: no viewer token in the viewer token file: only users sign in",
+            extra={"path": str(settings.viewer_token_file)},
+        )
+    return token
 
 
 @asynccontextmanager

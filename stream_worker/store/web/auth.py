@@ -8,6 +8,10 @@ HEAD, OPTIONS, on any path but VIEWER_WRITES) that is refused whatever its body 
 or a cookie session's whose CSRF header is wrong (or missing, the body not a form that could carry
 the token), reaches its route with its body withheld, unread (FastAPI reads a route's body before
 its dependencies run), and `writer` refuses it.
+
+The local viewer token (`up`'s `<data dir>/console.token`, store setting viewer_token_file), sent
+as a bearer token and compared in constant time, signs in LOCAL_VIEWER: a viewer that may only GET
+(or HEAD) the API; any other request with it is refused (403) before its route runs.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 VIEWER_WRITES = ("/logout",)
+LOCAL_VIEWER = User("local-viewer", "viewer", password_hash="")
+LOCAL_VIEWER_READS = ("GET", "HEAD")
 
 
 def is_public(path: str) -> bool:
@@ -61,8 +67,11 @@ class AuthMiddleware:
     sign-in page (pages). Runs inside SessionMiddleware, so the cookie is decoded already; its
     session is looked up in the database on a worker thread."""
 
-    def __init__(self, app: ASGIApp, users: Users, sessions: SessionBook) -> None:
+    def __init__(
+        self, app: ASGIApp, users: Users, sessions: SessionBook, viewer_token: str | None = None
+    ) -> None:
         self.app, self.users, self.sessions = app, users, sessions
+        self._viewer_token = viewer_token.encode() if viewer_token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -80,6 +89,9 @@ class AuthMiddleware:
         scope["state"]["sessions"] = self.sessions
         if user is None and not is_public(scope["path"]):
             await self._refuse(scope, send)
+            return
+        if user is LOCAL_VIEWER and not _local_read(scope):
+            await _json(send, 403, "the local viewer token reads the API only (GET /api/...)")
             return
         if (
             user is not None
@@ -106,12 +118,20 @@ class AuthMiddleware:
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         if authorization:
             scheme, _, token = authorization.partition(" ")
-            user = self.users.by_token(token.strip()) if scheme.lower() == "bearer" and token else None
+            token = token.strip()
+            user = self.users.by_token(token) if scheme.lower() == "bearer" and token else None
+            if user is None and scheme.lower() == "bearer" and self._is_viewer_token(token):
+                user = LOCAL_VIEWER
             return user, True  # a bad token is refused even with a cookie: no mixing
         cookie = scope.get("session")
         if not cookie or is_public(scope["path"]):  # public routes need nobody: no database read
             return None, False
         return await run_in_threadpool(self.sessions.user, cookie), False
+
+    def _is_viewer_token(self, token: str) -> bool:
+        if self._viewer_token is None or not token:
+            return False
+        return hmac.compare_digest(token.encode("latin-1"), self._viewer_token)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         if wants_html(scope):
@@ -127,6 +147,10 @@ class AuthMiddleware:
             return
         detail = "sign in first (a session cookie or Authorization: Bearer TOKEN)"
         await _json(send, 401, detail, ((b"www-authenticate", b"Bearer"),))
+
+
+def _local_read(scope: Scope) -> bool:
+    return scope["method"] in LOCAL_VIEWER_READS and scope["path"].startswith("/api/")
 
 
 def _is_write(scope: Scope) -> bool:
