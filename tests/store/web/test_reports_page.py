@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 from store_records import T0, camera_status, health_samples, plate_alert, plate_sighting, plate_visit
 
+from stream_worker.store.report_counts import rebuild
 from stream_worker.store.reports import REPORTS, ReportRange
 from stream_worker.store.schema import sightings
 from stream_worker.store.writer import write_batch
@@ -73,6 +74,7 @@ def viewer(console: Console) -> TestClient:
         connection.execute(
             update(sightings).where(sightings.c.camera_id == HOSTILE_CAMERA).values(last_seen=T0)
         )
+        rebuild(connection)
     store_health(console)
     client, _ = signed_in(console.app, "vic")
     return client
