@@ -217,7 +217,7 @@ def test_the_charts_show_in_chromium_under_the_csp_and_every_file_has_their_figu
     are drawn, coloured by console.css, the page raises no CSP violation (the event, and the
     browser's console), and each report's CSV, JSON Lines and PNG hold the figures it shows."""
     pytest.importorskip("matplotlib")
-    from console_browser import console_messages, sign_in, wait
+    from console_browser import console_messages, screenshot, sign_in, wait
     from selenium.webdriver.common.by import By
 
     from .test_console_security import VIOLATIONS
@@ -239,6 +239,7 @@ def test_the_charts_show_in_chromium_under_the_csp_and_every_file_has_their_figu
         [bar, *_] = chart.find_elements(By.CSS_SELECTOR, "rect.bar")
         assert bar.size["width"] > 0 and bar.size["height"] > 0
         assert browser.execute_script("return getComputedStyle(arguments[0]).fill", bar) == "rgb(11, 92, 173)"
+    screenshot(browser, "reports")
     shown = browser.execute_async_script(PAGE_FIGURES)
     assert set(shown) == set(REPORTS)
     for name, page in shown.items():
