@@ -79,17 +79,30 @@ def _keys(table: Table) -> tuple[Column, Column]:
     return first, second
 
 
-def _add_to(connection: Connection, table: Table, tally: Mapping[tuple[str, str], int]) -> list[Row[Any]]:
-    """Add each (bucket, key)'s count (sorted: replicas on PostgreSQL lock rows in one order);
-    the rows' totals now."""
+def _add_to(connection: Connection, table: Table, tally: Mapping[tuple[str, str], int]) -> None:
+    """Add each (bucket, key)'s count (sorted: replicas on PostgreSQL lock rows in one order)."""
     first, second = _keys(table)
     dialect = sqlite if connection.dialect.name == "sqlite" else postgresql
     statement = dialect.insert(table)
     statement = statement.on_conflict_do_update(
         index_elements=[first, second], set_={"sightings": table.c.sightings + statement.excluded.sightings}
-    ).returning(first, second, table.c.sightings)
+    )
     rows = [{first.name: a, second.name: b, "sightings": n} for (a, b), n in sorted(tally.items())]
-    return connection.execute(statement, rows).all()
+    connection.execute(statement, rows)
+
+
+def _new_plates(connection: Connection, plates: Mapping[tuple[str, str], int]) -> Counter[str]:
+    """Per day, the plates `plates` (just added to `plate_days`) were the first sightings of:
+    those whose total is what was added. The rows stay locked by the upsert until the
+    transaction ends, so no other writer's count is in them yet."""
+    days = {day for day, _ in plates}
+    keys = {key for _, key in plates}
+    totals = connection.execute(
+        select(plate_days.c.day, plate_days.c.text_key, plate_days.c.sightings).where(
+            plate_days.c.day >= min(days), plate_days.c.day <= max(days), plate_days.c.text_key.in_(keys)
+        )
+    )
+    return Counter(day for day, key, total in totals if plates.get((day, key)) == total)
 
 
 def add(connection: Connection, counted: Iterable[Row[Any] | tuple[Any, ...]]) -> None:
@@ -100,8 +113,8 @@ def add(connection: Connection, counted: Iterable[Row[Any] | tuple[Any, ...]]) -
         return
     _add_to(connection, sighting_hours, hours)
     _add_to(connection, sighting_days, days)
-    totals = _add_to(connection, plate_days, plates)
-    new = Counter(day for day, key, total in totals if total == plates[day, key])
+    _add_to(connection, plate_days, plates)
+    new = _new_plates(connection, plates)
     seen: Counter[str] = Counter()
     for (day, _), n in plates.items():
         seen[day] += n
