@@ -7,7 +7,7 @@ a plate's (folded text) sightings per day, which is how the writer knows a plate
 `day_plates` each day's sightings and distinct plates. All by `last_seen`, cut as text in UTC the
 way the reports cut it in SQL (`bucket`), so a bucket is the same whichever wrote it.
 
-The writer adds the sightings its INSERT returned (`add`), in the batch's transaction: a batch read
+The writer adds the sightings its INSERT stored (`add`), in the batch's transaction: a batch read
 again after a crash inserts nothing and so adds nothing. The store's deletions (retention, forget)
 take away the rows their DELETE returned (`remove`). The counts are what counting the sightings
 says, committed or rolled back with them. Corrections change neither a sighting's camera nor the

@@ -9,7 +9,7 @@ are stored in UTC: SQLite keeps a time's digits without its offset, and search a
 compare and cut those digits. A visit's
 events are upserted into its one row (`write_visits`): each kind sets only its own columns, so a
 replay, or an `opened` read after its `closed`, leaves the row as it was. The cameras' status
-records go to `camera_health` (camera_health.py). The sightings an INSERT returned as new are
+records go to `camera_health` (camera_health.py). The sightings its INSERT stored as new are
 counted for the reports in the same transaction (report_counts.py): a replay counts nothing.
 """
 
