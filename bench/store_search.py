@@ -4,7 +4,8 @@ PostgreSQL side by side.
 A database is filled with `--sightings` sightings (default 1,000,000) of `--plates` distinct plates
 in the Russian format (default 20,000; a few plates much more frequent than most, as residents'
 cars are), from `--cameras` cameras over a year, inserted in bulk (executemany batches on SQLite,
-COPY on PostgreSQL) with the plate_variants rows the writer would add. The filled SQLite file and
+COPY on PostgreSQL) with the plate_variants rows the writer would add, then the reports' counts
+counted from them (store/report_counts.py). The filled SQLite file and
 PostgreSQL cluster are kept under `--cache-dir` and reused by the next run with the same sizes.
 Then `--queries` plate searches (half of them stored plates, the ten most frequent among them; a
 quarter near misses, a stored plate with one character changed; a quarter never stored), each
@@ -205,6 +206,7 @@ def _filled(database: Any, expected: int) -> bool:
 def fill_sqlite(database: Any, args: argparse.Namespace) -> None:
     from sqlalchemy import insert
 
+    from stream_worker.store.report_counts import rebuild
     from stream_worker.store.schema import plate_variants, sightings
 
     with database.connect() as connection:
@@ -215,11 +217,13 @@ def fill_sqlite(database: Any, args: argparse.Namespace) -> None:
                 connection.execute(insert(sightings), batch)
         with connection.begin():
             connection.execute(insert(plate_variants), variant_rows(args))
+            rebuild(connection)
         connection.exec_driver_sql("ANALYZE")
         connection.commit()
 
 
 def fill_postgres(database: Any, args: argparse.Namespace) -> None:
+    from stream_worker.store.report_counts import rebuild
     from stream_worker.store.schema import sightings
 
     columns = [column.name for column in sightings.columns if column.name != "seq"]
@@ -242,6 +246,13 @@ def fill_postgres(database: Any, args: argparse.Namespace) -> None:
                 for row in variant_rows(args):
                     copy.write_row([row["variant"], row["text_key"]])
         driver.commit()
+    finally:
+        raw.close()
+    with database.begin() as connection:
+        rebuild(connection)
+    raw = database.engine.raw_connection()
+    try:
+        driver = raw.driver_connection
         driver.autocommit = True
         with driver.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
@@ -294,10 +305,9 @@ def time_searches(database: Any, texts: list[tuple[str, str]]) -> dict[str, dict
 
 
 def writer_rate(database: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Sightings/s through store.writer.write_batch into the filled database, then removed again."""
-    from sqlalchemy import delete
-
-    from stream_worker.store.schema import sightings
+    """Sightings/s through store.writer.write_batch into the filled database, then removed again
+    (as retention removes them: off the reports' counts too)."""
+    from stream_worker.store.retention import delete_sightings
     from stream_worker.store.writer import write_batch
 
     records = list(plate_sightings(args))
@@ -307,12 +317,8 @@ def writer_rate(database: Any, args: argparse.Namespace) -> dict[str, Any]:
             write_batch(connection, records[start : start + args.writer_batch], [])
     elapsed = time.perf_counter() - started
     cpu = self_cpu_s() - cpu
-    ids = [record.sighting_id for record in records]
     with database.begin() as connection:
-        for start in range(0, len(ids), 1000):
-            connection.execute(
-                delete(sightings).where(sightings.c.sighting_id.in_(ids[start : start + 1000]))
-            )
+        delete_sightings(connection, [record.sighting_id for record in records])
     return {
         "sightings": len(records),
         "batch": args.writer_batch,

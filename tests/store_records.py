@@ -207,3 +207,25 @@ def stored_in(data_dir, sightings=(), alerts=(), health=(), visits=()):
         write_batch(connection, list(sightings), list(alerts), health=list(health), batch_visits=list(visits))
     database.dispose()
     return data_dir
+
+
+def counted_again(connection):
+    """The reports' counts as the store keeps them, and as counting every stored sighting again
+    gives them (report_counts.rebuild, then the connection's transaction rolled back): equal when
+    every sighting was counted exactly once."""
+    from sqlalchemy import select
+
+    from stream_worker.store.report_counts import rebuild
+    from stream_worker.store.schema import day_plates, plate_days, sighting_days, sighting_hours
+
+    def snapshot():
+        return {
+            table.name: sorted(tuple(row) for row in connection.execute(select(table)))
+            for table in (sighting_hours, sighting_days, plate_days, day_plates)
+        }
+
+    kept = snapshot()
+    rebuild(connection)
+    again = snapshot()
+    connection.rollback()
+    return kept, again

@@ -28,7 +28,7 @@ FEATURE_PAGES = (
     "performance",
     "development",
 )
-SCREENSHOTS = ("live.png", "search.png", "watchlist.png")
+SCREENSHOTS = ("live.png", "search.png", "watchlist.png", "visits.png", "reports.png")
 
 
 @pytest.fixture(scope="module")

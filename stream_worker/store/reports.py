@@ -4,9 +4,14 @@ camera), aggregated in the database, each a small table of rows.
 Sightings count by `last_seen` (as search filters them: `since` inclusive, `until` exclusive),
 alerts by `alerted_at`, visits by when they ended (`closed_at`); hours and days are UTC. The buckets
 are cut as text in SQL (SQLite stores times as ISO text, `substr` of it; PostgreSQL `to_char` of the
-UTC time), so both databases group the same way and a bucket's label is the same on either. The
-range goes through the `(camera_id, last_seen)` / `(last_seen)` / `(text_key, last_seen)` /
-`(alerted_at)` indexes; the cameras' health through `camera_health`'s (camera_id, hour) key and its
+UTC time), so both databases group the same way and a bucket's label is the same on either.
+
+The sightings per camera per hour or day, and all cameras' unique plates per day, read the counts
+the writer keeps per bucket (report_counts.py) for the range's whole hours or days, and the
+sightings' `(last_seen, camera_id, text_key)` index for its partial first and last one: a year is
+365 rows per camera, not every sighting. One camera's unique plates and the top plates read the
+sightings' indexes (`(camera_id, last_seen)`, `(text_key, last_seen)`); the alerts their
+`(alerted_at)` index; the cameras' health `camera_health`'s (camera_id, hour) key and its
 (hour, camera_id) index.
 """
 
@@ -20,15 +25,22 @@ from typing import Any
 from sqlalchemy import Connection, case, distinct, func, select
 
 from stream_worker.store.camera_health import CODES, NONE, UP, states_seen
-from stream_worker.store.schema import alerts, camera_health, sightings, visits
+from stream_worker.store.report_counts import DAY, HOUR, bucket, cut
+from stream_worker.store.schema import (
+    alerts,
+    camera_health,
+    day_plates,
+    sighting_days,
+    sighting_hours,
+    sightings,
+    visits,
+)
 
 MAX_SPAN = timedelta(days=366)
 MAX_HOURLY_SPAN = timedelta(days=31)  # 744 hours a camera: longer is the daily report's job
 TOP_PLATES = 20
 STREAMING = CODES[UP]  # a minute of camera_health.minutes that said streaming
-HOUR, DAY = "hour", "day"
-_SQLITE_CUT = {HOUR: 13, DAY: 10}  # "YYYY-MM-DD HH" / "YYYY-MM-DD" of "YYYY-MM-DD HH:MM:SS.ffffff"
-_POSTGRES_CUT = {HOUR: "YYYY-MM-DD HH24", DAY: "YYYY-MM-DD"}
+_STEP = {HOUR: timedelta(hours=1), DAY: timedelta(days=1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +73,6 @@ class Report:
     rows: list[tuple[Any, ...]]
 
 
-def _bucket(connection: Connection, column: Any, unit: str) -> Any:
-    if connection.dialect.name == "postgresql":
-        return func.to_char(func.timezone("UTC", column), _POSTGRES_CUT[unit])
-    return func.substr(column, 1, _SQLITE_CUT[unit])
-
-
 def _label(bucket: str, unit: str) -> str:
     """The bucket as ISO 8601: `2026-03-01T14:00Z` for an hour, `2026-03-01` for a day."""
     return f"{bucket[:10]}T{bucket[11:13]}:00Z" if unit == HOUR else bucket[:10]
@@ -86,15 +92,71 @@ def _in_range(span: ReportRange) -> list[Any]:
     return conditions
 
 
+def _pieces(
+    span: ReportRange, unit: str
+) -> tuple[ReportRange | None, tuple[str, str] | None, ReportRange | None]:
+    """The range cut where its whole hours or days begin and end: the part before them, their
+    first bucket and the bucket after their last (None when the range holds no whole one: then
+    the part before is the range), and the part after them."""
+    start = span.since.replace(minute=0, second=0, microsecond=0)
+    end = span.until.replace(minute=0, second=0, microsecond=0)
+    if unit == DAY:
+        start, end = start.replace(hour=0), end.replace(hour=0)
+    if start < span.since:
+        start += _STEP[unit]
+    if start >= end:
+        return span, None, None
+    before = ReportRange(span.since, start, span.camera) if span.since < start else None
+    after = ReportRange(end, span.until, span.camera) if end < span.until else None
+    return before, (cut(start, unit), cut(end, unit)), after
+
+
+def _counted(
+    connection: Connection,
+    span: ReportRange,
+    unit: str,
+    counts: Callable[[str, str], Any],
+    raw: Callable[[ReportRange], Any],
+) -> list[Any]:
+    """The rows of `raw(part)` (a query of the sightings) for the range's part before its whole
+    hours or days, of `counts(first, end)` (a query of the writer's counts) for those, and of
+    `raw` for the part after: each bucket from one of them, in order."""
+    before, whole, after = _pieces(span, unit)
+    rows = connection.execute(raw(before)).all() if before else []
+    if whole:
+        rows += connection.execute(counts(*whole)).all()
+    if after:
+        rows += connection.execute(raw(after)).all()
+    return rows
+
+
 def _per_camera(connection: Connection, span: ReportRange, unit: str) -> list[tuple[Any, ...]]:
-    bucket = _bucket(connection, sightings.c.last_seen, unit).label("bucket")
-    statement = (
-        select(bucket, sightings.c.camera_id, func.count().label("n"))
-        .where(*_in_range(span))
-        .group_by(bucket, sightings.c.camera_id)
-        .order_by(bucket, sightings.c.camera_id)
-    )
-    return [(_label(at, unit), camera, n) for at, camera, n in connection.execute(statement)]
+    """Sightings per camera per hour or day: the whole ones from the writer's counts (a row per
+    camera per bucket), the range's partial first and last from the sightings' index."""
+
+    def raw(part: ReportRange) -> Any:
+        at = bucket(connection, sightings.c.last_seen, unit).label("bucket")
+        return (
+            select(at, sightings.c.camera_id, func.count().label("n"))
+            .where(*_in_range(part))
+            .group_by(at, sightings.c.camera_id)
+            .order_by(at, sightings.c.camera_id)
+        )
+
+    def counts(first: str, end: str) -> Any:
+        table = sighting_hours if unit == HOUR else sighting_days
+        at = table.c[unit]
+        conditions = [at >= first, at < end]
+        if span.camera is not None:
+            conditions.append(table.c.camera_id == span.camera)
+        return (
+            select(at, table.c.camera_id, table.c.sightings)
+            .where(*conditions)
+            .order_by(at, table.c.camera_id)
+        )
+
+    rows = _counted(connection, span, unit, counts, raw)
+    return [(_label(at, unit), camera, n) for at, camera, n in rows]
 
 
 def sightings_per_hour(connection: Connection, span: ReportRange) -> Report:
@@ -110,15 +172,31 @@ def sightings_per_day(connection: Connection, span: ReportRange) -> Report:
 
 
 def unique_plates(connection: Connection, span: ReportRange) -> Report:
-    """Per day: sightings and distinct plates (folded text: B840OK197 and b840ok197 are one)."""
-    bucket = _bucket(connection, sightings.c.last_seen, DAY).label("bucket")
-    statement = (
-        select(bucket, func.count(), func.count(distinct(sightings.c.text_key)))
-        .where(*_in_range(span))
-        .group_by(bucket)
-        .order_by(bucket)
+    """Per day: sightings and distinct plates (folded text: B840OK197 and b840ok197 are one). All
+    cameras' whole days from the writer's `day_plates`; one camera's (its own index) and the
+    range's partial first and last day from the sightings."""
+
+    def raw(part: ReportRange) -> Any:
+        at = bucket(connection, sightings.c.last_seen, DAY).label("bucket")
+        return (
+            select(at, func.count(), func.count(distinct(sightings.c.text_key)))
+            .where(*_in_range(part))
+            .group_by(at)
+            .order_by(at)
+        )
+
+    def counts(first: str, end: str) -> Any:
+        days = day_plates.c
+        return (
+            select(days.day, days.sightings, days.unique_plates)
+            .where(days.day >= first, days.day < end)
+            .order_by(days.day)
+        )
+
+    found = (
+        list(connection.execute(raw(span))) if span.camera else _counted(connection, span, DAY, counts, raw)
     )
-    rows = [(_label(at, DAY), n, plates) for at, n, plates in connection.execute(statement)]
+    rows = [(_label(at, DAY), n, plates) for at, n, plates in found]
     return Report("plates", "Unique plates per day", ("day", "sightings", "unique_plates"), rows)
 
 
@@ -176,9 +254,9 @@ def camera_health_per_hour(connection: Connection, span: ReportRange) -> Report:
     conditions = [health.hour >= span.since, health.hour < span.until]
     if span.camera is not None:
         conditions.append(health.camera_id == span.camera)
-    bucket = _bucket(connection, health.hour, HOUR).label("bucket")
+    at = bucket(connection, health.hour, HOUR).label("bucket")
     statement = (
-        select(bucket, health.camera_id, health.frames_published, health.frames_shed, health.minutes)
+        select(at, health.camera_id, health.frames_published, health.frames_shed, health.minutes)
         .where(*conditions)
         .order_by(health.hour, health.camera_id)
     )

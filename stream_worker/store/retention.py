@@ -3,10 +3,10 @@ health samples), and a plate's whole history on request (`stream-worker store fo
 texts are personal data). Visits go by when they began (retention) and by their entry or exit
 text (forget).
 
-Pictures and corrections go with their sighting (a foreign key ON DELETE CASCADE, and explicitly here, since a
-SQLite connection without foreign keys would keep them). The fuzzy-search variants of a plate key
-no sighting, correction nor visit has any more are deleted too, so a forgotten plate leaves no
-trace in the index.
+Pictures and corrections go with their sighting (a foreign key ON DELETE CASCADE, and explicitly
+here, since a SQLite connection without foreign keys would keep them), and the reports' counts
+lose it (report_counts.py). The fuzzy-search variants of a plate key no sighting, correction nor
+visit has any more are deleted too, so a forgotten plate leaves no trace in the index.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection, delete, exists, or_, select
 
 from stream_worker.contracts.watchlist import normalise_plate
+from stream_worker.store import report_counts
 from stream_worker.store.plate_keys import fold
 from stream_worker.store.queries import add_audit
 from stream_worker.store.schema import (
@@ -42,7 +43,10 @@ class Deleted:
     visits: int = 0
 
 
-def _delete_sightings(connection: Connection, ids: list[str]) -> tuple[int, int]:
+def delete_sightings(connection: Connection, ids: list[str]) -> tuple[int, int]:
+    """Delete the sightings, their pictures and corrections, and take them off the reports' counts
+    (those this DELETE removed: a replica deleting the same rows at once counts nothing twice);
+    (sightings, pictures) deleted."""
     removed_pictures = removed = 0
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
@@ -50,7 +54,10 @@ def _delete_sightings(connection: Connection, ids: list[str]) -> tuple[int, int]
             delete(pictures).where(pictures.c.sighting_id.in_(chunk))
         ).rowcount
         connection.execute(delete(corrections).where(corrections.c.sighting_id.in_(chunk)))
-        removed += connection.execute(delete(sightings).where(sightings.c.sighting_id.in_(chunk))).rowcount
+        gone = delete(sightings).where(sightings.c.sighting_id.in_(chunk)).returning(*report_counts.COUNTED)
+        counted = connection.execute(gone).all()
+        report_counts.remove(connection, counted)
+        removed += len(counted)
     return removed, removed_pictures
 
 
@@ -76,7 +83,7 @@ def expire(connection: Connection, retention_days: float, now: datetime | None =
     old = connection.execute(
         select(sightings.c.sighting_id, sightings.c.text_key).where(sightings.c.last_seen < cutoff)
     ).all()
-    removed, removed_pictures = _delete_sightings(connection, [row.sighting_id for row in old])
+    removed, removed_pictures = delete_sightings(connection, [row.sighting_id for row in old])
     removed_alerts = connection.execute(delete(alerts).where(alerts.c.alerted_at < cutoff)).rowcount
     old_visits = connection.execute(select(visits.c.text_key).where(visits.c.entered_at < cutoff)).scalars()
     keys = {row.text_key for row in old} | set(old_visits)
@@ -101,7 +108,7 @@ def forget(connection: Connection, plate: str, user: str = "cli", now: datetime 
     ).all()
     texts = {row.text for row in found} | {normalise_plate(plate)}
     ids = [row.sighting_id for row in found]
-    removed, removed_pictures = _delete_sightings(connection, ids)
+    removed, removed_pictures = delete_sightings(connection, ids)
     removed_alerts = 0
     for start in range(0, max(len(ids), 1), CHUNK):
         chunk = ids[start : start + CHUNK]

@@ -223,3 +223,42 @@ visits = Table(
     # On site (closed_at IS NULL) and the dwell report, which reads this index alone.
     Index(None, "closed_at", "ended_by", "dwell_s", "entry_camera_id", "exit_camera_id"),
 )
+
+
+# The reports' counts (report_counts.py), kept by the writer in the sightings' transaction so that a
+# report over a year reads a row per camera per day, not every sighting. The buckets are the
+# reports' own cut of the UTC time as text ("YYYY-MM-DD HH", "YYYY-MM-DD"), the label either
+# database gives the same sighting; a row goes when its count reaches 0.
+sighting_hours = Table(
+    "sighting_hours",
+    metadata,
+    Column("hour", String(13), primary_key=True),
+    Column("camera_id", String(NAME), primary_key=True),
+    Column("sightings", Integer, nullable=False),
+)
+
+sighting_days = Table(
+    "sighting_days",
+    metadata,
+    Column("day", String(10), primary_key=True),
+    Column("camera_id", String(NAME), primary_key=True),
+    Column("sightings", Integer, nullable=False),
+)
+
+# A row per plate (folded text) per day with its sightings that day: what tells the writer that a
+# sighting's plate is new that day, so that `day_plates` counts each plate once.
+plate_days = Table(
+    "plate_days",
+    metadata,
+    Column("day", String(10), primary_key=True),
+    Column("text_key", String(PLATE), primary_key=True),
+    Column("sightings", Integer, nullable=False),
+)
+
+day_plates = Table(
+    "day_plates",
+    metadata,
+    Column("day", String(10), primary_key=True),
+    Column("sightings", Integer, nullable=False),
+    Column("unique_plates", Integer, nullable=False),
+)

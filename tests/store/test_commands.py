@@ -40,7 +40,7 @@ def stored(data_dir: Path) -> tuple[list[str], list[tuple[str, str]]]:
 def test_migrate_creates_the_schema_and_says_its_revision(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["store", "migrate", "--data-dir", str(tmp_path / "new")])
     assert result.exit_code == 0, result.output
-    assert "schema at revision 0008" in result.output
+    assert "schema at revision 0009" in result.output
     database = Database(default_url(tmp_path / "new"))
     with database.connect() as connection:
         assert connection.execute(select(func.count()).select_from(sightings)).scalar_one() == 0

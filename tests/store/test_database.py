@@ -18,8 +18,8 @@ from stream_worker.store.schema import metadata
 
 def test_migrations_make_exactly_the_schema_of_the_code(tmp_path: Path) -> None:
     database = Database(default_url(tmp_path))
-    assert database.migrate() == "0008"
-    assert database.migrate() == "0008"  # nothing to do the second time
+    assert database.migrate() == "0009"
+    assert database.migrate() == "0009"  # nothing to do the second time
     with database.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
         tables = set(inspect(connection).get_table_names())
@@ -80,8 +80,8 @@ def test_an_unreachable_database_is_a_clear_error_without_its_password() -> None
 @pytest.mark.integration
 def test_migrations_on_a_real_postgresql(postgres_url: str) -> None:
     database = Database(postgres_url)
-    assert database.migrate() == "0008"
-    assert database.migrate() == "0008"
+    assert database.migrate() == "0009"
+    assert database.migrate() == "0009"
     with database.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
     database.check()

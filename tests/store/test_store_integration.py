@@ -1,8 +1,8 @@
 """`stream-worker store` as its own process, on the real local broker and a real database (SQLite
-and PostgreSQL): every sighting and alert stored exactly once, across SIGKILLs mid-stream; every
-visit one row with its last state, its events delivered twice and the store SIGKILLed; records
-that are not the contract dead-lettered (test_store_dead_letters.py); offsets committed only for
-what is stored."""
+and PostgreSQL): every sighting and alert stored exactly once, across SIGKILLs mid-stream, and each
+sighting counted once in the reports' counts; every visit one row with its last state, its events
+delivered twice and the store SIGKILLed; records that are not the contract dead-lettered
+(test_store_dead_letters.py); offsets committed only for what is stored."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from service_processes import ServiceProcess, committed_offsets
 from sqlalchemy import func, select
-from store_records import FAKE_JPEG, T0, plate_alert, plate_sighting, plate_visit
+from store_records import FAKE_JPEG, T0, counted_again, plate_alert, plate_sighting, plate_visit
 
 from stream_worker.launchers.broker import create_topics
 from stream_worker.store.database import Database, default_url
@@ -137,8 +137,11 @@ def test_five_sigkills_mid_stream_leave_exactly_one_row_per_record(
         with database.connect() as connection:
             stored_ids = set(connection.execute(select(sightings.c.sighting_id)).scalars())
             stored_alert_ids = set(connection.execute(select(alerts.c.alert_id)).scalars())
+            kept, again = counted_again(connection)  # the reports' counts: each sighting once
         assert stored_ids == {s.sighting_id for s in made_sightings}
         assert stored_alert_ids == {a.alert_id for a in made_alerts}
+        assert kept == again
+        assert sum(n for _, _, n in kept["sighting_days"]) == SIGHTINGS
         # Everything stored is committed, and a clean stop leaves nothing behind.
         assert store.stop(signal.SIGTERM) == 0
         for topic in topics:

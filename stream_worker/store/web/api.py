@@ -57,6 +57,7 @@ class NewEntry(BaseModel):
     max_distance: float | None = None
     expires_at: datetime | None = None
     kind: WatchKind = WatchKind.WATCH
+    overstay_s: float | None = None
 
 
 class Review(BaseModel):
@@ -375,7 +376,13 @@ def get_watchlist(user: Reader, store: Store) -> list[WatchEntry]:
 @router.post("/watchlist", response_model=WatchEntry, status_code=201)
 def add_entry(entry: NewEntry, user: Admin, store: Store) -> WatchEntry:
     made = entry_or_422(
-        entry.plate, entry.list, entry.label, entry.max_distance, entry.expires_at, entry.kind
+        entry.plate,
+        entry.list,
+        entry.label,
+        entry.max_distance,
+        entry.expires_at,
+        entry.kind,
+        entry.overstay_s,
     )
     store.change_watchlist(user, "watchlist.add", entries=[made])
     return made
@@ -388,10 +395,11 @@ def entry_or_422(
     max_distance: Any,
     expires_at: datetime | str | None,
     kind: WatchKind = WatchKind.WATCH,
+    overstay_s: Any = None,
 ) -> WatchEntry:
     """A new watch-list entry from what a person typed; 422 with the reasons for bad values."""
     try:
-        return new_entry(plate, list_name, label, max_distance, expires_at, kind=kind)
+        return new_entry(plate, list_name, label, max_distance, expires_at, kind=kind, overstay_s=overstay_s)
     except ValueError as error:
         raise HTTPException(422, str(error)) from None
     except OverflowError:  # near year 1 or 9999, the offset takes the date off the calendar

@@ -419,8 +419,11 @@ def watchlist_add(
     max_distance: Annotated[str, Form(max_length=16)] = "",
     expires_at: Annotated[str, Form(max_length=64)] = "",
     kind: Annotated[WatchKind, Form()] = WatchKind.WATCH,
+    overstay_s: Annotated[str, Form(max_length=16)] = "",
 ) -> RedirectResponse:
-    entry = entry_or_422(plate, list_name, label or None, max_distance or None, expires_at or None, kind)
+    entry = entry_or_422(
+        plate, list_name, label or None, max_distance or None, expires_at or None, kind, overstay_s or None
+    )
     store.change_watchlist(user, "watchlist.add", entries=[entry])
     allow = " (an allow entry: it raises no alert)" if kind is WatchKind.ALLOW else ""
     return back(request, "/watchlist", f"Added {entry.plate} to {entry.list}{allow}.")

@@ -183,6 +183,7 @@ def stored_raw(
     (`name` names the valid record it starts from), and the `record` copy of those fields."""
     from sqlalchemy import insert
 
+    from stream_worker.store.report_counts import rebuild
     from stream_worker.store.schema import alerts as alerts_table
     from stream_worker.store.schema import sightings as sightings_table
     from stream_worker.store.writer import alert_row, sighting_row
@@ -204,6 +205,7 @@ def stored_raw(
     with console.database.begin() as connection:
         if sighting_rows:
             connection.execute(insert(sightings_table), sighting_rows)
+            rebuild(connection)  # the reports' counts, which the writer keeps, of these too
         if alert_rows:
             connection.execute(insert(alerts_table), alert_rows)
 

@@ -109,6 +109,41 @@ def test_allow_entries_are_shown_audited_and_taken_by_the_api(console: Console, 
     )
 
 
+def test_an_entrys_own_overstay_limit_set_in_the_form_and_by_the_api(
+    console: Console, kafka_bootstrap: str
+) -> None:
+    client, token = signed_in(console.app, "ada")
+    form = {"csrf_token": token, "plate": "C001AA77", "list": "deliveries"}
+    for bad in ("-5", "soon", "1e9", "nan"):
+        answer = client.post("/watchlist/add", data={**form, "overstay_s": bad})
+        assert answer.status_code == 422 and "overstay_s" in answer.text, (bad, answer.text)
+    assert client.post("/watchlist/add", data={**form, "overstay_s": "1800"}).status_code == 303
+    assert (
+        client.post("/watchlist/add", data={**form, "plate": "E002BB77", "overstay_s": "0"}).status_code
+        == 303
+    )
+    assert (
+        client.post("/watchlist/add", data={**form, "plate": "K003CC77", "overstay_s": ""}).status_code == 303
+    )
+    api = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['ada']}"})
+    made = api.post("/api/watchlist", json={"plate": "M004DD77", "list": "deliveries", "overstay_s": 900})
+    assert made.status_code == 201 and made.json()["overstay_s"] == 900, made.text
+    refused = api.post("/api/watchlist", json={"plate": "M004DD77", "list": "x", "overstay_s": -1})
+    assert refused.status_code == 422 and "overstay_s" in refused.text
+    entries = read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).values
+    limits = {plate: entry.overstay_s for plate, entry in entries.items()}
+    assert limits == {"C001AA77": 1800, "E002BB77": 0, "K003CC77": None, "M004DD77": 900}
+    page = client.get("/watchlist").text
+    row = r'data-plate="(\w+)"[^>]*>(?:(?!</tr>).)*?<td class="overstay-limit">([^<]*)</td>'
+    shown = dict(re.findall(row, page, re.S))
+    assert shown == {
+        "C001AA77": "1800 s",
+        "E002BB77": "never",
+        "K003CC77": "list&#39;s or site&#39;s",
+        "M004DD77": "900 s",
+    }
+
+
 def test_a_cameras_settings_set_and_removed(console: Console, kafka_bootstrap: str) -> None:
     api = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['ada']}"})
     settings = {

@@ -1,9 +1,10 @@
 """The console in a real headless Chromium (Debian's chromium through its chromedriver, selenium),
 served by the store's own console thread over a real SQLite store and the real broker: sign in; a
 sighting stored appears in the live feed within 5 s; a fuzzy search for B840CK197 finds a stored
-B840OK197 with its picture; a watch-list entry added in the page is on the broker's watch-list
-topic; a viewer has no button to change the watch list and the API answers 403; an admin sets a
-notification target in the page's textarea, sends it a test and removes it (confirmed).
+B840OK197 with its picture; a watch-list entry added in the page (with its own overstay limit) is
+on the broker's watch-list topic; a viewer has no button to change the watch list and the API
+answers 403; an admin sets a notification target in the page's textarea, sends it a test and
+removes it (confirmed).
 
 The plate pictures are synthetic (drawn here), so the screenshots taken when CONSOLE_SCREENSHOTS
 names a folder hold no photo of ../shared."""
@@ -93,12 +94,14 @@ def test_an_admin_adds_a_watch_list_entry_that_reaches_the_topic(
     )  # Cyrillic, lower case: normalised
     browser.find_element(By.ID, "list").clear()
     browser.find_element(By.ID, "list").send_keys("stolen")
+    browser.find_element(By.ID, "overstay_s").send_keys("7200")
     browser.find_element(By.ID, "add").click()
     wait(browser, lambda d: "Added B840CK197 to stolen" in d.page_source, timeout=15)
-    assert browser.find_elements(By.CSS_SELECTOR, '#watchlist tr[data-plate="B840CK197"]')
+    row = browser.find_element(By.CSS_SELECTOR, '#watchlist tr[data-plate="B840CK197"]')
+    assert row.find_element(By.CLASS_NAME, "overstay-limit").text == "7200 s"
     screenshot(browser, "watchlist")
     snapshot = read_watchlist(kafka_bootstrap, console.settings.watchlist_topic)
-    assert snapshot.values["B840CK197"].list == "stolen"
+    assert (snapshot.values["B840CK197"].list, snapshot.values["B840CK197"].overstay_s) == ("stolen", 7200)
     browser.find_element(By.CSS_SELECTOR, '#watchlist tr[data-plate="B840CK197"] button.remove').click()
     wait(browser, lambda d: "Removed B840CK197" in d.page_source, timeout=15)
     assert "B840CK197" not in read_watchlist(kafka_bootstrap, console.settings.watchlist_topic).values

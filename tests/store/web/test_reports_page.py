@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 from store_records import T0, camera_status, health_samples, plate_alert, plate_sighting, plate_visit
 
+from stream_worker.store.report_counts import rebuild
 from stream_worker.store.reports import REPORTS, ReportRange
 from stream_worker.store.schema import sightings
 from stream_worker.store.writer import write_batch
@@ -73,6 +74,7 @@ def viewer(console: Console) -> TestClient:
         connection.execute(
             update(sightings).where(sightings.c.camera_id == HOSTILE_CAMERA).values(last_seen=T0)
         )
+        rebuild(connection)
     store_health(console)
     client, _ = signed_in(console.app, "vic")
     return client
@@ -215,7 +217,7 @@ def test_the_charts_show_in_chromium_under_the_csp_and_every_file_has_their_figu
     are drawn, coloured by console.css, the page raises no CSP violation (the event, and the
     browser's console), and each report's CSV, JSON Lines and PNG hold the figures it shows."""
     pytest.importorskip("matplotlib")
-    from console_browser import console_messages, sign_in, wait
+    from console_browser import console_messages, screenshot, sign_in, wait
     from selenium.webdriver.common.by import By
 
     from .test_console_security import VIOLATIONS
@@ -237,6 +239,7 @@ def test_the_charts_show_in_chromium_under_the_csp_and_every_file_has_their_figu
         [bar, *_] = chart.find_elements(By.CSS_SELECTOR, "rect.bar")
         assert bar.size["width"] > 0 and bar.size["height"] > 0
         assert browser.execute_script("return getComputedStyle(arguments[0]).fill", bar) == "rgb(11, 92, 173)"
+    screenshot(browser, "reports")
     shown = browser.execute_async_script(PAGE_FIGURES)
     assert set(shown) == set(REPORTS)
     for name, page in shown.items():

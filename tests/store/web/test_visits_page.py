@@ -125,7 +125,7 @@ def test_the_api_and_bad_input(stored: Console) -> None:
 def test_the_visits_pages_in_chromium_under_the_csp(served, browser) -> None:
     """The served console in a real Chromium: the Visits page shows who is on site and finds a
     visit, the sighting's page lists its visits, no markup of a plate runs, no CSP violation."""
-    from console_browser import sign_in, wait
+    from console_browser import screenshot, sign_in, wait
     from selenium.webdriver.common.by import By
 
     from .test_console_security import VIOLATIONS
@@ -152,6 +152,7 @@ def test_the_visits_pages_in_chromium_under_the_csp(served, browser) -> None:
     browser.find_element(By.ID, "find-visits").click()
     [row] = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#visits tbody tr"))
     assert "A123BC77" in row.text and "1 h 30 min" in row.text
+    screenshot(browser, "visits")
     browser.get(f"{address}/sightings/{sighting_id('b')}")
     [visit] = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#plate-visits-table tbody tr"))
     assert "depot" in visit.text
