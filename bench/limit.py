@@ -101,6 +101,10 @@ class InProcessPipeline:
         self.vertical_margin = float(self.parameters.get("crop_vertical_margin", 0.2))
         self.horizontal_margin = float(self.parameters.get("crop_horizontal_margin", 0.08))
         self.providers = list(providers) or ["CPUExecutionProvider"]
+        self.model_config_name = model_config_name
+        self.graphs = load_model_file(repository, "lprnet", "graphs")
+        self.cpu_flags = self.graphs.cpu_flags()
+        self.graph_files: dict[str, str] = {}
         detector_model = self.parameters.get("detector_model", "plate_detector")
         self.detector_parameters = config_parameters(
             config_path(repository, detector_model, model_config_name)
@@ -113,13 +117,17 @@ class InProcessPipeline:
         self.detector_input = self.detector.get_inputs()[0].name
 
     def session(self, model: str) -> ort.InferenceSession:
+        """The model's graph as Triton's model.py picks it for this host (graphs.py)."""
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        path = self.repository / model / "1" / "model.onnx"
+        parameters = config_parameters(config_path(self.repository, model, self.model_config_name))
+        version_dir = self.repository / model / "1"
+        path = self.graphs.onnx_file(version_dir, parameters, self.providers, self.cpu_flags)
         if not path.is_file():
             raise BenchError(f"{path} missing: run `stream-worker models prepare`")
+        self.graph_files[model] = path.name
         return ort.InferenceSession(str(path), options, providers=self.providers)
 
     def settings(self) -> dict[str, Any]:
@@ -131,6 +139,7 @@ class InProcessPipeline:
             "detector_margins": list(self.margins),
             "onnx_providers_asked": self.providers,
             "onnx_providers_used": self.detector.get_providers(),
+            "onnx_graph_files": self.graph_files,
             "onnx_intra_op_threads": 1,
         }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -291,3 +292,20 @@ def test_plate_costs_give_the_stn_and_lprnet_apart(prepared_model_repository: Pa
     for per_run in ("one_per_run", "batched"):
         assert all(costs[model][per_run] > 0 for model in costs)
         assert costs["stn_lprnet"][per_run] == round(costs["stn"][per_run] + costs["lprnet"][per_run], 2)
+
+
+def test_the_in_process_pipeline_runs_lprnet_as_triton_would(
+    prepared_model_repository: Path, tmp_path: Path
+) -> None:
+    """INT8 on a VNNI CPU, as model.py picks it; `--parameter lprnet.int8_model=` gives FP32."""
+    vnni = bool({"avx512_vnni", "avx_vnni"} & set(cpu_flags()))
+    pipeline = InProcessPipeline(prepared_model_repository)
+    assert pipeline.settings()["onnx_graph_files"] == {
+        "plate_detector": "model.onnx",
+        "stn": "model.onnx",
+        "lprnet": "model.int8.onnx" if vnni else "model.onnx",
+    }
+    copy = Path(shutil.copytree(prepared_model_repository, tmp_path / "repository", symlinks=True))
+    config = copy / "lprnet" / "config.pbtxt"
+    config.write_text(set_parameter(config.read_text(), "int8_model", ""))
+    assert InProcessPipeline(copy).graph_files["lprnet"] == "model.onnx"

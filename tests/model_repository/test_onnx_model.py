@@ -74,3 +74,40 @@ def test_uint8_requests_are_batched_in_their_own_dtype(
     responses = model.execute([{"images": _Tensor("images", batch)} for batch in frames])
     assert [response.error for response in responses] == [None, None]
     assert [response.output_tensors[0].array.tolist() for response in responses] == [[1200.0], [1200.0] * 3]
+
+
+def _scaling_model(path: Path, factor: float) -> None:
+    """float32 [B, 2] -> [B, 2] times `factor`: tells which of two graphs ran."""
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["input", "factor"], ["output"])],
+        "scaling_stub",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 2])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 2])],
+        [helper.make_tensor("factor", TensorProto.FLOAT, [], [factor])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def test_the_int8_graph_runs_where_the_cpu_has_vnni(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LPRNet's config names its INT8 graph; model.py runs it on a VNNI CPU, model.onnx elsewhere."""
+    monkeypatch.setitem(sys.modules, "triton_python_backend_utils", _pb_utils())
+    (tmp_path / "1").mkdir()
+    _scaling_model(tmp_path / "1" / "model.onnx", 1.0)
+    _scaling_model(tmp_path / "1" / "model.int8.onnx", 2.0)
+    model = load_model_file("lprnet", "model").TritonPythonModel()
+    config = {
+        "input": [{"name": "input"}],
+        "output": [{"name": "output"}],
+        "parameters": {"int8_model": {"string_value": "model.int8.onnx"}},
+    }
+    model.initialize(
+        {"model_config": json.dumps(config), "model_repository": str(tmp_path), "model_version": "1"}
+    )
+    graphs = load_model_file("lprnet", "graphs")
+    vnni = bool(graphs.cpu_flags() & graphs.VNNI_FLAGS)
+    print("this CPU has VNNI:", vnni)
+    assert model.graph_file == ("model.int8.onnx" if vnni else "model.onnx")
+    (response,) = model.execute([{"input": _Tensor("input", np.ones((1, 2), np.float32))}])
+    assert response.output_tensors[0].array.tolist() == [[2.0, 2.0] if vnni else [1.0, 1.0]]

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
-from stream_worker.nets import detector_graph, export, global_ocr, prepare
+from stream_worker.nets import detector_graph, export, global_ocr, prepare, quantize
 from stream_worker.nets.prepare import STAMP_FILE, artifact_path, prepare_models
 from stream_worker.nets.weights import PINNED_FILES, WeightsError
 from tests.conftest import weights_dir
@@ -39,6 +39,7 @@ def _forbid_export(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(export, "export_net", fail)
     monkeypatch.setattr(detector_graph, "build_detector", fail)
     monkeypatch.setattr(global_ocr, "place_global_ocr", fail)
+    monkeypatch.setattr(quantize, "quantize_lprnet", fail)
 
 
 def test_second_prepare_exports_nothing(repository: Path, monkeypatch: pytest.MonkeyPatch) -> None:

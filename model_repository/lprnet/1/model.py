@@ -8,17 +8,30 @@ config.pbtxt. The input goes to ONNX Runtime in the config's data type as Triton
 
 Triton's dynamic batcher hands several requests to one execute(): they are concatenated into one
 ONNX Runtime run and split back. The GPU variant (configs/gpu.pbtxt) runs the same file on the
-native onnxruntime backend instead.
+native onnxruntime backend instead. Which file: graphs.py (beside this file's target), e.g. LPRNet's
+INT8 graph on CPUs with VNNI.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import onnxruntime as ort
 import triton_python_backend_utils as pb_utils
+
+
+def _graphs() -> ModuleType:
+    """graphs.py beside lprnet/1/model.py (stn/1 and plate_detector/1 link to this file)."""
+    path = Path(__file__).resolve().parent / "graphs.py"
+    spec = importlib.util.spec_from_file_location("onnx_model_graphs", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class TritonPythonModel:
@@ -32,10 +45,13 @@ class TritonPythonModel:
         options.inter_op_num_threads = 1
         # Spinning threads burn the cores the other models need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        path = Path(args["model_repository"]) / args["model_version"] / "model.onnx"
         # Comma-separated, by preference; e.g. "CUDAExecutionProvider,CPUExecutionProvider" where
         # onnxruntime-gpu is installed (bench/gpu.sh). CPU when unset.
         providers = [p for p in parameters.get("onnx_providers", "CPUExecutionProvider").split(",") if p]
+        graphs = _graphs()
+        version_dir = Path(args["model_repository"]) / args["model_version"]
+        path = graphs.onnx_file(version_dir, parameters, providers, graphs.cpu_flags())
+        self.graph_file = path.name
         self.session = ort.InferenceSession(str(path), options, providers=providers)
         # Largest batch one ONNX Runtime run takes (0: all): Triton's batch is cut into runs of this
         # size, since a network's activations grow with the batch and ONNX Runtime keeps its peak
