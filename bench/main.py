@@ -17,7 +17,8 @@ rate in the history store at a million sightings, SQLite and PostgreSQL side by 
 (bench/notify.py): the same alerts delivered by the notify service to a webhook, an MQTT subscriber
 and an SMTP server, all local: latency per target, deliveries per second, CPU ms per delivery.
 `soak` (bench/soak.py): `up` with live RTSP cameras for N minutes, measured every minute (console
-pages, `cameras status`, memory, disk, lag, shed frames, alerts per pass).
+pages, `cameras status`, memory, disk, lag, shed frames, alerts per pass). `triton-memory`
+(bench/triton_memory.py): a local Triton fed real frames of varying sizes, each process's memory.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def parser() -> argparse.ArgumentParser:
             "  stream-worker bench pipeline --frames 64 --rounds 3\n\n"
             "  stream-worker bench stream --backlog 5000 --report reports/stream5000.json\n\n"
             "The other benchmarks take their own flags (stream-worker bench NAME --help): chaos, "
-            "sightings, motion, connector-memory, gating, store-search, store-reports, notify, soak, videos."
+            "sightings, motion, connector-memory, gating, store-search, store-reports, notify, soak, videos, "
+            "triton-memory."
         ),
     )
     p.add_argument("scenario", choices=SCENARIOS)
@@ -130,6 +132,7 @@ OWN_FLAGS = {
     "notify": "bench.notify",
     "soak": "bench.soak",
     "videos": "bench.videos",
+    "triton-memory": "bench.triton_memory",
 }
 
 

@@ -7,8 +7,9 @@ ungated at `--dash-fps`, alternately), `up` on a data dir (a new temp one unless
 sets, through the CLI, a watch list of the clips' plates, a local webhook target and the cameras.
 Each `--interval` it records: each console page's latency (p50/p95 of `--requests` GETs, signed in
 as an admin) and its answers that were not 200; `cameras status`'s wall time and CPU (run as a
-person under `up` runs it: no flag, up's console answers); each child's
-resident memory (its process tree); the data dir's bytes, total and the broker's; the largest
+person under `up` runs it: no flag, up's console answers); each child's resident memory (its process
+tree: RSS, and PSS, which counts shared pages once); the data dir's bytes, total and the broker's;
+the largest
 `*lag_seconds*` metric and the frames/s counted by `*shed*_total` counters of the services (n/a
 when none exposes one) and the connector's published frames/s; per camera the alerts of the
 watched plates (distinct ids) and the pairs of one plate less than 6 s apart in capture time; the
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 COLUMNS = (
     "minute", "load_1m", "cameras_p50_ms", "cameras_p95_ms", "status_api_p95_ms", "pages_not_200",
-    "cli_status_s", "cli_status_exit", "rss_mib", "data_mib", "broker_mib", "lag_s", "shed_fps",
+    "cli_status_s", "cli_status_exit", "rss_mib", "pss_mib", "data_mib", "broker_mib", "lag_s", "shed_fps",
     "published_fps", "passes", "alerts", "close_pairs", "sighting_age_s", "webhook_posts",
 )  # fmt: skip
 
@@ -118,7 +119,7 @@ def measure(
 
     alerts = topics.alert_figures()
     ages = topics.sighting_age_s(datetime.now(UTC))
-    rss = probe.rss_by_child(status, up.process.pid)
+    rss, pss = probe.memory_by_child(status, up.process.pid)
     posts, events = webhook.counts()
     data_mib = round(probe.folder_bytes(up.data_dir) / 2**20, 1)
     broker_mib = round(probe.folder_bytes(up.data_dir / "broker") / 2**20, 1)
@@ -135,6 +136,7 @@ def measure(
         "cli_status_s": cli_status["seconds"],
         "cli_status_exit": cli_status["exit"],
         "rss_mib": _sum(rss),
+        "pss_mib": _sum(pss),
         "data_mib": data_mib,
         "broker_mib": broker_mib,
         "lag_s": probe.lag_seconds(samples),
@@ -148,6 +150,7 @@ def measure(
         "pages": pages,
         "cli_status": cli_status,
         "rss_mib_by_child": rss,
+        "pss_mib_by_child": pss,
         "alerts_by_camera": alerts,
         "sighting_age_s_by_camera": ages,
         "webhook_event_ids": events,

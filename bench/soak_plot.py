@@ -10,7 +10,7 @@ from typing import Any
 PANELS: list[tuple[str, str, list[tuple[str, Any]]]] = [
     ("console p95", "ms", []),  # one line per page, filled in from the rows
     ("cameras status (CLI)", "s", [("wall", "cli_status_s")]),
-    ("resident memory", "MiB", []),  # one line per child
+    ("resident memory (PSS)", "MiB", []),  # one line per child
     ("data dir", "MiB", [("total", "data_mib"), ("broker", "broker_mib")]),
     ("worker lag", "s", [("lag", "lag_s")]),
     ("frames", "fps", [("published", "published_fps"), ("shed", "shed_fps")]),
@@ -31,9 +31,9 @@ def plot_unavailable() -> str | None:
 def _lines(title: str, fixed: list[tuple[str, Any]], rows: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     if title == "console p95":
         return [(page, lambda row, page=page: row["pages"][page]["p95_ms"]) for page in rows[0]["pages"]]
-    if title == "resident memory":
-        names = sorted({name for row in rows for name in row["rss_mib_by_child"]})
-        return [(name, lambda row, name=name: row["rss_mib_by_child"].get(name)) for name in names]
+    if title == "resident memory (PSS)":
+        names = sorted({name for row in rows for name in row["pss_mib_by_child"]})
+        return [(name, lambda row, name=name: row["pss_mib_by_child"].get(name)) for name in names]
     return fixed
 
 

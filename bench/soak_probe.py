@@ -137,28 +137,49 @@ def _process_table() -> dict[int, tuple[int, int]]:
     return table
 
 
-def rss_by_child(status: dict[str, Any], up_pid: int) -> dict[str, float]:
-    """MiB of resident memory of each child of `up` (its pids and all their descendants), and of `up`."""
-    table = _process_table()
+def _trees(status: dict[str, Any], up_pid: int, table: dict[int, tuple[int, int]]) -> dict[str, set[int]]:
+    """The pids of each child of `up` (its pids and all their descendants), and `up` itself."""
     children_of: dict[int, list[int]] = defaultdict(list)
     for pid, (parent, _) in table.items():
         children_of[parent].append(pid)
 
-    def tree(pid: int) -> int:
-        total, stack, seen = 0, [pid], set()
+    def tree(pid: int) -> set[int]:
+        seen, stack = set(), [pid]
         while stack:
             current = stack.pop()
             if current in seen or current not in table:
                 continue
             seen.add(current)
-            total += table[current][1]
             stack += children_of[current]
-        return total
+        return seen
 
-    found = {"up": round(table.get(up_pid, (0, 0))[1] / 2**20, 1)}
+    found = {"up": {up_pid} & set(table)}
     for name, child in (status.get("children") or {}).items():
-        found[name] = round(sum(tree(pid) for pid in child.get("pids") or []) / 2**20, 1)
+        found[name] = set().union(*(tree(pid) for pid in child.get("pids") or []))
     return found
+
+
+def _pss_bytes(pid: int) -> int:
+    """Proportional set size: a page shared by n processes counts 1/n in each."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
+def memory_by_child(status: dict[str, Any], up_pid: int) -> tuple[dict[str, float], dict[str, float]]:
+    """MiB of each child of `up` and of `up`: (RSS, PSS). RSS counts a shared page once per process
+    mapping it, and once per mapping: Triton maps each Python-backend stub's shared-memory region
+    again each time the region grows, so its RSS climbs with pages that exist once. PSS counts each
+    page once in all."""
+    table = _process_table()
+    trees = _trees(status, up_pid, table)
+    rss = {name: round(sum(table[pid][1] for pid in pids) / 2**20, 1) for name, pids in trees.items()}
+    pss = {name: round(sum(_pss_bytes(pid) for pid in pids) / 2**20, 1) for name, pids in trees.items()}
+    return rss, pss
 
 
 def folder_bytes(path: Path) -> int:

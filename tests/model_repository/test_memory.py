@@ -70,3 +70,54 @@ def test_concurrent_requests_of_huge_flat_frames_keep_triton_within_its_budget(
     assert statuses[0::2] == ["invalid_image: 6000x6000 exceeds max_pixels=33177600"] * 32
     assert statuses[1::2] == ["ok"] * 32
     assert growth <= GROWTH_LIMIT
+
+
+def _stub_pids(root: int, model: str) -> list[int]:
+    """The backend stubs of `model`'s instances (their last-but-one argument names the instance)."""
+    found = []
+    for pid in process_tree(root):
+        try:
+            arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if Path(arguments[0].decode()).name == "triton_python_backend_stub" and any(
+            a.decode(errors="replace").startswith(f"{model}_") for a in arguments[1:]
+        ):
+            found.append(pid)
+    return found
+
+
+def _anonymous_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+RECOGNIZER_GROWTH_LIMIT = 100 * 2**20
+
+
+def test_recognizers_memory_stays_bounded_whatever_the_batch_sizes(prepared_model_repository: Path) -> None:
+    """Requests of 1 to 64 plate crops each, in a shuffled order: STN and LPRNet see every batch size
+    up to their max_batch_size. ONNX Runtime's CPU arena keeps the peak of every size it has run, so
+    their stubs grew by 258 MiB when whole batches went to one run; cut into runs of at most
+    `run_batch_size` (8), by 62."""
+    from stream_worker.launchers.triton import LocalTriton
+    from stream_worker.triton_client import PlateRecognitionClient
+
+    rng = np.random.default_rng(3)
+    crop = cv2.imencode(".jpg", rng.integers(0, 255, (48, 160, 3), np.uint8))[1].tobytes()
+    sizes = rng.permutation(np.arange(1, 65)).tolist()
+    with LocalTriton(prepared_model_repository) as server, PlateRecognitionClient(server.grpc_url) as client:
+        assert server.pid is not None
+        client.recognize([crop], frame_is_plate=[True])
+        stubs = _stub_pids(server.pid, "lprnet") + _stub_pids(server.pid, "stn")
+        assert len(stubs) == 2
+        before = sum(_anonymous_bytes(pid) for pid in stubs)
+        for size in sizes:
+            client.recognize([crop] * size, frame_is_plate=[True] * size)
+        growth = sum(_anonymous_bytes(pid) for pid in stubs) - before
+    print(
+        f"STN + LPRNet stubs' anonymous memory grew {growth / 2**20:.0f} MiB over batches of 1 to 64 plates"
+    )
+    assert growth <= RECOGNIZER_GROWTH_LIMIT
