@@ -14,11 +14,13 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from stream_worker.service import compacted
 from stream_worker.service.compacted import (
     READ_FETCH_WAIT_MS,
     CompactedFollower,
     CompactedTopicError,
     CompactedView,
+    CompactedWriter,
     FollowerThread,
     SkippedRecord,
     ensure_compacted_topic,
@@ -356,6 +358,42 @@ def test_a_write_the_view_never_reads_back_is_a_clear_error(kafka_bootstrap: str
     with pytest.raises(CompactedTopicError, match=r"stored in topic .* but not read back within 1 s"):
         view.write(records(a="one"), timeout_s=1)
     assert read_compacted(kafka_bootstrap, unique_name, decode).values == {"a": "one"}
+
+
+def test_the_writes_of_a_process_share_one_producer(
+    kafka_bootstrap: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A producer (and a metadata look-up) per write cost a console half a second a change."""
+    made: list[str] = []
+
+    class CountedProducer(Producer):
+        def __init__(self, config: dict[str, object]) -> None:
+            made.append("producer")
+            super().__init__(config)
+
+    class CountedAdmin(AdminClient):
+        def __init__(self, config: dict[str, object]) -> None:
+            made.append("admin")
+            super().__init__(config)
+
+    monkeypatch.setattr(compacted, "Producer", CountedProducer)
+    monkeypatch.setattr(compacted, "AdminClient", CountedAdmin)
+    writer = CompactedWriter(kafka_bootstrap, timeout_s=15)
+    first = CompactedView(kafka_bootstrap, unique_name, decode, timeout_s=15, writer=writer)
+    second = CompactedView(kafka_bootstrap, f"{unique_name}-2", decode, timeout_s=15, writer=writer)
+    for view in (first, second):
+        view.start()
+    try:
+        for n in range(4):
+            first.write(records(a=f"v{'x' * n}"))
+            second.write(records(b=f"w{'x' * n}"))
+        assert first.read() == {"a": "vxxx"} and second.read() == {"b": "wxxx"}
+    finally:
+        first.close()
+        second.close()
+        writer.close()
+    # One producer; an admin client only to create each missing topic.
+    assert sorted(made) == ["admin", "admin", "producer"]
 
 
 def test_a_view_never_loaded_refuses_to_answer() -> None:
