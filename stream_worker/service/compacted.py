@@ -100,12 +100,14 @@ class SkippedRecord:
 
 @dataclass(slots=True)
 class CompactedSnapshot(Generic[K, V]):
-    """A topic as read: latest value by key, the records skipped, whether the topic exists."""
+    """A topic as read: latest value by key, the records skipped, whether the topic exists, and
+    per partition the offset after the last record read (`ends`: where following it goes on)."""
 
     values: dict[K, V] = field(default_factory=dict)
     skipped: list[SkippedRecord] = field(default_factory=list)
     records: int = 0
     topic_exists: bool = True
+    ends: dict[int, int] = field(default_factory=dict)
 
 
 def client_config(bootstrap_servers: str, config: Mapping[str, object] | None) -> dict[str, object]:
@@ -254,6 +256,7 @@ def _read(
             ends[partition] = high
         if high > low:  # from `high` on: only what the local broker's short end hides (below)
             assignment.append(TopicPartition(topic, partition, start))
+    snapshot.ends = {partition: high for partition, (_low, high) in spans.items()}
     if not assignment:
         return snapshot
     consumer.assign(assignment)
@@ -279,6 +282,8 @@ def _read(
         _consume(consumer, topic, wait_s), snapshot, last, decode, cutoff_ms
     ):
         wait_s = _DRAIN_WAIT_S
+    for partition, offset in last.items():
+        snapshot.ends[partition] = max(snapshot.ends[partition], offset + 1)
     return snapshot
 
 
@@ -575,6 +580,10 @@ class CompactedFollower(Generic[K, V]):
         for skipped in snapshot.skipped:
             self._skip(str(skipped))
         self.values = dict(snapshot.values)
+        if ends is None and snapshot.topic_exists:
+            # Created between the two looks: follow from where the read began, not from the
+            # beginning (which would apply, and count as skipped, its records a second time).
+            ends = snapshot.ends
         if ends is not None:
             self._assign(ends)
             self.applied = dict(ends)

@@ -206,6 +206,34 @@ def test_a_topic_that_appears_later_is_read_from_its_beginning(
 
 
 @pytest.mark.integration
+def test_a_topic_created_while_the_follower_loads_is_applied_once(
+    kafka_bootstrap: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Missing at the first look, written before the read: followed from where the read began,
+    so a bad record is skipped (and counted) once, not again from the beginning."""
+    write_compacted(kafka_bootstrap, unique_name, records(a="one", b="BAD"))
+    real, looks = compacted.end_offsets, []
+
+    def first_look_misses(*args: object) -> dict[int, int] | None:
+        looks.append(1)
+        return None if len(looks) == 1 else real(*args)
+
+    monkeypatch.setattr(compacted, "end_offsets", first_look_misses)
+    skipped: list[int] = []
+    follower = CompactedFollower(
+        kafka_bootstrap, unique_name, decode, on_skipped=lambda: skipped.append(1), look_again_s=0
+    )
+    try:
+        follower.load()
+        assert follower.values == {"a": "one"} and skipped == [1]
+        write_compacted(kafka_bootstrap, unique_name, records(c="three"))
+        poll_until(follower, {"c"})
+        assert follower.values == {"a": "one", "c": "three"} and skipped == [1]
+    finally:
+        follower.close()
+
+
+@pytest.mark.integration
 def test_the_thread_is_caught_up_after_the_load_and_follows_live(kafka_bootstrap: str, unique_name: str):
     write_compacted(kafka_bootstrap, unique_name, records(a="one"))
     changes: list[set[str]] = []
