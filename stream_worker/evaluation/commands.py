@@ -8,7 +8,6 @@ from pathlib import Path
 
 import typer
 
-from stream_worker.contracts.cameras import parse_detector_scales
 from stream_worker.service.options import (
     DEFAULT_REPOSITORY,
     TLS_CA_OPTION,
@@ -124,6 +123,8 @@ def evaluate(
 
 def _scales(text: str | None) -> tuple[float, ...]:
     """`--detector-scales 1.0,0.5,3.0` checked as a camera's setting is; None: Triton's default."""
+    from stream_worker.contracts.cameras import parse_detector_scales
+
     try:
         return parse_detector_scales(text or "") or ()
     except ValueError as error:
