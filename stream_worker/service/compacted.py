@@ -20,7 +20,9 @@ One reader for all of them, so that each service reads its settings the same way
   the read costs the same after an hour or a week of history.
 - `ensure_compacted_topic` / `write_compacted` create the topic and write records with acks=all,
   waiting for each delivery, with Kafka's Java default partitioner so every client puts a key in
-  the same partition (compaction and last-record-wins rely on it).
+  the same partition (compaction and last-record-wins rely on it). `CompactedWriter` does the
+  writing through one producer kept for a process's life (the console's views share one);
+  `write_compacted` is a one-shot writer, for a command's single change.
 - `CompactedTopic` declares a topic's record format once (CAMERAS, WATCHLIST, TARGETS...): its
   `read` and `write` are the two above with the declared decode and partitions.
 
