@@ -20,7 +20,9 @@ One reader for all of them, so that each service reads its settings the same way
   the read costs the same after an hour or a week of history.
 - `ensure_compacted_topic` / `write_compacted` create the topic and write records with acks=all,
   waiting for each delivery, with Kafka's Java default partitioner so every client puts a key in
-  the same partition (compaction and last-record-wins rely on it).
+  the same partition (compaction and last-record-wins rely on it). `CompactedWriter` does the
+  writing through one producer kept for a process's life (the console's views share one);
+  `write_compacted` is a one-shot writer, for a command's single change.
 - `CompactedTopic` declares a topic's record format once (CAMERAS, WATCHLIST, TARGETS...): its
   `read` and `write` are the two above with the declared decode and partitions.
 
@@ -100,12 +102,14 @@ class SkippedRecord:
 
 @dataclass(slots=True)
 class CompactedSnapshot(Generic[K, V]):
-    """A topic as read: latest value by key, the records skipped, whether the topic exists."""
+    """A topic as read: latest value by key, the records skipped, whether the topic exists, and
+    per partition the offset after the last record read (`ends`: where following it goes on)."""
 
     values: dict[K, V] = field(default_factory=dict)
     skipped: list[SkippedRecord] = field(default_factory=list)
     records: int = 0
     topic_exists: bool = True
+    ends: dict[int, int] = field(default_factory=dict)
 
 
 def client_config(bootstrap_servers: str, config: Mapping[str, object] | None) -> dict[str, object]:
@@ -124,7 +128,9 @@ def side_consumer(bootstrap_servers: str, config: Mapping[str, object] | None, p
     )
 
 
-def topic_partitions(client: Consumer | AdminClient, topic: str, timeout_s: float) -> list[int] | None:
+def topic_partitions(
+    client: Consumer | Producer | AdminClient, topic: str, timeout_s: float
+) -> list[int] | None:
     """The topic's partition ids, or None when the broker does not know the topic."""
     try:
         # All topics, not this one by name: asking for a missing topic by name makes a broker with
@@ -252,6 +258,7 @@ def _read(
             ends[partition] = high
         if high > low:  # from `high` on: only what the local broker's short end hides (below)
             assignment.append(TopicPartition(topic, partition, start))
+    snapshot.ends = {partition: high for partition, (_low, high) in spans.items()}
     if not assignment:
         return snapshot
     consumer.assign(assignment)
@@ -277,6 +284,8 @@ def _read(
         _consume(consumer, topic, wait_s), snapshot, last, decode, cutoff_ms
     ):
         wait_s = _DRAIN_WAIT_S
+    for partition, offset in last.items():
+        snapshot.ends[partition] = max(snapshot.ends[partition], offset + 1)
     return snapshot
 
 
@@ -384,6 +393,129 @@ class Written:
     ends: dict[int, int]
 
 
+class _Delivery:
+    """One write's delivery reports, counted whichever thread serves them."""
+
+    def __init__(self, count: int) -> None:
+        self.pending = count
+        self.failures: list[str] = []
+        self.ends: dict[int, int] = {}
+        self._done = threading.Condition()
+
+    def delivered(self, error: KafkaError | None, message: Message) -> None:
+        with self._done:
+            self.pending -= 1
+            if error is not None:
+                key = (message.key() or b"").decode("utf-8", "replace")
+                self.failures.append(f"{key}: {error.str()}")
+            else:
+                partition, offset = message.partition(), message.offset()
+                if offset is not None and offset >= 0:
+                    self.ends[partition] = max(self.ends.get(partition, 0), offset + 1)
+            self._done.notify_all()
+
+    def fault(self, topic: str, count: int, timeout_s: float) -> str:
+        """What went wrong, for the error: the first ten failures and how many were not answered."""
+        failures = self.failures
+        shown = "; ".join(failures[:10]) + (f"; and {len(failures) - 10} more" if len(failures) > 10 else "")
+        if self.pending > 0:
+            shown += f"{'; ' if shown else ''}{self.pending} not acknowledged within {timeout_s:.0f} s"
+        failed = len(failures) + max(0, self.pending)
+        return f"{failed} of {count} record(s) not stored in {topic!r}: {shown}"
+
+    def wait(self, timeout_s: float) -> None:
+        with self._done:
+            self._done.wait_for(lambda: self.pending <= 0, max(0.0, timeout_s))
+
+
+class CompactedWriter:
+    """A process's writes to compacted topics through one producer, made at the first write and
+    kept: a producer costs a connection and an idempotence handshake (about half a second against
+    the local broker), which a console paid on every change. Topics seen to exist are not looked
+    up again. Safe from any thread; `close` waits for what is still being sent. A write that fails
+    drops the producer (an idempotent producer's fatal error leaves it unusable): the next write
+    makes a new one and looks for its topic again."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        config: Mapping[str, object] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self._bootstrap = bootstrap_servers
+        self._config = dict(config or {})
+        self._timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._producer: Producer | None = None
+        self._known: set[str] = set()
+
+    def _ready(self, topic: str, partitions: int) -> Producer:
+        with self._lock:
+            if self._producer is None:
+                self._producer = Producer(
+                    {
+                        "partitioner": "murmur2_random",
+                        **client_config(self._bootstrap, self._config),
+                        "enable.idempotence": True,
+                        "acks": "all",
+                        "message.timeout.ms": int(self._timeout_s * 1000),
+                    }
+                )
+            producer = self._producer
+            if topic not in self._known:
+                if topic_partitions(producer, topic, self._timeout_s) is None:
+                    ensure_compacted_topic(
+                        self._bootstrap, topic, self._config, partitions, timeout_s=self._timeout_s
+                    )
+                self._known.add(topic)
+            return producer
+
+    def write(
+        self,
+        topic: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        partitions: int = DEFAULT_PARTITIONS,
+    ) -> Written:
+        """Write (key, value) records (None: tombstone), creating the compacted topic if needed
+        (with `partitions`); returns once every record is stored (how many, and where: what a view
+        waits for), else raises CompactedTopicError naming the records that failed."""
+        if not records:
+            return Written(0, {})
+        producer = self._ready(topic, partitions)
+        delivery = _Delivery(len(records))
+        for key, value in records:
+            while True:
+                try:
+                    producer.produce(topic, key=key, value=value, on_delivery=delivery.delivered)
+                    break
+                except BufferError:
+                    producer.poll(0.1)  # the local queue is full: let deliveries drain it
+                except KafkaException as error:
+                    self._drop(producer, topic)
+                    raise CompactedTopicError(f"cannot write to topic {topic!r}: {error}") from error
+        deadline = time.monotonic() + self._timeout_s + 5
+        producer.flush(self._timeout_s + 5)
+        # Another thread's flush may be serving this write's last report as this one returns.
+        delivery.wait(deadline - time.monotonic())
+        if delivery.failures or delivery.pending > 0:
+            self._drop(producer, topic)
+            raise CompactedTopicError(delivery.fault(topic, len(records), self._timeout_s))
+        return Written(len(records), delivery.ends)
+
+    def _drop(self, producer: Producer, topic: str) -> None:
+        with self._lock:
+            self._known.discard(topic)
+            if self._producer is producer:
+                self._producer = None
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Wait up to `timeout_s` for records still being sent, then let the producer go."""
+        with self._lock:
+            producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.flush(timeout_s)
+
+
 def write_compacted(
     bootstrap_servers: str,
     topic: str,
@@ -392,50 +524,12 @@ def write_compacted(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     partitions: int = DEFAULT_PARTITIONS,
 ) -> Written:
-    """Write (key, value) records (None: tombstone), creating the compacted topic if needed (with
-    `partitions`); returns once every record is stored (how many, and where: what a view waits
-    for), else raises CompactedTopicError naming the records that failed."""
-    if not records:
-        return Written(0, {})
-    ensure_compacted_topic(bootstrap_servers, topic, config, partitions=partitions, timeout_s=timeout_s)
-    producer = Producer(
-        {
-            "partitioner": "murmur2_random",
-            **client_config(bootstrap_servers, config),
-            "enable.idempotence": True,
-            "acks": "all",
-            "message.timeout.ms": int(timeout_s * 1000),
-        }
-    )
-    failures: list[str] = []
-    ends: dict[int, int] = {}
-
-    def delivered(error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            key = (message.key() or b"").decode("utf-8", "replace")
-            failures.append(f"{key}: {error.str()}")
-            return
-        partition, offset = message.partition(), message.offset()
-        if offset is not None and offset >= 0:
-            ends[partition] = max(ends.get(partition, 0), offset + 1)
-
-    for key, value in records:
-        while True:
-            try:
-                producer.produce(topic, key=key, value=value, on_delivery=delivered)
-                break
-            except BufferError:
-                producer.poll(0.1)  # the local queue is full: let deliveries drain it
-            except KafkaException as error:
-                raise CompactedTopicError(f"cannot write to topic {topic!r}: {error}") from error
-    remaining = producer.flush(timeout_s + 5)
-    if failures or remaining:
-        shown = "; ".join(failures[:10]) + (f"; and {len(failures) - 10} more" if len(failures) > 10 else "")
-        if remaining:
-            shown += f"{'; ' if shown else ''}{remaining} not acknowledged within {timeout_s:.0f} s"
-        failed = len(failures) + remaining
-        raise CompactedTopicError(f"{failed} of {len(records)} record(s) not stored in {topic!r}: {shown}")
-    return Written(len(records), ends)
+    """One write through a writer of its own (a command's single change): see `CompactedWriter`."""
+    writer = CompactedWriter(bootstrap_servers, config, timeout_s)
+    try:
+        return writer.write(topic, records, partitions)
+    finally:
+        writer.close()
 
 
 class CompactedFollower(Generic[K, V]):
@@ -456,6 +550,7 @@ class CompactedFollower(Generic[K, V]):
         name: str = "compacted topic",
         look_again_s: float = LOOK_AGAIN_S,
         since_s: float | None = None,
+        fetch_wait_ms: int = FOLLOW_FETCH_WAIT_MS,
     ) -> None:
         self.topic = topic
         self.name = name
@@ -475,7 +570,7 @@ class CompactedFollower(Generic[K, V]):
         self._gaps = GapHealer()
         self._assigned = False
         self._looked_at = 0.0
-        follow = {"fetch.wait.max.ms": FOLLOW_FETCH_WAIT_MS, **self._config}
+        follow = {"fetch.wait.max.ms": fetch_wait_ms, **self._config}
         self._consumer = side_consumer(bootstrap_servers, follow, "compacted-follow")
 
     def load(self) -> None:
@@ -487,6 +582,10 @@ class CompactedFollower(Generic[K, V]):
         for skipped in snapshot.skipped:
             self._skip(str(skipped))
         self.values = dict(snapshot.values)
+        if ends is None and snapshot.topic_exists:
+            # Created between the two looks: follow from where the read began, not from the
+            # beginning (which would apply, and count as skipped, its records a second time).
+            ends = snapshot.ends
         if ends is not None:
             self._assign(ends)
             self.applied = dict(ends)
@@ -538,7 +637,11 @@ class CompactedFollower(Generic[K, V]):
             log.info(f"{self.name} topic appeared: following it", extra={"topic": self.topic})
         changed: set[K] = set()
         values: dict[K, V] | None = None  # the copy being changed, when something changes
-        messages = kafka.consume_records(self._consumer, POLL_BATCH, timeout_s, self._gaps)
+        # A batch consume sits out its whole wait unless the batch fills: wait for one record,
+        # then take what else has come, so a change is applied as soon as it is fetched.
+        messages = kafka.consume_records(self._consumer, 1, timeout_s, self._gaps)
+        if messages:
+            messages += kafka.consume_records(self._consumer, POLL_BATCH - 1, 0, self._gaps)
         if messages:
             applied = dict(self.applied)
             for message in messages:
@@ -694,7 +797,12 @@ class FollowerThread(Generic[K, V]):
 class CompactedView(FollowerThread[K, V]):
     """One compacted topic as a process sees it: started once, followed live in memory (key ->
     latest decoded value), written through `write`, which returns once the records are stored and
-    applied here. `read` answers from memory; before the first load it waits for it."""
+    applied here. `read` answers from memory; before the first load it waits for it.
+
+    `writer` is the process's `CompactedWriter` (shared by its views; without one the view has
+    its own, closed with it; a producer is made at the first write). A view written to while someone
+    waits for the echo may take a shorter `fetch_wait_ms`: the local broker answers a change only
+    when the follower's fetch wait is over."""
 
     def __init__(
         self,
@@ -708,13 +816,16 @@ class CompactedView(FollowerThread[K, V]):
         partitions: int = DEFAULT_PARTITIONS,
         since_s: float | None = None,
         poll_s: float = 0.5,
+        writer: CompactedWriter | None = None,
+        fetch_wait_ms: int = FOLLOW_FETCH_WAIT_MS,
     ) -> None:
         self.topic = topic
         self.name = name
-        self._bootstrap = bootstrap_servers
         self._config = dict(config or {})
         self._timeout_s = timeout_s
         self._partitions = partitions
+        self._owns_writer = writer is None
+        self._writer = writer or CompactedWriter(bootstrap_servers, self._config, timeout_s)
         super().__init__(
             lambda: CompactedFollower(
                 bootstrap_servers,
@@ -725,6 +836,7 @@ class CompactedView(FollowerThread[K, V]):
                 timeout_s,
                 name,
                 since_s=since_s,
+                fetch_wait_ms=fetch_wait_ms,
             ),
             poll_s=poll_s,
             name=f"view-{topic}",
@@ -741,14 +853,17 @@ class CompactedView(FollowerThread[K, V]):
         """Store (key, value) records (None: tombstone) and wait until this view has applied them;
         CompactedTopicError when they are not stored, or not read back, within the timeout."""
         timeout = self._timeout_s if timeout_s is None else timeout_s
-        written = write_compacted(
-            self._bootstrap, self.topic, records, self._config, timeout, self._partitions
-        )
+        written = self._writer.write(self.topic, records, self._partitions)
         if not self.wait_applied(written.ends, timeout):
             raise CompactedTopicError(
                 f"{written.count} record(s) stored in topic {self.topic!r} but not read back within "
                 f"{timeout:.0f} s: the {self.name} shown may not include them yet"
             )
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        super().close(timeout_s)
+        if self._owns_writer:
+            self._writer.close()
 
 
 @dataclass(frozen=True, slots=True)

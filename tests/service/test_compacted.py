@@ -14,11 +14,13 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from stream_worker.service import compacted
 from stream_worker.service.compacted import (
     READ_FETCH_WAIT_MS,
     CompactedFollower,
     CompactedTopicError,
     CompactedView,
+    CompactedWriter,
     FollowerThread,
     SkippedRecord,
     ensure_compacted_topic,
@@ -204,6 +206,34 @@ def test_a_topic_that_appears_later_is_read_from_its_beginning(
 
 
 @pytest.mark.integration
+def test_a_topic_created_while_the_follower_loads_is_applied_once(
+    kafka_bootstrap: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Missing at the first look, written before the read: followed from where the read began,
+    so a bad record is skipped (and counted) once, not again from the beginning."""
+    write_compacted(kafka_bootstrap, unique_name, records(a="one", b="BAD"))
+    real, looks = compacted.end_offsets, []
+
+    def first_look_misses(*args: object) -> dict[int, int] | None:
+        looks.append(1)
+        return None if len(looks) == 1 else real(*args)
+
+    monkeypatch.setattr(compacted, "end_offsets", first_look_misses)
+    skipped: list[int] = []
+    follower = CompactedFollower(
+        kafka_bootstrap, unique_name, decode, on_skipped=lambda: skipped.append(1), look_again_s=0
+    )
+    try:
+        follower.load()
+        assert follower.values == {"a": "one"} and skipped == [1]
+        write_compacted(kafka_bootstrap, unique_name, records(c="three"))
+        poll_until(follower, {"c"})
+        assert follower.values == {"a": "one", "c": "three"} and skipped == [1]
+    finally:
+        follower.close()
+
+
+@pytest.mark.integration
 def test_the_thread_is_caught_up_after_the_load_and_follows_live(kafka_bootstrap: str, unique_name: str):
     write_compacted(kafka_bootstrap, unique_name, records(a="one"))
     changes: list[set[str]] = []
@@ -356,6 +386,42 @@ def test_a_write_the_view_never_reads_back_is_a_clear_error(kafka_bootstrap: str
     with pytest.raises(CompactedTopicError, match=r"stored in topic .* but not read back within 1 s"):
         view.write(records(a="one"), timeout_s=1)
     assert read_compacted(kafka_bootstrap, unique_name, decode).values == {"a": "one"}
+
+
+def test_the_writes_of_a_process_share_one_producer(
+    kafka_bootstrap: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A producer (and a metadata look-up) per write cost a console half a second a change."""
+    made: list[str] = []
+
+    class CountedProducer(Producer):
+        def __init__(self, config: dict[str, object]) -> None:
+            made.append("producer")
+            super().__init__(config)
+
+    class CountedAdmin(AdminClient):
+        def __init__(self, config: dict[str, object]) -> None:
+            made.append("admin")
+            super().__init__(config)
+
+    monkeypatch.setattr(compacted, "Producer", CountedProducer)
+    monkeypatch.setattr(compacted, "AdminClient", CountedAdmin)
+    writer = CompactedWriter(kafka_bootstrap, timeout_s=15)
+    first = CompactedView(kafka_bootstrap, unique_name, decode, timeout_s=15, writer=writer)
+    second = CompactedView(kafka_bootstrap, f"{unique_name}-2", decode, timeout_s=15, writer=writer)
+    for view in (first, second):
+        view.start()
+    try:
+        for n in range(4):
+            first.write(records(a=f"v{'x' * n}"))
+            second.write(records(b=f"w{'x' * n}"))
+        assert first.read() == {"a": "vxxx"} and second.read() == {"b": "wxxx"}
+    finally:
+        first.close()
+        second.close()
+        writer.close()
+    # One producer; an admin client only to create each missing topic.
+    assert sorted(made) == ["admin", "admin", "producer"]
 
 
 def test_a_view_never_loaded_refuses_to_answer() -> None:
