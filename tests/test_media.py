@@ -37,6 +37,8 @@ NEEDS_EXTRAS = {
     "stream_worker.nets.global_ocr",  # models prepare only (onnx, onnxruntime)
     "stream_worker.nets.placing",
     "stream_worker.nets.denormals",  # models prepare only (onnx): the built graphs' check
+    "stream_worker.nets.quantize",  # models prepare only (onnxruntime's quantizer): LPRNet's INT8
+    "stream_worker.nets.synthetic_plates",  # models prepare only (OpenCV): INT8 calibration plates
 }
 
 

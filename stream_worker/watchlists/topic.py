@@ -67,4 +67,4 @@ def write_changes(
 ) -> int:
     """Put `entries` on the watch list and take the plates `removals` off, in one go; returns once
     every record is stored (how many), else raises WatchlistStoreError naming those that failed."""
-    return WATCHLIST.write(bootstrap_servers, records(entries, removals), topic, config, timeout_s)
+    return WATCHLIST.write(bootstrap_servers, records(entries, removals), topic, config, timeout_s).count

@@ -25,7 +25,8 @@ import triton_python_backend_utils as pb_utils
 
 
 def _graphs() -> ModuleType:
-    """graphs.py beside lprnet/1/model.py (stn/1 and plate_detector/1 link to this file)."""
+    """graphs.py beside this file: lprnet/1/graphs.py, which stn/1, plate_detector/1 and global_ocr/1
+    link as they link model.py, so that a copy of the repository that follows links keeps both."""
     path = Path(__file__).resolve().parent / "graphs.py"
     spec = importlib.util.spec_from_file_location("onnx_model_graphs", path)
     assert spec is not None and spec.loader is not None, path

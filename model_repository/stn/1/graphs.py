@@ -1,0 +1,1 @@
+../../lprnet/1/graphs.py
