@@ -43,7 +43,7 @@ def samples_dir() -> Path:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest files first (tests/file_order.py), so that the two test processes of
+    """The longest files first (tests/file_order.py), so that the test processes of
     scripts/test.sh finish together."""
     order = longest_files_first([item.nodeid for item in items], load_hint())
     items[:] = [items[index] for index in order]

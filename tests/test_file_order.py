@@ -1,4 +1,4 @@
-"""The suite's files start the longest first (tests/file_order.py), so that the two test processes
+"""The suite's files start the longest first (tests/file_order.py), so that the test processes
 of scripts/test.sh finish together: the order, the report it is drawn from, the checked-in hint."""
 
 from __future__ import annotations
