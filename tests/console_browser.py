@@ -92,4 +92,15 @@ def screenshot(driver: Any, name: str) -> None:
     folder = os.environ.get("CONSOLE_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(Path(folder) / f"{name}.png"))
+        path = Path(folder) / f"{name}.png"
+        driver.save_screenshot(str(path))
+        small_png(path)
+
+
+def small_png(path: Path, colours: int = 64) -> None:
+    """The page's few flat colours as a palette: a docs picture of a few tens of KB, not 60-80."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        palette = image.convert("RGB").quantize(colors=colours, method=Image.Quantize.MEDIANCUT)
+    palette.save(path, optimize=True)
