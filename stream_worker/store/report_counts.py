@@ -115,9 +115,7 @@ def add(connection: Connection, counted: Iterable[Row[Any] | tuple[Any, ...]]) -
     _add_to(connection, sighting_days, days)
     _add_to(connection, plate_days, plates)
     new = _new_plates(connection, plates)
-    seen: Counter[str] = Counter()
-    for (day, _), n in plates.items():
-        seen[day] += n
+    seen = _per_day(plates)
     dialect = sqlite if connection.dialect.name == "sqlite" else postgresql
     statement = dialect.insert(day_plates)
     statement = statement.on_conflict_do_update(
@@ -131,6 +129,14 @@ def add(connection: Connection, counted: Iterable[Row[Any] | tuple[Any, ...]]) -
         statement,
         [{"day": day, "sightings": n, "unique_plates": new[day]} for day, n in sorted(seen.items())],
     )
+
+
+def _per_day(plates: Mapping[tuple[str, str], int]) -> Counter[str]:
+    """The sightings of each day, from the (day, plate) tally."""
+    seen: Counter[str] = Counter()
+    for (day, _), n in plates.items():
+        seen[day] += n
+    return seen
 
 
 def _take_from(connection: Connection, table: Table, tally: Mapping[tuple[str, str], int]) -> list[str]:
@@ -156,9 +162,7 @@ def remove(connection: Connection, counted: Iterable[Row[Any] | tuple[Any, ...]]
     _take_from(connection, sighting_hours, hours)
     _take_from(connection, sighting_days, days)
     gone = Counter(_take_from(connection, plate_days, plates))
-    seen: Counter[str] = Counter()
-    for (day, _), n in plates.items():
-        seen[day] += n
+    seen = _per_day(plates)
     connection.execute(
         update(day_plates)
         .where(day_plates.c.day == bindparam("b_day"))
