@@ -158,6 +158,7 @@ class AlertsService(LoopService):
             ),
             self.recent,
             self.engine.reads_to_come,
+            cooldowns=self.cooldowns,
         )
         # Its own group: its rebalances and lag are its own, apart from the plates topic's.
         self.sightings_consumer = PartitionNumbersConsumer(
@@ -250,10 +251,11 @@ class AlertsService(LoopService):
         if record.partition not in self.sightings.assigned():
             return  # fetched before a revocation: its next owner reads it
         sighting = self.decode_sighting(record)
-        confirmed = self.sightings.confirmed
+        confirmed, cooled = self.sightings.confirmed, self.sightings.cooled
         matcher = self.watchlist.matcher
         outgoing = self.sightings.add(record.partition, record.offset, sighting, matcher, time.monotonic())
         self.metrics.sightings_confirmed.inc(self.sightings.confirmed - confirmed)
+        self.metrics.sightings_cooled.inc(self.sightings.cooled - cooled)
         for alert in outgoing:
             self._publish(alert, alert.closed_at)
 
@@ -269,9 +271,11 @@ class AlertsService(LoopService):
 
     def _decide_waiting_sightings(self) -> None:
         confirmed, waited_out = self.sightings.confirmed, self.sightings.waited_out
+        cooled = self.sightings.cooled
         for alert in self.sightings.ready(self.watchlist.matcher, time.monotonic()):
             self._publish(alert, alert.closed_at)
         self.metrics.sightings_confirmed.inc(self.sightings.confirmed - confirmed)
+        self.metrics.sightings_cooled.inc(self.sightings.cooled - cooled)
         self.metrics.sightings_waited_out.inc(self.sightings.waited_out - waited_out)
         self.metrics.sightings_waiting.set(self.sightings.waiting)
         self.sightings_consumer.throttle(self.sightings.waiting, self.settings.max_waiting_sightings)

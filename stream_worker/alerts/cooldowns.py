@@ -10,6 +10,10 @@ A matching read that joins no open pass (passes.py) starts a pass that alerts, u
   alert on that camera: the cooldown.
 The read that raised the last alert is exempt from both: a replay (after a restart, a rebalance)
 raises that alert again, with its id.
+A voted sighting alerts (sightings.py) only outside the cooldown of the last alert, read or
+sighting, of its camera and entry: a pass the sightings service split, or whose reads fell short
+of the reads' confidence, alerts once (`quiet`, `alerted_sighting`); the sighting that raised
+the last alert is exempt, so that a replay repeats it.
 Only a camera's own capture times are compared (cameras' clocks may differ). A pass ended by
 `max_pass_s` leaves no resumable end (a vehicle that stays in view alerts again), only the
 cooldown of its alert.
@@ -31,6 +35,7 @@ PassKey = tuple[int, str, str]  # (plates partition, camera id, entry plate)
 class _Memory:
     alerted_at: float | None = None  # capture time of the last alert's read
     alerted_offset: int | None = None  # that read's plates offset
+    alerted_sighting: str | None = None  # or the sighting that raised it
     ended_at: float | None = None  # capture time of the last read of the last resumable pass
     ended_from: float = 0.0  # that pass's first read's capture time
 
@@ -65,7 +70,22 @@ class Cooldowns:
         """`key` alerted on the read at `offset` captured at `time` (here or, read back, earlier)."""
         memory = self._touch(key)
         if memory.alerted_at is None or time >= memory.alerted_at:
-            memory.alerted_at, memory.alerted_offset = time, offset
+            memory.alerted_at, memory.alerted_offset, memory.alerted_sighting = time, offset, None
+
+    def alerted_sighting(self, key: PassKey, time: float, sighting_id: str) -> None:
+        """`key` alerted on a voted sighting whose best read was captured at `time`."""
+        memory = self._touch(key)
+        if memory.alerted_at is None or time >= memory.alerted_at:
+            memory.alerted_at, memory.alerted_offset, memory.alerted_sighting = time, None, sighting_id
+
+    def quiet(self, key: PassKey, first_time: float, last_time: float, sighting_id: str) -> bool:
+        """Does a sighting of `key`, its reads captured from `first_time` to `last_time`, fall in
+        the cooldown of the last alert (some capture time of it within `gap_s` before to
+        `cooldown_s` after that alert's)? Its own alert, replayed, does not."""
+        memory = self._memory.get(key)
+        if memory is None or memory.alerted_at is None or memory.alerted_sighting == sighting_id:
+            return False
+        return first_time - self.cooldown_s < memory.alerted_at <= last_time + self.gap_s
 
     def ended(self, key: PassKey, first_time: float, last_time: float) -> None:
         """A pass of `key` with reads captured from `first_time` to `last_time` ended; a read near

@@ -25,6 +25,11 @@ class AlertsMetrics(ServiceMetrics):
             "Sighting matches of an entry that the pass's reads already alerted (nothing published).",
             registry=r,
         )
+        self.sightings_cooled = Counter(
+            "stream_worker_alerts_sightings_cooled",
+            "Sighting matches in the cooldown of their camera and entry's last alert (nothing published).",
+            registry=r,
+        )
         self.sightings_waiting = Gauge(
             "stream_worker_alerts_sightings_waiting",
             "Sightings consumed before their reads, waiting for the reads (a plates backlog).",

@@ -9,7 +9,10 @@ pass already alerted for that camera and entry:
 - its best read, a read of the pass, matches the entry with at least the reads' minimum
   confidence: the reads side alerted on it (or on an earlier read of its pass), in whichever
   process reads that plates partition.
-Then nothing is published (the sighting only confirms the pass). Otherwise ONE alert per sighting
+Then nothing is published (the sighting only confirms the pass). Nor is anything published for a
+sighting within the cooldown, in capture time, of its camera and entry's last alert (cooldowns.py,
+shared with the reads side): a pass the sightings service cut in two, or whose reads alerted on a
+first read the sighting does not hold, alerts once. Otherwise ONE alert per sighting
 and entry, with origin `sighting`, its id from the sighting's id (alert.py), so a consumer can tell
 it apart from a read alert: it comes later (the sighting is published once its pass has ended) and
 says which candidate matched. Only sightings of the plates topic the reads come from are checked
@@ -52,6 +55,7 @@ from datetime import UTC, datetime
 
 from stream_worker.alerts.alert import build_sighting_alert
 from stream_worker.alerts.candidates import SightingMatch, match_sighting
+from stream_worker.alerts.cooldowns import Cooldowns
 from stream_worker.alerts.held import HeldAlert
 from stream_worker.alerts.recent import RecentPasses
 from stream_worker.contracts import PlateAlert, PlateSighting
@@ -119,16 +123,20 @@ class SightingAlerts(TopicBook):
         recent: RecentPasses,
         reads_to_come: ReadsToCome = lambda _partition, _offset: False,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        cooldowns: Cooldowns | None = None,
     ) -> None:
-        """`topic`: the sightings topic, whose offsets this commits."""
+        """`topic`: the sightings topic, whose offsets this commits; `cooldowns`: the reads side's
+        (passes.py), so that reads and sightings share one cooldown per camera and entry."""
         super().__init__(topic)
         self.rules = rules
         self.recent = recent
+        self.cooldowns = cooldowns
         self._reads_to_come = reads_to_come
         self._wall_clock = wall_clock
         self._waiting: deque[Waiting] = deque()
         self.confirmed = 0  # sighting matches already alerted by reads (nothing published)
         self.waited_out = 0  # sightings decided without their reads, after max_wait_s
+        self.cooled = 0  # sighting matches within the cooldown of their camera and entry's last alert
 
     # --- assignment ------------------------------------------------------------------------
 
@@ -202,10 +210,26 @@ class SightingAlerts(TopicBook):
             if read_alerted(sighting, found.match.entry, matcher, self.rules, self.recent, now):
                 self.confirmed += 1
                 continue
+            if self._cooling(sighting, found.match.entry):
+                self.cooled += 1
+                continue
             alert = self._alert(sighting, found)
             outgoing.append(SightingOutgoing(alert, partition, offset, commits, sighting.closed_at))
             commits.hold(offset)
         return outgoing
+
+    def _cooling(self, sighting: PlateSighting, entry: WatchEntry) -> bool:
+        """True when the sighting lies in its camera and entry's cooldown; else its alert starts one."""
+        source = sighting.source
+        if self.cooldowns is None or source.topic != self.rules.plates_topic:
+            return False
+        key = (source.partition, sighting.camera_id, entry.plate)
+        first, last = sighting.first_seen.timestamp(), sighting.last_seen.timestamp()
+        if self.cooldowns.quiet(key, first, last, sighting.sighting_id):
+            return True
+        when = sighting.best_read.captured_at or sighting.first_seen
+        self.cooldowns.alerted_sighting(key, when.timestamp(), sighting.sighting_id)
+        return False
 
     def _alert(self, sighting: PlateSighting, found: SightingMatch) -> PlateAlert:
         ranked = found.ranked

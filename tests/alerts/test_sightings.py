@@ -265,6 +265,7 @@ class Sightings:
             self.recent,
             reads.engine.reads_to_come if reads is not None else lambda _p, _o: False,
             wall_clock=lambda: NOW,
+            cooldowns=reads.engine.cooldowns if reads is not None else None,
         )
         self.engine.assign(0)
         self.offset = 0
@@ -440,9 +441,54 @@ def test_a_sighting_waits_at_most_max_wait_s_then_is_decided_without_its_reads()
     assert (side.engine.waiting, side.engine.waited_out) == (0, 1)
 
 
+def test_a_sighting_in_the_cooldown_of_its_cameras_read_alert_publishes_nothing():
+    """The reads alerted on offset 0 (captured at T0); the sightings service cut the pass and its
+    second part (offsets 10-12, none of them the alerted read) matches by a candidate only: one
+    alert for the pass. Outside the cooldown (10 s after, 3 s before) a sighting alerts."""
+    reads = Driver()
+    side = Sightings(reads=reads)
+    _feed_reads(reads, side, 4)  # offsets 0-3, T0 to T0 + 0.6: one read alert
+    _feed_reads(reads, side, 70, text="X999XX99")  # the reads of the sightings below, consumed
+    late = lambda seconds, first: sighting(  # noqa: E731
+        ("B840OK197", 0.8),
+        best_confidence=0.2,
+        first=first,
+        last=first + 2,
+        first_seen=SEEN + timedelta(seconds=seconds),
+    )
+    assert side.add(late(4.0, 10)) == [] and side.add(late(9.9, 20)) == []
+    assert side.add(late(-4.4, 30)) == []  # its last read 3 s before the alert's
+    assert (side.engine.cooled, side.engine.confirmed) == (3, 0)
+    [out] = side.add(late(10.0, 40))
+    assert out.alert.origin is AlertOrigin.SIGHTING
+    # The read alert's own entry only: another entry's sighting is not cooled by it.
+    [other] = side.add(sighting(("A123BC77", 0.8), best_confidence=0.2, first=50, last=52))
+    assert other.alert.plate == "A123BC77"
+    # Another camera is not cooled by gate-1's alert.
+    [gate2] = side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, camera="gate-2", first=60, last=62))
+    assert gate2.alert.camera_id == "gate-2" and side.engine.cooled == 3
+
+
+def test_a_sighting_alert_starts_the_cooldown_of_its_camera_and_entry_and_a_replay_repeats_it():
+    reads = Driver()
+    side = Sightings(reads=reads)
+    first = sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=2)
+    _feed_reads(reads, side, 6, text="B840HH197")  # misreads: no read alert
+    [out] = side.add(first)
+    # A second part of the pass, 3 s later: cooled; so are the reads that follow within 10 s.
+    second = sighting(
+        ("B840OK197", 0.8), best_confidence=0.2, first=3, last=5, first_seen=SEEN + timedelta(seconds=3)
+    )
+    assert side.add(second) == [] and side.engine.cooled == 1
+    assert reads.feed("gate-1", T0 + 8.0, "B840OK197") == []
+    # The first sighting read again (a restart before its commit): the same alert again.
+    [again] = side.add(first)
+    assert again.alert.alert_id == out.alert.alert_id
+
+
 def test_sightings_wait_only_for_reads_this_process_still_has_to_consume():
     reads = Driver(partitions=(0,))
-    _feed_reads(reads, Sightings(), 8)
+    _feed_reads(reads, Sightings(), 8, text="B840HH197")  # misreads: no read alert, no cooldown
     side = Sightings(reads=reads)
     # Reads already consumed, another plates partition, another plates topic: decided at once.
     assert side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=7)) != []
