@@ -147,6 +147,7 @@ class AlertsService(LoopService):
             settings.kafka_config,
             on_alert=self.cooldowns.alerted,
             on_correction=self.corrections.raised.add,
+            on_sighting_alert=self.cooldowns.alerted_sighting,
         )
         self.sightings = SightingAlerts(
             settings.sightings_topic,

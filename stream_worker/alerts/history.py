@@ -8,9 +8,10 @@ there, each turn, never blocking. A read alert of the plates topic is remembered
 read, its pass's first matching read (the alert's `source`): a sighting whose reads include that
 read confirms it. Its capture time also starts its camera and entry's cooldown (`on_alert`,
 cooldowns.py): a pass of an earlier run resumed after a restart does not alert again. A correction
-alert's id goes to `on_correction` (corrections.py: a correction read again raises it no more). Sighting
-alerts, alerts of another plates topic, alerts older than the memory's age and passes already
-remembered are passed over; records that are not PlateAlerts are skipped and counted. Reading the
+alert's id goes to `on_correction` (corrections.py: a correction read again raises it no more). A
+sighting alert of the plates topic starts its camera and entry's cooldown too (`on_sighting_alert`),
+and is otherwise passed over, as are alerts of another plates topic, alerts older than the memory's
+age and passes already remembered; records that are not PlateAlerts are skipped and counted. Reading the
 history late or not at all (a missing topic, a slow broker) costs at most a duplicate, never a
 lost alert.
 """
@@ -62,11 +63,13 @@ def remember_alert(
     now: float,
     on_alert: Callable[[PassKey, float, int], None] = lambda key, time, offset: None,
     on_correction: Callable[[str], None] = lambda alert_id: None,
+    on_sighting_alert: Callable[[PassKey, float, str], None] = lambda key, time, sighting_id: None,
 ) -> bool | None:
     """Remember one record of the alerts topic: True when remembered, False when passed over,
     None when it is not a PlateAlert. `now`: monotonic seconds, as the memory counts;
     `on_alert(key, capture time, offset)`: each read alert of the plates topic, for the cooldowns;
-    `on_correction(alert id)`: each correction alert."""
+    `on_correction(alert id)`: each correction alert; `on_sighting_alert(key, capture time, sighting
+    id)`: each sighting alert of the plates topic, for the cooldowns."""
     try:
         alert = PlateAlert.model_validate_json(value or b"")
     except ValidationError:
@@ -75,11 +78,15 @@ def remember_alert(
         on_correction(alert.alert_id)
         return False
     source = alert.source
-    if alert.origin is not AlertOrigin.READ or source.topic != rules.plates_topic:
+    if source.topic != rules.plates_topic:
         return False
     if (wall_now - alert.alerted_at).total_seconds() > rules.max_age_s:
         return False
     key = (source.partition, alert.camera_id, alert.plate)
+    if alert.origin is AlertOrigin.SIGHTING:
+        if alert.captured_at is not None and alert.sighting_id is not None:
+            on_sighting_alert(key, alert.captured_at.timestamp(), alert.sighting_id)
+        return False
     if alert.captured_at is not None:
         on_alert(key, alert.captured_at.timestamp(), source.offset)
     if recent.overlaps(key, source.offset, source.offset, now):
@@ -99,12 +106,14 @@ class AlertHistory:
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         on_alert: Callable[[PassKey, float, int], None] = lambda key, time, offset: None,
         on_correction: Callable[[str], None] = lambda alert_id: None,
+        on_sighting_alert: Callable[[PassKey, float, str], None] = lambda key, time, sighting_id: None,
     ) -> None:
-        """`on_alert`, `on_correction`: each read alert, each correction alert read back, as
-        `remember_alert` says."""
+        """`on_alert`, `on_correction`, `on_sighting_alert`: each read, correction and sighting
+        alert read back, as `remember_alert` says."""
         self.topic = topic
         self._on_alert = on_alert
         self._on_correction = on_correction
+        self._on_sighting_alert = on_sighting_alert
         self.rules = rules
         self.per_partition = per_partition
         self.loaded = False
@@ -181,7 +190,14 @@ class AlertHistory:
         wall_now, now = self._wall_clock(), time.monotonic()
         for message in messages:
             outcome = remember_alert(
-                message.value(), self.rules, recent, wall_now, now, self._on_alert, self._on_correction
+                message.value(),
+                self.rules,
+                recent,
+                wall_now,
+                now,
+                self._on_alert,
+                self._on_correction,
+                self._on_sighting_alert,
             )
             self.remembered += outcome is True
             self.skipped += outcome is None

@@ -74,3 +74,42 @@ def test_every_read_alert_read_back_starts_its_cooldown_also_one_remembered_alre
     assert not cooldowns.allows(key, T0 + 5.0, 9)
     assert cooldowns.allows(key, T0, 0)  # its own read, replayed
     assert cooldowns.allows((0, "gate-2", "B840CK197"), T0 + 5.0, 9)
+
+
+def test_a_sighting_alert_read_back_starts_its_cooldown_for_reads_and_other_sightings():
+    """After a restart: a sighting alert of the last run cools a read pass and another part of its
+    pass; the same sighting, replayed, alerts again with its id."""
+    [raised] = Sightings().add(sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=2))
+    reads = Driver()
+    side = Sightings(reads=reads)
+    cooldowns = reads.engine.cooldowns
+    remembered = remember_alert(
+        raised.alert.to_json(),
+        RULES,
+        side.recent,
+        NOW,
+        0.0,
+        cooldowns.alerted,
+        lambda _id: None,
+        cooldowns.alerted_sighting,
+    )
+    assert remembered is False and len(side.recent) == 0
+    for _ in range(3):  # the reads of the sightings below, misread: no read alert
+        reads.feed("gate-1", T0, "B840HH197")
+    assert reads.feed("gate-1", T0 + 5.0, "B840OK197") == []  # in the sighting alert's cooldown
+    assert side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, first=1, last=3)) == []
+    [again] = side.add(sighting(("B840OK197", 0.8), best_confidence=0.2, first=0, last=2))
+    assert again.alert.alert_id == raised.alert.alert_id
+    other = HistoryRules("plates-eu", 900.0)
+    fresh = Cooldowns(3.0, 10.0)
+    remember_alert(
+        raised.alert.to_json(),
+        other,
+        side.recent,
+        NOW,
+        0.0,
+        fresh.alerted,
+        lambda _id: None,
+        fresh.alerted_sighting,
+    )
+    assert len(fresh) == 0  # another plates topic's sighting alert: passed over
