@@ -115,3 +115,24 @@ def reply(handler: http.server.BaseHTTPRequestHandler, status: int, content_type
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
+
+
+def count_kafka_clients(monkeypatch: pytest.MonkeyPatch, *kinds: str) -> list[str]:
+    """Record, in the list returned, each `Producer` or `AdminClient` (`kinds`) that
+    `service/compacted.py` makes from now on: "producer" or "admin" per client."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
+
+    from stream_worker.service import compacted
+
+    made: list[str] = []
+    for kind, base in (("producer", Producer), ("admin", AdminClient)):
+        if kind in kinds:
+
+            class Counted(base):  # type: ignore[valid-type,misc]
+                def __init__(self, config: dict[str, object], _kind: str = kind) -> None:
+                    made.append(_kind)
+                    super().__init__(config)
+
+            monkeypatch.setattr(compacted, base.__name__, Counted)
+    return made

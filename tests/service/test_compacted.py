@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
+from support import count_kafka_clients
 
 from stream_worker.service import compacted
 from stream_worker.service.compacted import (
@@ -392,20 +393,7 @@ def test_the_writes_of_a_process_share_one_producer(
     kafka_bootstrap: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A producer (and a metadata look-up) per write cost a console half a second a change."""
-    made: list[str] = []
-
-    class CountedProducer(Producer):
-        def __init__(self, config: dict[str, object]) -> None:
-            made.append("producer")
-            super().__init__(config)
-
-    class CountedAdmin(AdminClient):
-        def __init__(self, config: dict[str, object]) -> None:
-            made.append("admin")
-            super().__init__(config)
-
-    monkeypatch.setattr(compacted, "Producer", CountedProducer)
-    monkeypatch.setattr(compacted, "AdminClient", CountedAdmin)
+    made = count_kafka_clients(monkeypatch, "producer", "admin")
     writer = CompactedWriter(kafka_bootstrap, timeout_s=15)
     first = CompactedView(kafka_bootstrap, unique_name, decode, timeout_s=15, writer=writer)
     second = CompactedView(kafka_bootstrap, f"{unique_name}-2", decode, timeout_s=15, writer=writer)

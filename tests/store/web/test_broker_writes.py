@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from fastapi.testclient import TestClient
+from support import count_kafka_clients
 
 from stream_worker.cameras.store import read_cameras
-from stream_worker.service import compacted
 from stream_worker.watchlists.topic import read_watchlist
 
 from .conftest import TOKENS, Console, make_console, signed_in
@@ -171,14 +171,7 @@ def test_the_consoles_changes_go_through_one_producer(
     console: Console, kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A producer per change cost each change about half a second (a connection, a handshake)."""
-    made: list[str] = []
-
-    class CountedProducer(Producer):
-        def __init__(self, config: dict[str, object]) -> None:
-            made.append("producer")
-            super().__init__(config)
-
-    monkeypatch.setattr(compacted, "Producer", CountedProducer)
+    made = count_kafka_clients(monkeypatch, "producer")
     api = TestClient(console.app, headers={"authorization": f"Bearer {TOKENS['ada']}"})
     for plate in ("A123BC77", "B840CK197", "C001AA77"):
         assert api.post("/api/watchlist", json={"plate": plate, "list": "stolen"}).status_code == 201
@@ -193,7 +186,6 @@ def test_the_consoles_changes_go_through_one_producer(
 
 
 def test_the_camera_page_draws_over_the_cameras_latest_frame(console: Console, kafka_bootstrap: str) -> None:
-    from confluent_kafka import Producer
 
     topic = console.settings.cameras_topic + "-frames"
     console.app.state.backend.extra["frames_topic"] = topic
