@@ -114,6 +114,25 @@ def test_signature_and_shape_free_reshapes(exported_repository: Path) -> None:
     ]
 
 
+def test_only_the_best_rows_are_decoded(exported_repository: Path) -> None:
+    """Every anchor gets a score; the decode (the Sigmoid over whole rows, the corners' Tile) runs
+    after TopK, on the rows it chose."""
+    graph = onnx.load(str(artifact_path(exported_repository, "plate_detector"))).graph
+    (topk,) = [node for node in graph.node if node.op_type == "TopK"]
+    after, grown = set(topk.output), True
+    while grown:
+        grown = False
+        for node in graph.node:
+            if set(node.input) & after and not set(node.output) <= after:
+                after |= set(node.output)
+                grown = True
+    decode = [
+        node for node in graph.node if node.op_type == "Tile" or node.name.startswith("stream_worker/decoded")
+    ]
+    assert len(decode) == 3
+    assert all(set(node.output) <= after for node in decode)
+
+
 def test_dynamic_reshape_parts_take_batch_and_spatial_size_from_the_input() -> None:
     parts = detector_graph.dynamic_reshape_parts
     assert parts([1, 2, 32, 80, 80], [1, 64, 80, 80]) == (1, [2, 32], 2)
