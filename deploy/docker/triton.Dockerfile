@@ -47,8 +47,9 @@ RUN --mount=type=bind,from=weights,target=/weights \
 # onnxruntime wheels (onnxruntime publishes none for Python 3.10, 24.10's, after 1.23.2), with the
 # same GPU and driver support as 24.10 (compute capability 6.0+; 25.02 drops Pascal and Volta).
 FROM nvcr.io/nvidia/tritonserver:24.12-py3 AS runtime
-# What the Python-backend models import: numpy and OpenCV (plate_recognition; haar_detector, whose
-# cascade ships inside the opencv wheel) and onnxruntime (the CPU variants of plate_detector, stn,
+# What the Python-backend models import: numpy, OpenCV and simplejpeg (plate_recognition, which decodes
+# frames with libjpeg-turbo through simplejpeg and with OpenCV what TurboJPEG declines; haar_detector,
+# whose cascade ships inside the opencv wheel) and onnxruntime (the CPU variants of plate_detector, stn,
 # lprnet and global_ocr, which serve the default configs). numpy < 2: the Python backend stub returned
 # empty tensors with numpy 2 (measured with 24.10's). The `gpu` configs run those four networks on
 # Triton's native onnxruntime backend with TensorRT, so no onnxruntime-gpu is needed. Exact pins keep
@@ -61,6 +62,7 @@ ARG ONNXRUNTIME_VERSION=1.32.0
 RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir \
       numpy==1.26.4 \
       opencv-python-headless==4.11.0.86 \
+      simplejpeg==1.9.0 \
       "onnxruntime==${ONNXRUNTIME_VERSION}"
 COPY --from=models /models /models
 COPY NOTICE /usr/share/doc/stream-worker/NOTICE

@@ -263,10 +263,46 @@ def test_triton_python_dependencies_meet_the_projects_limits(triton: list[Stage]
     versions = {
         name.lower(): re.sub(r"\$\{(\w+)\}", lambda m: args_defaults[m[1]], version) for name, version in pins
     }
-    assert set(versions) == {"numpy", "opencv-python-headless", "onnxruntime"}
+    assert set(versions) == {"numpy", "opencv-python-headless", "simplejpeg", "onnxruntime"}
     assert int(versions["numpy"].split(".")[0]) < 2
     for name, version in versions.items():
         assert declared[name].specifier.contains(version), f"{name}=={version} outside {declared[name]}"
+
+
+# The distribution that provides each module the model repository's Python code may import.
+MODEL_CODE_DISTRIBUTIONS = {
+    "cv2": "opencv-python-headless",
+    "numpy": "numpy",
+    "onnxruntime": "onnxruntime",
+    "simplejpeg": "simplejpeg",
+}
+# Provided by Triton's Python backend, not by pip.
+TRITON_MODULES = {"triton_python_backend_utils"}
+
+
+def _model_code_imports() -> set[str]:
+    """Top-level modules imported by model_repository/*/N/*.py, without the standard library and
+    the files' sibling modules."""
+    found: set[str] = set()
+    for source in (REPO_ROOT / "model_repository").glob("*/[0-9]*/*.py"):
+        imports: set[str] = set()
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                imports |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imports.add(node.module.split(".")[0])
+        found |= imports - {path.stem for path in source.parent.glob("*.py")}
+    return found - set(sys.stdlib_module_names) - {"__future__"} - TRITON_MODULES
+
+
+def test_the_triton_image_installs_every_module_the_model_code_imports(triton: list[Stage]) -> None:
+    imports = _model_code_imports()
+    assert {"cv2", "numpy", "simplejpeg"} <= imports  # the scan sees the model code's imports
+    unknown = imports - set(MODEL_CODE_DISTRIBUTIONS)
+    assert not unknown, f"model code imports {unknown}: add them to the Triton image and this map"
+    (install,) = [args for args in triton[-1].args_of("RUN") if "pip install" in args]
+    for module in imports:
+        assert f"{MODEL_CODE_DISTRIBUTIONS[module]}==" in install, module
 
 
 # The oldest onnxruntime as fast as today's for these graphs (deploy/README.md: 1.20.1 and 1.23.2 cost

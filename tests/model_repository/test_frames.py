@@ -114,6 +114,34 @@ def test_a_reduced_decode_has_the_planned_size(frames) -> None:
     assert frames.decode_planned(data, plan).shape == (51, 101, 3)
 
 
+@pytest.mark.parametrize("reduction", [1, 2, 4, 8])
+def test_turbojpeg_decodes_opencvs_pixels_at_every_reduction(frames, car_jpeg: bytes, reduction: int) -> None:
+    plan = frames.DecodePlan(frames.jpeg_header(car_jpeg), reduction)
+    flags = frames.REDUCED_READS[reduction] | cv2.IMREAD_IGNORE_ORIENTATION
+    expected = cv2.imdecode(np.frombuffer(car_jpeg, np.uint8), flags)
+    assert frames._turbo_decode(car_jpeg, plan) is not None
+    np.testing.assert_array_equal(frames.decode_planned(car_jpeg, plan), expected)
+
+
+def test_a_jpeg_turbojpeg_declines_is_decoded_by_opencv(frames, car_jpeg: bytes, monkeypatch) -> None:
+    def declines(*_args: object, **_kwargs: object) -> None:
+        raise ValueError("tjDecompressHeader3(): Could not determine subsampling level of JPEG image")
+
+    plan = frames.DecodePlan(frames.jpeg_header(car_jpeg), 2)
+    expected = frames.decode_planned(car_jpeg, plan)
+    monkeypatch.setattr(frames.simplejpeg, "decode_jpeg", declines)
+    np.testing.assert_array_equal(frames.decode_planned(car_jpeg, plan), expected)
+
+
+def test_a_truncated_jpeg_is_refused_by_both_decoders(frames) -> None:
+    data = _jpeg(64, 48)
+    truncated = data[: len(data) * 2 // 3]
+    plan = frames.plan_decode(truncated, 10**9, 10**9)
+    assert frames._turbo_decode(truncated, plan) is None
+    with pytest.raises(frames.InvalidImage, match="could not be decoded"):
+        frames.decode_planned(truncated, plan)
+
+
 def _corners(x1: float, y1: float, x2: float, y2: float) -> np.ndarray:
     return np.array([[x1, y1], [x2, y1], [x2, y2], [x1, y2]], np.float32)
 
