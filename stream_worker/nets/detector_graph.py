@@ -15,6 +15,7 @@ copy and filter. The network itself is fully convolutional, so the rewrite:
 - answers `detections` `[batch, TOP_K, 15]`: the TOP_K rows of highest score (objectness x best
   layout probability), best first, in the published row layout (`cx, cy, w, h, objectness, 4
   corners (x, y), p(single row), p(double row)` in canvas pixels). The caller thresholds them.
+  Every anchor gets its score; only the TOP_K chosen rows are decoded.
 
 Every rewrite is checked with ONNX Runtime against the published graph on 640x640 frames (its best
 rows, one by one and batched) before it replaces the artifact. Needs `onnx` and `onnxruntime` (the
