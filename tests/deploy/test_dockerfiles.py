@@ -247,6 +247,13 @@ def test_build_names_every_pinned_weights_file(triton: list[Stage]) -> None:
         assert (pinned.url or "stream_worker/nets/weights.py") in deploy_readme, pinned.file_name
 
 
+def _runtime_pip_install(triton: list[Stage]) -> str:
+    """The Triton image's one `pip install` of what the Python-backend models import."""
+    installs = [args for args in triton[-1].args_of("RUN") if "pip install" in args]
+    assert len(installs) == 1
+    return installs[0]
+
+
 def test_triton_python_dependencies_meet_the_projects_limits(triton: list[Stage]) -> None:
     """numpy < 2 for the Python backend stub, and the project's own ranges for the others."""
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
@@ -256,10 +263,7 @@ def test_triton_python_dependencies_meet_the_projects_limits(triton: list[Stage]
     args_defaults = dict(
         args.split("=", 1) for stage in triton for args in stage.args_of("ARG") if "=" in args
     )
-    runtime = triton[-1]
-    installs = [args for args in runtime.args_of("RUN") if "pip install" in args]
-    assert len(installs) == 1
-    pins = re.findall(r'"?([A-Za-z0-9_.-]+)==([^\s"]+)"?', installs[0])
+    pins = re.findall(r'"?([A-Za-z0-9_.-]+)==([^\s"]+)"?', _runtime_pip_install(triton))
     versions = {
         name.lower(): re.sub(r"\$\{(\w+)\}", lambda m: args_defaults[m[1]], version) for name, version in pins
     }
@@ -300,7 +304,7 @@ def test_the_triton_image_installs_every_module_the_model_code_imports(triton: l
     assert {"cv2", "numpy", "simplejpeg"} <= imports  # the scan sees the model code's imports
     unknown = imports - set(MODEL_CODE_DISTRIBUTIONS)
     assert not unknown, f"model code imports {unknown}: add them to the Triton image and this map"
-    (install,) = [args for args in triton[-1].args_of("RUN") if "pip install" in args]
+    install = _runtime_pip_install(triton)
     for module in imports:
         assert f"{MODEL_CODE_DISTRIBUTIONS[module]}==" in install, module
 
