@@ -150,7 +150,7 @@ def decode_planned(data: bytes, plan: DecodePlan) -> np.ndarray:
 
     libjpeg-turbo's TurboJPEG API (simplejpeg) decodes first: the same pixels as OpenCV's decode
     (800 of 800 decodes of ../shared's 191 JPEGs and 9 video frames at 1, 1/2, 1/4 and 1/8; grey
-    and CMYK JPEGs too), at 0.91x its CPU for a 1080p frame at 1/2. What TurboJPEG refuses (a
+    and CMYK JPEGs too), at 0.92x its CPU for a 1080p frame at 1/2. What TurboJPEG refuses (a
     subsampling it does not know, a corruption it reports strictly) goes to OpenCV, as before.
     """
     image = _turbo_decode(data, plan)
