@@ -8,7 +8,9 @@ copy and filter. The network itself is fully convolutional, so the rewrite:
 - takes `images` uint8 `[batch, height, width, 3]` (BGR, any height and width that are multiples
   of 32): the cast and the NCHW transpose run in the graph, the /255 and BGR->RGB are folded into
   the first convolution's weights;
-- makes every channel-shuffle Reshape read the batch and the spatial size from its input;
+- builds each channel shuffle's halves by interleaving the halves of its inputs, without the
+  transpose and the whole-tensor copies (detector_shuffles.py: the same floats, 0.96x the CPU);
+- makes every Reshape read the batch and the spatial size from its input;
 - replaces the head's decode (whose grids and anchor grids are 640x640 constants) by the same
   arithmetic on grids computed from each level's size, with the anchors and strides read from the
   published constants;
@@ -33,6 +35,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from stream_worker.nets.detector_shuffles import ShuffleRewriteError, interleave_channel_shuffles
 from stream_worker.nets.errors import ModelPrepareError
 from stream_worker.nets.placing import place_checked
 
@@ -123,12 +126,10 @@ def dynamic_reshape_parts(target: list[int], input_shape: list[int]) -> tuple[in
     return 1, [int(d) for d in target[1 : len(target) - trailing]], trailing
 
 
-def make_shape_dynamic(model: onnx.ModelProto, builder: _Builder) -> int:
-    """Rewrite, in place, every Reshape so that its batch and spatial dims come from its input.
-
-    Returns how many Reshape nodes were rewritten.
+def make_shape_dynamic(model: onnx.ModelProto, builder: _Builder, shapes: dict[str, list[int]]) -> int:
+    """Rewrite, in place, every Reshape so that its batch and spatial dims come from its input
+    (`shapes`: the source's static shapes). Returns how many Reshape nodes were rewritten.
     """
-    shapes = _static_shapes(model)
     initializers = {tensor.name: tensor for tensor in model.graph.initializer}
     rewritten = 0
     for node in model.graph.node:
@@ -328,7 +329,12 @@ def rewrite(source: onnx.ModelProto, top_k: int = TOP_K) -> onnx.ModelProto:
     graph = model.graph
     levels = head_levels(model)
     builder = _Builder(graph, "stream_worker")
-    rewritten = make_shape_dynamic(model, builder)
+    shapes = _static_shapes(model)
+    rewritten = make_shape_dynamic(model, builder, shapes)
+    try:
+        shuffles = interleave_channel_shuffles(model, shapes)
+    except ShuffleRewriteError as error:
+        raise DetectorGraphError(f"plate detector: channel shuffle: {error}") from None
     fold_pixel_scaling_into_first_conv(model)
     preprocessing = [
         helper.make_node("Cast", [INPUT_NAME], ["pixels"], name="pixels_to_float", to=TensorProto.FLOAT),
@@ -360,7 +366,7 @@ def rewrite(source: onnx.ModelProto, top_k: int = TOP_K) -> onnx.ModelProto:
     )
     model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     onnx.checker.check_model(model, full_check=True)
-    log.debug("detector graph: %d Reshape nodes made shape-free", rewritten)
+    log.debug("detector graph: %d shuffles interleaved, %d Reshapes made shape-free", shuffles, rewritten)
     return model
 
 

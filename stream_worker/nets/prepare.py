@@ -33,7 +33,7 @@ from stream_worker.nets.weights import PINNED_FILES, ensure_weights, sha256_of
 # weights), to force re-export. 3: LPRNet's channel pools as 2-D MaxPool + Slice. 4: LPRNet's INT8 graph.
 EXPORT_FORMAT_VERSION = 4
 # Bump whenever detector_graph.py changes what it writes (input layout, names, shapes), to force a rewrite.
-DETECTOR_FORMAT_VERSION = 4
+DETECTOR_FORMAT_VERSION = 5  # 5: channel shuffles interleaved without a transpose
 # Bump whenever global_ocr.py changes what it writes.
 GLOBAL_OCR_FORMAT_VERSION = 1
 MODEL_FILE = "model.onnx"

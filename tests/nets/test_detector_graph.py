@@ -133,6 +133,19 @@ def test_only_the_best_rows_are_decoded(exported_repository: Path) -> None:
     assert all(set(node.output) <= after for node in decode)
 
 
+def test_the_channel_shuffles_run_as_interleaves(exported_repository: Path) -> None:
+    """All 16 shuffles of the published graph are interleaves (detector_shuffles.py): no Transpose
+    but the input's and the head's."""
+    graph = onnx.load(str(artifact_path(exported_repository, "plate_detector"))).graph
+    shuffles = {
+        node.name.split("/")[1] for node in graph.node if node.name.startswith("stream_worker/shuffle_")
+    }
+    assert len(shuffles) == 16
+    transposes = [node for node in graph.node if node.op_type == "Transpose"]
+    assert [list(node.attribute[0].ints) for node in transposes].count([0, 2, 1, 3, 4]) == 0
+    assert len(transposes) == 1 + 3  # NHWC -> NCHW, and one per head level
+
+
 def test_dynamic_reshape_parts_take_batch_and_spatial_size_from_the_input() -> None:
     parts = detector_graph.dynamic_reshape_parts
     assert parts([1, 2, 32, 80, 80], [1, 64, 80, 80]) == (1, [2, 32], 2)
