@@ -6,6 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
+from tests.conftest import samples_dir, weights_dir
+
 
 def row(cx, cy, w, h, objectness=0.9, single=0.9, double=0.1, corners=None) -> np.ndarray:
     """One detector row in letterbox pixels; corners default to the box's."""
@@ -103,6 +105,57 @@ def test_the_smaller_scale_from_the_larger_matches_a_resize_of_the_frame(detecti
     (small,) = [b.pixels[0] for b in canvases.batches if b.views == [1]]
     assert small.shape == direct.shape and canvases.placements[1] == placement
     assert np.abs(small.astype(int) - direct.astype(int)).mean() < 1.0
+
+
+def _frames_at_960x540() -> list[np.ndarray]:
+    """What a 1080p or 4K camera frame is when decoded for the detector: real photos and video
+    frames of ../shared, noise, and flat and extreme pixels."""
+    rng = np.random.default_rng(3)
+    frames = [rng.integers(0, 256, (540, 960, 3), dtype=np.uint8) for _ in range(3)]
+    frames += [np.full((540, 960, 3), value, np.uint8) for value in (0, 1, 254, 255)]
+    frames.append(np.indices((540, 960)).sum(axis=0).astype(np.uint8)[..., None].repeat(3, axis=2))
+    photos = [
+        samples_dir() / "car.jpg",
+        *sorted((weights_dir().parent / "evalset" / "scenes").glob("*.jpg"))[:8],
+    ]
+    for path in photos:
+        image = cv2.imread(str(path))
+        assert image is not None, path
+        frames.append(cv2.resize(image, (960, 540), interpolation=cv2.INTER_CUBIC))
+    for video in sorted((weights_dir().parent / "videos").glob("*"))[:2]:
+        capture = cv2.VideoCapture(str(video))
+        ok, image = capture.read()
+        capture.release()
+        if ok:
+            frames.append(cv2.resize(image, (960, 540), interpolation=cv2.INTER_AREA))
+    return frames
+
+
+def test_two_thirds_is_opencvs_area_resize_pixel_for_pixel(detections) -> None:
+    """A 960x540 decode goes into its 640x360 canvas by integer sums (`_area_two_thirds_into`):
+    every pixel is OpenCV's INTER_AREA's, written in place into the canvas."""
+    frames = _frames_at_960x540()
+    assert len(frames) >= 17
+    for frame in frames:
+        canvas = np.full((512, 640, 3), 7, np.uint8)
+        target = canvas[76:436]
+        detections.resize_into(frame, target)
+        expected = cv2.resize(frame, (640, 360), interpolation=cv2.INTER_AREA)
+        assert np.array_equal(canvas[76:436], expected)
+        assert (canvas[:76] == 7).all() and (canvas[436:] == 7).all()
+
+
+def test_only_exact_two_thirds_take_the_integer_path(detections) -> None:
+    image = np.zeros((540, 960, 3), np.uint8)
+    assert detections._two_thirds(image, np.zeros((360, 640, 3), np.uint8))
+    assert not detections._two_thirds(image, np.zeros((360, 641, 3), np.uint8))
+    assert not detections._two_thirds(np.zeros((541, 960, 3), np.uint8), np.zeros((360, 640, 3), np.uint8))
+    assert not detections._two_thirds(np.zeros((540, 960), np.uint8), np.zeros((360, 640), np.uint8))
+    assert not detections._two_thirds(image.astype(np.uint16), np.zeros((360, 640, 3), np.uint16))
+    odd = np.random.default_rng(4).integers(0, 256, (500, 901, 3), dtype=np.uint8)
+    target = np.zeros((333, 600, 3), np.uint8)
+    detections.resize_into(odd, target)
+    assert np.array_equal(target, cv2.resize(odd, (600, 333), interpolation=cv2.INTER_AREA))
 
 
 def test_parse_margins_wants_one_per_scale(detections) -> None:
