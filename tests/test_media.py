@@ -34,6 +34,7 @@ NEEDS_EXTRAS = {
     "stream_worker.nets.stn",
     "stream_worker.nets.lprnet",
     "stream_worker.nets.detector_graph",
+    "stream_worker.nets.detector_shuffles",  # models prepare only (onnx): part of the rewrite
     "stream_worker.nets.global_ocr",  # models prepare only (onnx, onnxruntime)
     "stream_worker.nets.placing",
     "stream_worker.nets.denormals",  # models prepare only (onnx): the built graphs' check
