@@ -123,9 +123,14 @@ def resize_into(image: np.ndarray, target: np.ndarray) -> None:
         _area_two_thirds_into(image, target)
         return
     interpolation = cv2.INTER_AREA if width < image.shape[1] else cv2.INTER_LINEAR
-    resized = cv2.resize(image, (width, height), dst=target, interpolation=interpolation)
-    if not np.shares_memory(resized, target):  # OpenCV wrote elsewhere (never seen; kept correct)
-        target[...] = resized
+    _land_in(target, cv2.resize(image, (width, height), dst=target, interpolation=interpolation))
+
+
+def _land_in(target: np.ndarray, written: np.ndarray) -> None:
+    """Make sure what OpenCV wrote with `dst=target` is in `target` (it could write elsewhere:
+    never seen, kept correct)."""
+    if not np.shares_memory(written, target):
+        target[...] = written
 
 
 def _two_thirds(image: np.ndarray, target: np.ndarray) -> bool:
@@ -162,9 +167,7 @@ def _area_two_thirds_into(image: np.ndarray, target: np.ndarray) -> None:
     integers, so rounding the exact sum gives what OpenCV's float weights round to: the canvases
     of 602 frames of ../shared (304 of them through this path) were identical to the bit."""
     columns = _thirds_to_halves(cv2.transpose(_thirds_to_halves(image)))
-    written = cv2.transpose(cv2.convertScaleAbs(columns, alpha=1 / 9), dst=target)
-    if not np.shares_memory(written, target):  # OpenCV wrote elsewhere (never seen; kept correct)
-        target[...] = written
+    _land_in(target, cv2.transpose(cv2.convertScaleAbs(columns, alpha=1 / 9), dst=target))
 
 
 def decode(rows: np.ndarray, placement: Placement, width: int, height: int, threshold: float) -> Detections:
