@@ -42,8 +42,9 @@ from stream_worker.contracts import Box, PlateAlert, Source
 from stream_worker.contracts.alerts import MatchKind
 from stream_worker.contracts.notify import parse_target
 from stream_worker.contracts.topics import ALERTS, FRAMES, NOTIFY_DLQ, NOTIFY_TARGETS, PLATES
-from stream_worker.launchers.broker import LocalBroker, create_topics, free_port
+from stream_worker.launchers.broker import LocalBroker, create_topics
 from stream_worker.launchers.mosquitto import Mosquitto, MosquittoError, Subscriber
+from stream_worker.launchers.ports import free_port
 from stream_worker.launchers.service_child import ServiceChild, ServiceStartError
 from stream_worker.notify.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from stream_worker.notify.targets import write_target

@@ -56,7 +56,8 @@ from stream_worker.contracts.cameras import CameraSettings
 from stream_worker.contracts.topics import ALERTS, CAMERAS, FRAMES, FRAMES_DLQ, PLATES, SIGHTINGS, WATCHLIST
 from stream_worker.contracts.watchlist import WatchEntry
 from stream_worker.evaluation.labels import load_labels
-from stream_worker.launchers.broker import create_topics, free_port
+from stream_worker.launchers.broker import create_topics
+from stream_worker.launchers.ports import free_port
 from stream_worker.launchers.service_child import ServiceChild, ServiceStartError
 from stream_worker.service.compacted import CompactedTopicError, write_compacted
 from stream_worker.tools.produce import producer_config

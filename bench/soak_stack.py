@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from bench.pipeline import BenchError
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 from stream_worker.launchers.rtsp import LocalRtspServer, Mount
 from stream_worker.store.web.users import GENERATED_USERS_FILE, hash_password
 

@@ -38,7 +38,8 @@ from bench.pipeline import BenchError, cpu_figures
 from bench.report import latency_ms, rate
 from bench.side_reader import SideReader
 from stream_worker.contracts.topics import FRAMES, FRAMES_DLQ, PLATES
-from stream_worker.launchers.broker import create_topics, free_port
+from stream_worker.launchers.broker import create_topics
+from stream_worker.launchers.ports import free_port
 from stream_worker.launchers.service_child import ServiceChild, ServiceStartError
 from stream_worker.tools.produce import produce_frames
 from stream_worker.worker.metrics import read_frames_in

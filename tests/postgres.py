@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -21,14 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from stream_worker.launchers.ports import free_port
+
 BIN = Path("/usr/lib/postgresql/15/bin")
 START_TIMEOUT_S = 60
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _as_owner(command: list[str]) -> list[str]:
@@ -52,7 +47,7 @@ def postgres_server() -> Iterator[str]:
         check=True,
         capture_output=True,
     )
-    port = _free_port()
+    port = free_port()
     log = root / "server.log"
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
     subprocess.run(

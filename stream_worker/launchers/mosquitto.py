@@ -17,7 +17,7 @@ from pathlib import Path
 
 import paho.mqtt.client as paho
 
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 
 START_TIMEOUT_S = 30
 

@@ -49,7 +49,7 @@ class MountServer(ABC, Generic[M]):
         user: str | None = None,
         password: str | None = None,
     ) -> None:
-        from stream_worker.launchers.broker import free_port
+        from stream_worker.launchers.ports import free_port
 
         if not mounts:
             raise ValueError(f"an {self.what} needs at least one mount")

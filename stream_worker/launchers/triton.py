@@ -15,7 +15,6 @@ import importlib.metadata
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -27,6 +26,8 @@ import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
+
+from stream_worker.launchers.ports import free_port
 
 READY_MODEL = "plate_recognition"
 # Artifacts `stream-worker models prepare` exports; checked only for models present in the repository.
@@ -141,12 +142,6 @@ def check_artifacts(repository: Path, artifacts: Sequence[str] = ONNX_ARTIFACTS)
             "the plate detector y5fu_640x_sim.onnx and the recognizer cct_xs_v1_global.onnx in "
             "$LPR_WEIGHTS_DIR, or add --download for those with a pinned URL; see README)."
         )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def build_backend_directory(target: Path, version: str) -> Path:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Protocol
 
 from stream_worker.launchers import service_child
-from stream_worker.launchers.broker import LocalBroker, free_port
+from stream_worker.launchers.broker import LocalBroker
+from stream_worker.launchers.ports import free_port
 from stream_worker.launchers.triton import LocalTriton
 
 TRITON_START_TIMEOUT_S = 300.0

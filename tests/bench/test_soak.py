@@ -28,7 +28,7 @@ def test_a_short_real_soak_reports_every_column_and_draws_the_curves(
     argv += ["--videos", str(video_clips[0].parent), "--report", str(report), "--plot", str(picture)]
     code = soak.main(argv)
     out = capsys.readouterr()
-    assert code == 0, out
+    assert code == 0, out.err  # a string, shown whole (the soak says why it stopped, with up's output)
     document = orjson.loads(report.read_bytes())
     rows = document["rows"]
     assert len(rows) == 2

@@ -3,7 +3,6 @@ there, its buffer bounded, so that frames wait in their camera's queue, which dr
 
 from __future__ import annotations
 
-import socket
 import time
 
 from conftest import weights_dir
@@ -11,16 +10,9 @@ from conftest import weights_dir
 from stream_worker.connector.publisher import FramePublisher
 from stream_worker.connector.reader import CameraReader, OutFrame, ReaderOptions, ReaderSpec
 from stream_worker.contracts.cameras import CameraSource
+from stream_worker.launchers.ports import free_port
 
 DASHCAM = weights_dir().parent / "videos" / "dashcam-rain-T404YA47.mp4"
-
-
-def closed_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
 
 
 def reader(camera_id: str, queue_frames: int) -> CameraReader:
@@ -41,7 +33,7 @@ def put(camera: CameraReader, count: int) -> None:
 def test_a_full_producer_leaves_frames_in_their_queues_which_drop_their_oldest():
     publisher = FramePublisher(
         {
-            "bootstrap.servers": f"127.0.0.1:{closed_port()}",
+            "bootstrap.servers": f"127.0.0.1:{free_port()}",
             "queue.buffering.max.messages": 6,
             "message.timeout.ms": 1500,
             "log_level": 0,

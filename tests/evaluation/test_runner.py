@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from stream_worker.cli import app
 from stream_worker.evaluation.runner import EXIT_BELOW_THRESHOLD, EXIT_FAILED, EXIT_OK
-from stream_worker.launchers.triton import free_port
+from stream_worker.launchers.ports import free_port
 from stream_worker.plates.distance import edit_distance
 from tests.conftest import samples_dir
 

@@ -13,7 +13,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from stream_worker.launchers import broker as broker_module
-from stream_worker.launchers.broker import BrokerError, LocalBroker, create_topics, free_port
+from stream_worker.launchers.broker import BrokerError, LocalBroker, create_topics
+from stream_worker.launchers.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from stream_worker.launchers.broker import LocalBroker, create_topics, free_port
+from stream_worker.launchers.broker import LocalBroker, create_topics
+from stream_worker.launchers.ports import free_port
 
 RATE_PER_S = 50.0
 CRASH_AFTER_READS = 100  # the group has joined and read a while

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from stream_worker.launchers import objectstore
-from stream_worker.launchers.broker import free_port
 from stream_worker.launchers.objectstore import ObjectStore, StoreServer, list_page
+from stream_worker.launchers.ports import free_port
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 from aiosmtpd.controller import Controller
 from certificates import make_authority
 
-from stream_worker.launchers.broker import free_port
 from stream_worker.launchers.mosquitto import Mosquitto
+from stream_worker.launchers.ports import free_port
 from tests.notify.receivers import SECRET, Inbox, authenticate
 
 

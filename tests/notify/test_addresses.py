@@ -13,7 +13,7 @@ from store_records import plate_sighting
 from support import serve_http
 
 from stream_worker.contracts.notify import parse_target
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 from stream_worker.notify import addresses
 from stream_worker.notify.addresses import address_problem
 from stream_worker.notify.mail import MailSender

@@ -8,7 +8,7 @@ import pytest
 from store_records import FAKE_JPEG, plate_sighting
 
 from stream_worker.contracts.notify import parse_target
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 from stream_worker.notify.mail import MailSender
 from stream_worker.notify.rules import EventKind
 from tests.notify.receivers import SECRET, drop_connections

@@ -14,7 +14,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
-from stream_worker.launchers.broker import create_topics, free_port
+from stream_worker.launchers.broker import create_topics
+from stream_worker.launchers.ports import free_port
 from stream_worker.tools.produce import iter_frames, produce_frames
 
 runner = CliRunner()

@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 from stream_worker.cameras.status import CameraStatus
 from stream_worker.contracts import running_up
 from stream_worker.contracts.topics import CAMERA_STATUS
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 from tests.up.test_up import REPO_ROOT, Up
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]

@@ -28,7 +28,7 @@ import orjson
 import pytest
 
 from stream_worker.contracts import corrections as correction_records
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 from stream_worker.launchers.rtsp import Mount
 from stream_worker.service.compacted import read_compacted
 from tests.up.test_up import REPO_ROOT, STORED_TIMEOUT_S, Up, _wait, admin_password

@@ -32,7 +32,7 @@ import orjson
 import pytest
 from support import require
 
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 from stream_worker.tools.produce import produce_frames
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]

@@ -19,7 +19,8 @@ from confluent_kafka import Producer
 from service_processes import ServiceProcess as WorkerProcess
 from service_processes import TopicReader
 
-from stream_worker.launchers.broker import LocalBroker, create_topics, free_port
+from stream_worker.launchers.broker import LocalBroker, create_topics
+from stream_worker.launchers.ports import free_port
 from stream_worker.tools.produce import producer_config
 
 KILLS = int(os.environ.get("STREAM_WORKER_BROKER_KILLS", "2"))

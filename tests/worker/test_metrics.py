@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 from stream_worker.service.http import HealthServer, read_metric
 from stream_worker.worker.metrics import Metrics, read_frames_in
 

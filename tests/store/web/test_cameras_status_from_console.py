@@ -25,7 +25,7 @@ from confluent_kafka import Producer
 from stream_worker.cameras.status import CameraStatus
 from stream_worker.contracts import running_up
 from stream_worker.contracts.topics import CAMERA_STATUS
-from stream_worker.launchers.broker import free_port
+from stream_worker.launchers.ports import free_port
 from stream_worker.service.compacted import ensure_compacted_topic
 from stream_worker.store.console_thread import start_console
 from stream_worker.up import status as up_status
