@@ -96,4 +96,5 @@ def test_processes_picking_at_once_never_get_the_same_port(tmp_path: Path) -> No
     picked = [int(port) for child in children for port in child.communicate(timeout=60)[0].split()]
     assert all(child.returncode == 0 for child in children)
     assert len(picked) == 600 and len(set(picked)) == 600
-    assert len(list((tmp_path / f"stream-worker-ports-{os.getuid()}").iterdir())) == 600
+    claimed = {int(path.name) for path in (tmp_path / f"stream-worker-ports-{os.getuid()}").iterdir()}
+    assert set(picked) <= claimed  # and a drawn port found bound keeps its claim too
