@@ -61,13 +61,13 @@ def test_a_bound_port_is_not_bindable_and_a_closed_one_is() -> None:
 
 def test_free_port_skips_claimed_and_bound_ports(claims: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.create_server(("127.0.0.1", 0)) as server:
-        bound = server.getsockname()[1]
-        monkeypatch.setattr(ports, "ports_to_draw_from", lambda _ephemeral: [25002, bound, 25003])
-        assert ports.claim(ports.claims_dir(), 25002)  # another process's
-        drawn = iter([25002, bound, 25003])
+        bound, claimed, free = server.getsockname()[1], 25002, ports.kernel_pick()
+        monkeypatch.setattr(ports, "ports_to_draw_from", lambda _ephemeral: [claimed, bound, free])
+        assert ports.claim(ports.claims_dir(), claimed)  # another process's
+        drawn = iter([claimed, bound, free])
         monkeypatch.setattr(ports.random, "choice", lambda _choices: next(drawn))
-        assert ports.free_port() == 25003
-    assert (claims / "25003").exists()
+        assert ports.free_port() == free
+    assert (claims / str(free)).exists()
 
 
 def test_free_port_asks_the_kernel_when_there_is_no_room(
