@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 from urllib.parse import quote
 
+from stream_worker.launchers.ports import free_port
 from stream_worker.launchers.process import LoggedProcess
 
 
@@ -49,8 +50,6 @@ class MountServer(ABC, Generic[M]):
         user: str | None = None,
         password: str | None = None,
     ) -> None:
-        from stream_worker.launchers.ports import free_port
-
         if not mounts:
             raise ValueError(f"an {self.what} needs at least one mount")
         names = [mount.name for mount in mounts]

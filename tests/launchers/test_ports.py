@@ -85,8 +85,9 @@ def test_free_ports_are_outside_the_ephemeral_range_and_distinct(claims: Path) -
     assert all(not low <= port <= high and port >= ports.LOWEST for port in picked)
 
 
-def test_processes_picking_at_once_never_get_the_same_port(tmp_path: Path) -> None:
-    """Four interpreters draw 150 ports each at the same time from one claims folder."""
+def test_processes_picking_at_once_never_get_the_same_port(tmp_path: Path, claims: Path) -> None:
+    """Four interpreters draw 150 ports each at the same time from one claims folder (TMPDIR is
+    where the fixture puts it)."""
     script = "from stream_worker.launchers.ports import free_port\nprint(*(free_port() for _ in range(150)))"
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO_ROOT)}
     children = [
@@ -96,5 +97,5 @@ def test_processes_picking_at_once_never_get_the_same_port(tmp_path: Path) -> No
     picked = [int(port) for child in children for port in child.communicate(timeout=60)[0].split()]
     assert all(child.returncode == 0 for child in children)
     assert len(picked) == 600 and len(set(picked)) == 600
-    claimed = {int(path.name) for path in (tmp_path / f"stream-worker-ports-{os.getuid()}").iterdir()}
+    claimed = {int(path.name) for path in claims.iterdir()}
     assert set(picked) <= claimed  # and a drawn port found bound keeps its claim too

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from stream_worker.launchers.ports import free_port
 from stream_worker.launchers.triton import (
     SHM_REGION_PREFIX,
     LocalTriton,
@@ -190,8 +191,6 @@ def test_restart_after_sigkill_kills_the_orphaned_stubs_and_removes_their_shared
 
 @pytest.mark.integration
 def test_triton_command_serves_until_sigterm_and_exits_0(prepared_model_repository: Path) -> None:
-    from stream_worker.launchers.ports import free_port
-
     command = [
         sys.executable,
         "-m",
