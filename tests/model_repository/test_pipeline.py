@@ -197,21 +197,32 @@ def test_concurrent_clients_are_batched_together(triton_url: str) -> None:
 
 def test_concurrent_frames_are_detected_in_shared_batches(triton_url: str, car_jpeg: bytes) -> None:
     """8 clients sending single frames through plate_recognition: the detector runs them batched
-    (each frame is one request per scale, its canvases being of two shapes)."""
-    requests_before, executions_before, _, sizes_before = _statistics(triton_url, "plate_detector")
-    with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(lambda _: recognize(triton_url, [car_jpeg]), range(32)))
-    requests_after, executions_after, _, sizes_after = _statistics(
-        triton_url, "plate_detector", at_least=requests_before + 64
-    )
-    merged = {size: n - sizes_before.get(size, 0) for size, n in sizes_after.items()}
-    print(
-        f"plate_detector: {requests_after - requests_before} requests in "
-        f"{executions_after - executions_before} executions; by batch size {merged}"
-    )
-    assert all(r["plate_frame"].tolist() == [0] for r in results)
-    assert requests_after - requests_before == 64
-    assert any(n > 0 for size, n in merged.items() if size > 1)  # canvases of several clients
+    (each frame is one request per scale, its canvases being of two shapes).
+
+    Whether two clients' canvases meet in the detector's 2 ms queue is a matter of timing: a burst
+    of 32 frames merged 2-12 pairs idle, and none in 1 burst of 12 beside three busy loops. So up
+    to 6 bursts are sent until one merges; without dynamic batching (or with canvases that never
+    share a shape) none ever does.
+    """
+    merged_by_burst = []
+    for _ in range(6):
+        requests_before, executions_before, _, sizes_before = _statistics(triton_url, "plate_detector")
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda _: recognize(triton_url, [car_jpeg]), range(32)))
+        requests_after, executions_after, _, sizes_after = _statistics(
+            triton_url, "plate_detector", at_least=requests_before + 64
+        )
+        merged = {size: n - sizes_before.get(size, 0) for size, n in sizes_after.items()}
+        print(
+            f"plate_detector: {requests_after - requests_before} requests in "
+            f"{executions_after - executions_before} executions; by batch size {merged}"
+        )
+        assert all(r["plate_frame"].tolist() == [0] for r in results)
+        assert requests_after - requests_before == 64
+        merged_by_burst.append(sum(n for size, n in merged.items() if size > 1))
+        if merged_by_burst[-1]:
+            break
+    assert any(merged_by_burst), merged_by_burst  # canvases of several clients in one execution
 
 
 def test_a_micro_batch_makes_one_request_to_each_network(triton_url: str, car_jpeg: bytes) -> None:
