@@ -200,9 +200,9 @@ def test_concurrent_frames_are_detected_in_shared_batches(triton_url: str, car_j
     (each frame is one request per scale, its canvases being of two shapes).
 
     Whether two clients' canvases meet in the detector's 2 ms queue is a matter of timing: a burst
-    of 32 frames merged 2-12 pairs idle, and none in 1 burst of 12 beside three busy loops. So up
-    to 6 bursts are sent until one merges; without dynamic batching (or with canvases that never
-    share a shape) none ever does.
+    of 32 frames made 4-12 merged executions idle; beside three busy loops 2-12, and none in 1 burst
+    of 12. So up to 6 bursts are sent until one merges; without dynamic batching (or with canvases
+    that never share a shape) none ever does.
     """
     merged_by_burst = []
     for _ in range(6):
