@@ -3,9 +3,9 @@
 A port is picked before its server binds it, seconds later. Asking the kernel for one (bind to
 port 0) hands out ports of the ephemeral range, where every outgoing connection also takes its
 local port, and two processes asking at once can be handed the same one: the second server then
-fails to start. So a port is drawn at random below the ephemeral range, where connect() never
-goes, and claimed for CLAIM_S by a file that only one process can create; it is handed out only if
-nothing is bound to it now.
+fails to start. So a port is drawn at random outside the ephemeral range (below it, or above it),
+where connect() never goes, and claimed for CLAIM_S by a file that only one process can create; it
+is handed out only if nothing is bound to it now.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LINUX_EPHEMERAL = (32768, 60999)  # the kernel's default, where the file cannot be read
 LOWEST = 20000  # below: the ports of well-known services
-MIN_CHOICES = 1000  # fewer free of the ephemeral range: the kernel picks instead
+MIN_CHOICES = 1000  # fewer ports outside the ephemeral range: the kernel picks instead
 CLAIM_S = 600.0  # a picked port is not handed out again for this long (its server binds before)
 ATTEMPTS = 200
 
