@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 from tritonclient.utils import InferenceServerException
 
+from stream_worker.launchers.ports import free_port
 from stream_worker.recognition import FrameResult, Plate
 from stream_worker.triton_client import (
     PlateRecognitionClient,
@@ -55,12 +55,6 @@ def outputs(
         "plate_global_probs": np.zeros((len(plates), 9, 37), dtype=np.float32),
         "plate_recognizers": np.array([b"lprnet"] * len(plates), dtype=np.object_),
     }
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- parse_outputs ----------------------------------------------------------------------------
@@ -179,7 +173,7 @@ def test_recognizer_names_are_normalised(value, names) -> None:
 def test_an_unknown_recognizer_is_refused_before_any_request() -> None:
     with pytest.raises(ValueError, match=r"unknown recognizer\(s\) \['cyrillic'\]"):
         recognizer_names("lprnet,cyrillic")
-    with PlateRecognitionClient(f"127.0.0.1:{closed_port()}", timeout_s=1.0) as client:
+    with PlateRecognitionClient(f"127.0.0.1:{free_port()}", timeout_s=1.0) as client:
         with pytest.raises(ValueError, match="unknown recognizer"):
             client.recognize([b"x"], recognizers=["eu"])
         with pytest.raises(ValueError, match="2 recognizers values for 1 frames"):
@@ -262,7 +256,7 @@ def test_other_server_errors_keep_the_servers_message() -> None:
 
 
 def test_closed_port_raises_unavailable_and_is_not_ready() -> None:
-    with PlateRecognitionClient(f"127.0.0.1:{closed_port()}", timeout_s=10) as client:
+    with PlateRecognitionClient(f"127.0.0.1:{free_port()}", timeout_s=10) as client:
         assert client.is_ready() is False
         with pytest.raises(TritonUnavailableError, match=r"127\.0\.0\.1"):
             client.recognize([b"\xff\xd8"])
@@ -271,7 +265,7 @@ def test_closed_port_raises_unavailable_and_is_not_ready() -> None:
 
 
 def test_empty_batch_sends_no_request() -> None:
-    with PlateRecognitionClient(f"127.0.0.1:{closed_port()}", timeout_s=10) as client:
+    with PlateRecognitionClient(f"127.0.0.1:{free_port()}", timeout_s=10) as client:
         assert client.recognize([]) == []
 
 

@@ -39,6 +39,7 @@ from support import reply, serve_http
 from stream_worker.cameras.store import remove_settings, write_settings
 from stream_worker.connector.partitioner import partition_for
 from stream_worker.contracts.cameras import CameraSettings, CameraSource, MotionSettings
+from stream_worker.launchers.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -153,14 +154,6 @@ def silent_port() -> Iterator[int]:
     listener.close()
 
 
-def closed_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
-
-
 def test_each_failing_camera_shows_its_own_state_and_the_others_keep_their_rate(
     kafka_bootstrap, topics, start_connector, frames, camera_server, silent_port, monkeypatch
 ):
@@ -188,7 +181,7 @@ def test_each_failing_camera_shows_its_own_state_and_the_others_keep_their_rate(
         kafka_bootstrap,
         topics,
         "refused",
-        f"rtsp://${{CAM_USER}}:${{CAM_PASSWORD}}@127.0.0.1:{closed_port()}/s",
+        f"rtsp://${{CAM_USER}}:${{CAM_PASSWORD}}@127.0.0.1:{free_port()}/s",
     )
     set_source(
         kafka_bootstrap, topics, "silent", f"rtsp://${{CAM_USER}}:${{CAM_PASSWORD}}@127.0.0.1:{silent_port}/s"

@@ -14,6 +14,7 @@ import pytest
 from support import serve_http
 
 from stream_worker.connector.states import CameraState, NotVideo, Stalled, classify
+from stream_worker.launchers.ports import free_port
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -56,14 +57,6 @@ def silent_port() -> Iterator[int]:
     listener.close()
 
 
-def closed_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
-
-
 def open_error(url: str, timeout_s: float = 2.0) -> tuple[BaseException, bool]:
     started = time.monotonic()
     with pytest.raises(Exception) as caught:
@@ -90,7 +83,7 @@ def test_a_page_that_is_not_video_is_not_video(http_server, tmp_path):
 
 @pytest.mark.parametrize("scheme", ["rtsp", "http"])
 def test_refused_is_unreachable(scheme):
-    error, timed_out = open_error(f"{scheme}://127.0.0.1:{closed_port()}/stream")
+    error, timed_out = open_error(f"{scheme}://127.0.0.1:{free_port()}/stream")
     assert classify(error, opening=True, timed_out=timed_out) is CameraState.UNREACHABLE
 
 

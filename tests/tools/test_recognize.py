@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import cv2
@@ -12,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stream_worker.cli import app
+from stream_worker.launchers.ports import free_port
 from stream_worker.plates.distance import edit_distance
 from stream_worker.plates.reading import Reading
 from stream_worker.recognition import FrameResult, Plate
@@ -61,12 +61,6 @@ def cat_path(cat_jpeg: bytes, tmp_path: Path) -> Path:
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(cat_jpeg)
     return path
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def box_outline(box: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +178,7 @@ def test_unreadable_file_is_named_and_exits_2(car_path: Path, tmp_path: Path) ->
 
 
 def test_unreachable_triton_names_the_setting_and_exits_3(car_path: Path) -> None:
-    url = f"127.0.0.1:{closed_port()}"
+    url = f"127.0.0.1:{free_port()}"
     result = CliRunner().invoke(app, ["recognize", str(car_path), "--url", url, "--timeout", "10"])
     assert result.exit_code == EXIT_TRITON_UNAVAILABLE
     assert url in result.output
@@ -192,7 +186,7 @@ def test_unreachable_triton_names_the_setting_and_exits_3(car_path: Path) -> Non
 
 
 def test_url_defaults_to_the_environment_variable(car_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    url = f"127.0.0.1:{closed_port()}"
+    url = f"127.0.0.1:{free_port()}"
     monkeypatch.setenv("STREAM_WORKER_TRITON_URL", url)
     result = CliRunner().invoke(app, ["recognize", str(car_path), "--timeout", "10"])
     assert result.exit_code == EXIT_TRITON_UNAVAILABLE
