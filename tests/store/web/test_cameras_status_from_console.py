@@ -130,10 +130,12 @@ def test_under_up_the_console_answers_what_the_topic_holds_without_the_broker(
     up: RunningUp, console: tuple[str, str], kafka_bootstrap: str
 ) -> None:
     address, topic = console
-    # Written after the console's start: its view has the hour-old record, which a read of the
-    # topic's last seconds does not; the console leaves it out too.
-    write_statuses(kafka_bootstrap, topic, ["cam-a", "cam-b"], gone="gone-late")
     admin = httpx.Client(base_url=address, headers={"authorization": f"Bearer {TOKENS['ada']}"}, timeout=30)
+    # Written once the console has read its topic (a read waits for that; it loads on a thread of its
+    # own, which on a loaded machine may start after a write made as soon as the console answers):
+    # its view follows the hour-old record, which a read of the topic's last seconds does not.
+    assert {state["camera_id"] for state in admin.get("/api/camera-status").json()} == {"cam-a", "cam-b"}
+    write_statuses(kafka_bootstrap, topic, ["cam-a", "cam-b"], gone="gone-late")
     deadline = time.monotonic() + 60
     while "gone-late" not in {state["camera_id"] for state in admin.get("/api/camera-status").json()}:
         assert time.monotonic() < deadline, "the console did not follow the late record"
